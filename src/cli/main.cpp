@@ -1,0 +1,19 @@
+// tempered: command-line entry point. Subcommands are registered from src/cli/*_command.cpp.
+#include <CLI/CLI.hpp>
+
+#include "cli/commands.h"
+
+int main(int argc, char** argv) {
+    CLI::App app{"tempered: an LLM inference server that is open about how it samples"};
+    app.require_subcommand(1);
+    int exit_code = 0;
+    tempered::add_inspect_command(app, exit_code);
+    tempered::add_run_command(app, exit_code);
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& error) {
+        const int code = app.exit(error);
+        return code == 0 ? 0 : 1;
+    }
+    return exit_code;
+}

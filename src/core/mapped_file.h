@@ -1,0 +1,34 @@
+// A read-only memory mapping of a whole file. Model weights are used in place from the mapping, so
+// loading a model costs no copy and the OS page cache is shared between processes.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "core/result.h"
+
+namespace tempered {
+
+class MappedFile {
+public:
+    static Result<MappedFile> open(const std::string& path);
+
+    MappedFile() = default;
+    MappedFile(MappedFile&& other) noexcept;
+    MappedFile& operator=(MappedFile&& other) noexcept;
+    MappedFile(const MappedFile&) = delete;
+    MappedFile& operator=(const MappedFile&) = delete;
+    ~MappedFile();
+
+    std::span<const uint8_t> bytes() const { return {data_, size_}; }
+    const std::string& path() const { return path_; }
+
+private:
+    const uint8_t* data_ = nullptr;
+    size_t size_ = 0;
+    std::string path_;
+};
+
+}  // namespace tempered

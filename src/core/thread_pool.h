@@ -1,0 +1,43 @@
+// A fixed set of worker threads that run one parallel_for at a time. The forward pass calls it many
+// times per token, so workers stay alive and wait on a generation counter rather than being re-created.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace tempered {
+
+class ThreadPool {
+public:
+    // `threads` counts the calling thread too: ThreadPool(2) starts one worker.
+    explicit ThreadPool(int threads);
+    ~ThreadPool();
+    ThreadPool(const ThreadPool&) = delete;
+    ThreadPool& operator=(const ThreadPool&) = delete;
+
+    int size() const { return static_cast<int>(workers_.size()) + 1; }
+
+    // Calls task(thread_index) once on each of the size() threads and returns when all are done.
+    void run_on_all(const std::function<void(int thread_index)>& task);
+
+    // Splits [0, count) into size() contiguous ranges, one per thread: body(begin, end).
+    void parallel_for(int64_t count, const std::function<void(int64_t begin, int64_t end)>& body);
+
+private:
+    void worker_loop(int thread_index);
+
+    std::vector<std::thread> workers_;
+    std::mutex mutex_;
+    std::condition_variable work_ready_;
+    std::condition_variable work_done_;
+    const std::function<void(int)>* task_ = nullptr;
+    uint64_t generation_ = 0;
+    int pending_ = 0;
+    bool stopping_ = false;
+};
+
+}  // namespace tempered
