@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Fresh machine -> every test: install, build (release and ASan/UBSan), fetch the real models,
+# run the unit tests (ctest) and the end-to-end tests (pytest) against the real binary.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install_deps.sh
+python3 -m venv .venv
+.venv/bin/pip install --quiet --disable-pip-version-check -r tests/requirements.txt
+python3 scripts/pull_model.py smollm2-135m-instruct
+export TEMPERED_REQUIRE_MODELS=1
+
+echo "== release build and unit tests"
+scripts/build.sh release
+(cd build && ctest --output-on-failure -j2)
+
+echo "== ASan/UBSan build and unit tests"
+scripts/build.sh asan
+# The real-model numeric checks run in the release build; under the sanitizers they would take minutes
+# without adding coverage of different code.
+(cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j2 -E 'RealModel.*(Perplexity|Greedy)')
+
+echo "== end-to-end tests"
+TEMPERED_BIN=build/tempered .venv/bin/python -m pytest -q tests/e2e
+echo "== malformed GGUF corpus under ASan"
+TEMPERED_BIN=build-asan/tempered .venv/bin/python -m pytest -q tests/e2e -k malformed
