@@ -3,8 +3,8 @@
 set -euo pipefail
 packages=(
   build-essential cmake ninja-build ccache pkg-config python3 python3-venv python3-pip unzip
-  nlohmann-json3-dev libcli11-dev libpcre2-dev libgtest-dev libgmock-dev libbenchmark-dev
-  libcpp-httplib-dev clang libclang-rt-14-dev
+  nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
+  libcpp-httplib-dev clang libclang-rt-14-dev prometheus
 )
 missing=()
 for package in "${packages[@]}"; do

@@ -1,15 +1,151 @@
-#include "cli/commands.h"
-
+// tempered run: one generation from the command line, through the same engine the server uses,
+// streamed to stdout. The sampling values used, and where each came from, go to stderr.
 #include <cstdio>
+#include <iostream>
+#include <random>
+
+#include "cli/commands.h"
+#include "cli/kv_dtype_flag.h"
+#include "cli/loaded_model.h"
+#include "cli/model_names.h"
+#include "chat/chat_template.h"
+#include "engine/engine.h"
+#include "kv/kv_block_pool.h"
+#include "sampling/generation_config.h"
+#include "sampling/sampling_resolution.h"
 
 namespace tempered {
+namespace {
 
-// Placeholder until the model lands.
+struct RunOptions {
+    std::string model = kDefaultModelName;
+    std::string prompt;
+    std::string chat;
+    std::string system;
+    int64_t max_tokens = 256;
+    std::optional<double> temperature, top_p, min_p;
+    std::optional<int64_t> top_k, seed;
+    int threads = 0;
+    std::string kv_cache_dtype = "f16";
+};
+
+int run(const RunOptions& options) {
+    auto kv_type = parse_kv_dtype(options.kv_cache_dtype);
+    if (!kv_type) {
+        std::fprintf(stderr, "tempered run: %s\n", kv_type.error().message.c_str());
+        return 1;
+    }
+    auto loaded = load_model_bundle(options.model, options.threads);
+    if (!loaded) {
+        std::fprintf(stderr, "tempered run: %s\n", loaded.error().message.c_str());
+        return 1;
+    }
+    LoadedModel& bundle = **loaded;
+
+    std::vector<int32_t> prompt;
+    if (!options.chat.empty()) {
+        if (bundle.chat_template.empty()) {
+            std::fprintf(stderr, "tempered run: the model has no chat template; use --prompt\n");
+            return 1;
+        }
+        ChatTemplateInputs inputs;
+        if (!options.system.empty()) inputs.messages.push_back({{"role", "system"}, {"content", options.system}});
+        inputs.messages.push_back({{"role", "user"}, {"content", options.chat}});
+        if (auto bos = bundle.tokenizer->bos_id()) inputs.bos_token = bundle.tokenizer->token_text(*bos);
+        if (auto eos = bundle.tokenizer->eos_id()) inputs.eos_token = bundle.tokenizer->token_text(*eos);
+        auto rendered = apply_chat_template(bundle.chat_template, inputs);
+        if (!rendered) {
+            std::fprintf(stderr, "tempered run: chat template: %s\n", rendered.error().message.c_str());
+            return 1;
+        }
+        prompt = bundle.tokenize_chat(*rendered);
+    } else {
+        prompt = bundle.tokenizer->encode(options.prompt, /*add_special_tokens=*/true, /*parse_special=*/true);
+    }
+    const int64_t context = bundle.model->config().context_length;
+    if (static_cast<int64_t>(prompt.size()) >= context) {
+        std::fprintf(stderr, "tempered run: the prompt has %zu tokens; the maximum context length is %lld tokens\n",
+                     prompt.size(), static_cast<long long>(context));
+        return 1;
+    }
+
+    SamplingDefaultsConfig defaults;
+    auto model_defaults = load_model_sampling_defaults(*bundle.file, "");
+    if (model_defaults) defaults.model = model_defaults->values;
+    SamplingValues requested;
+    requested.temperature = options.temperature;
+    requested.top_p = options.top_p;
+    requested.top_k = options.top_k;
+    requested.min_p = options.min_p;
+    requested.seed = options.seed;
+    const ResolvedSampling sampling = resolve_sampling(requested, defaults, std::random_device{}());
+    std::fprintf(stderr, "sampling: %s\n", sampling.to_json().dump().c_str());
+
+    GenerationOptions generation;
+    generation.prompt = prompt;
+    generation.max_tokens = std::min<int64_t>(options.max_tokens, context - static_cast<int64_t>(prompt.size()));
+    generation.sampling = sampling.sampler_params();
+    generation.penalties = sampling.penalty_params();
+    generation.seed = static_cast<uint64_t>(sampling.seed.value);
+
+    const KvCacheShape shape = kv_cache_shape(bundle.model->config(), *kv_type);
+    const int64_t positions = static_cast<int64_t>(prompt.size()) + generation.max_tokens + 1;
+    auto kv = KvBlockPool::create(shape, (positions + shape.block_size - 1) / shape.block_size);
+    if (!kv) {
+        std::fprintf(stderr, "tempered run: %s\n", kv.error().message.c_str());
+        return 1;
+    }
+    Engine engine(*bundle.model, *bundle.tokenizer, **kv, EngineOptions{});
+    auto submitted = engine.submit(std::move(generation));
+    while (true) {
+        auto event = submitted.stream->next(std::chrono::milliseconds(1000));
+        if (!event) continue;
+        for (const auto& delta : event->deltas) std::fwrite(delta.text.data(), 1, delta.text.size(), stdout);
+        std::fflush(stdout);
+        if (event->error) {
+            std::fprintf(stderr, "\ntempered run: %s\n", event->error->c_str());
+            return 1;
+        }
+        if (event->done) break;
+    }
+    std::fputc('\n', stdout);
+    return 0;
+}
+
+}  // namespace
+
 void add_run_command(CLI::App& app, int& exit_code) {
-    auto* command = app.add_subcommand("run", "Generate text from a prompt or a chat message");
-    command->callback([&exit_code] {
-        std::fprintf(stderr, "tempered run: not implemented yet\n");
-        exit_code = 1;
+    auto options = std::make_shared<RunOptions>();
+    auto* command = app.add_subcommand("run", "Generate text from a prompt or a chat message, streamed to stdout");
+    command->add_option("--model,-m", options->model, "a .gguf path or a known model name")->capture_default_str();
+    auto* prompt = command->add_option("--prompt,-p", options->prompt, "raw text to continue");
+    auto* chat = command->add_option("--chat,-c", options->chat, "a user message, rendered with the chat template");
+    prompt->excludes(chat);
+    command->add_option("--system", options->system, "a system message (with --chat)")->needs(chat);
+    command->add_option("--max-tokens,-n", options->max_tokens, "tokens to generate at most")
+        ->check(CLI::Range(int64_t{1}, int64_t{1} << 30))
+        ->capture_default_str();
+    command->add_option("--temperature,-t", options->temperature, "0 means greedy; default: the model's, else 1")
+        ->check(CLI::Range(0.0, 2.0));
+    command->add_option("--top-p", options->top_p)->check(CLI::Range(0.0, 1.0));
+    command->add_option("--top-k", options->top_k)->check(CLI::Range(int64_t{-1}, int64_t{1} << 30));
+    command->add_option("--min-p", options->min_p)->check(CLI::Range(0.0, 1.0));
+    command->add_option("--seed,-s", options->seed);
+    command->add_option("--threads", options->threads, "0: every core")->capture_default_str();
+    command->add_option("--kv-cache-dtype", options->kv_cache_dtype, "f16, bf16 or f32")->capture_default_str();
+    command->callback([options, command, &exit_code] {
+        if (options->prompt.empty() && options->chat.empty()) {
+            std::fprintf(stderr, "tempered run: give --prompt TEXT or --chat TEXT\n");
+            exit_code = 1;
+            return;
+        }
+        if (options->top_p && *options->top_p <= 0) {
+            std::fprintf(stderr, "tempered run: --top-p must be in (0, 1]\n");
+            exit_code = 1;
+            return;
+        }
+        (void)command;
+        exit_code = run(*options);
     });
 }
 

@@ -43,7 +43,9 @@ std::string_view dtype_name(DType type) { return dtype_traits(type).name; }
 std::optional<uint64_t> dtype_row_bytes(DType type, uint64_t elements) {
     const auto& traits = dtype_traits(type);
     if (elements % traits.block_elements != 0) return std::nullopt;
-    return elements / traits.block_elements * traits.block_bytes;
+    const uint64_t blocks = elements / traits.block_elements;
+    if (blocks > UINT64_MAX / traits.block_bytes) return std::nullopt;  // would overflow
+    return blocks * traits.block_bytes;
 }
 
 }  // namespace tempered

@@ -1,8 +1,35 @@
 #include "core/thread_pool.h"
 
 #include <algorithm>
+#include <chrono>
 
 namespace tempered {
+namespace {
+
+constexpr auto kSpinTime = std::chrono::microseconds(100);
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+// Spins until done() or kSpinTime has passed; returns done().
+template <typename Predicate>
+bool spin_until(Predicate done) {
+    const auto deadline = std::chrono::steady_clock::now() + kSpinTime;
+    while (!done()) {
+        for (int i = 0; i < 64; ++i) {
+            cpu_relax();
+            if (done()) return true;
+        }
+        if (std::chrono::steady_clock::now() > deadline) return done();
+        std::this_thread::yield();  // when cores are oversubscribed, let the thread we wait for run
+    }
+    return true;
+}
+
+}  // namespace
 
 ThreadPool::ThreadPool(int threads) {
     const int worker_count = std::max(threads, 1) - 1;
@@ -13,7 +40,8 @@ ThreadPool::ThreadPool(int threads) {
 ThreadPool::~ThreadPool() {
     {
         std::lock_guard lock(mutex_);
-        stopping_ = true;
+        stopping_.store(true, std::memory_order_release);
+        generation_.fetch_add(1, std::memory_order_release);  // wakes spinners too
     }
     work_ready_.notify_all();
     for (auto& worker : workers_) worker.join();
@@ -22,18 +50,17 @@ ThreadPool::~ThreadPool() {
 void ThreadPool::worker_loop(int thread_index) {
     uint64_t seen_generation = 0;
     while (true) {
-        const std::function<void(int)>* task;
-        {
+        const auto new_work = [&] { return generation_.load(std::memory_order_acquire) != seen_generation; };
+        if (!spin_until(new_work)) {
             std::unique_lock lock(mutex_);
-            work_ready_.wait(lock, [&] { return stopping_ || generation_ != seen_generation; });
-            if (stopping_) return;
-            seen_generation = generation_;
-            task = task_;
+            work_ready_.wait(lock, new_work);
         }
-        (*task)(thread_index);
-        {
-            std::lock_guard lock(mutex_);
-            if (--pending_ == 0) work_done_.notify_one();
+        seen_generation = generation_.load(std::memory_order_acquire);
+        if (stopping_.load(std::memory_order_acquire)) return;
+        (*task_)(thread_index);
+        if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+            std::lock_guard lock(mutex_);  // the caller may be about to sleep: serialise with its check
+            work_done_.notify_one();
         }
     }
 }
@@ -43,16 +70,22 @@ void ThreadPool::run_on_all(const std::function<void(int)>& task) {
         task(0);
         return;
     }
+    // One task at a time: a second thread calling in (a test computing a reference while the engine
+    // runs) waits its turn instead of corrupting the shared task slot.
+    std::lock_guard caller_lock(caller_mutex_);
+    task_ = &task;
+    pending_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
     {
         std::lock_guard lock(mutex_);
-        task_ = &task;
-        pending_ = static_cast<int>(workers_.size());
-        ++generation_;
+        generation_.fetch_add(1, std::memory_order_release);
     }
     work_ready_.notify_all();
     task(0);
-    std::unique_lock lock(mutex_);
-    work_done_.wait(lock, [&] { return pending_ == 0; });
+    const auto all_done = [&] { return pending_.load(std::memory_order_acquire) == 0; };
+    if (!spin_until(all_done)) {
+        std::unique_lock lock(mutex_);
+        work_done_.wait(lock, all_done);
+    }
 }
 
 void ThreadPool::parallel_for(int64_t count, const std::function<void(int64_t, int64_t)>& body) {

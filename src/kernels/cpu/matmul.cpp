@@ -1,8 +1,11 @@
 #include "kernels/cpu/matmul.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "kernels/cpu/dequantize.h"
+#include "kernels/cpu/matmul_kernels.h"
+#include "kernels/cpu/quantize_activations.h"
 
 namespace tempered {
 namespace {
@@ -28,16 +31,58 @@ void matmul_rows_reference(const WeightMatrix& weights, const float* x, int64_t 
     }
 }
 
+using RowKernel = void (*)(const WeightMatrix&, const QuantizedActivations&, float*, int64_t, int64_t);
+
+RowKernel row_kernel(CpuIsa isa) {
+    switch (isa) {
+        case CpuIsa::Avx512: return matmul_q8_rows_avx512;
+        case CpuIsa::Avx2: return matmul_q8_rows_avx2;
+        case CpuIsa::Scalar: break;
+    }
+    return matmul_q8_rows_scalar;
+}
+
+// Scratch for the quantized activations, reused across calls: the forward pass allocates nothing
+// once the largest batch has been seen.
+QuantizedActivations& activation_scratch() {
+    thread_local QuantizedActivations scratch;
+    return scratch;
+}
+
 }  // namespace
 
 void matmul_reference(const WeightMatrix& weights, const float* x, int64_t batch, float* y) {
     matmul_rows_reference(weights, x, batch, y, 0, weights.rows);
 }
 
-void matmul(const WeightMatrix& weights, const float* x, int64_t batch, float* y, ThreadPool& pool) {
-    pool.parallel_for(weights.rows, [&](int64_t begin, int64_t end) {
-        matmul_rows_reference(weights, x, batch, y, begin, end);
+void matmul_reference_q8(const WeightMatrix& weights, const float* x, int64_t batch, float* y) {
+    QuantizedActivations activations;
+    quantize_activations(x, batch, weights.cols, activations);
+    matmul_q8_rows_scalar(weights, activations, y, 0, weights.rows);
+}
+
+void matmul_with_isa(const WeightMatrix& weights, const float* x, int64_t batch, float* y, ThreadPool& pool,
+                     CpuIsa isa) {
+    if (!integer_kernel_supports(weights.type)) {
+        const auto kernel = isa == CpuIsa::Scalar ? matmul_float_rows_scalar : matmul_float_rows_avx2;
+        pool.parallel_for(weights.rows, [&](int64_t begin, int64_t end) { kernel(weights, x, batch, y, begin, end); });
+        return;
+    }
+    QuantizedActivations& activations = activation_scratch();
+    if (isa == CpuIsa::Scalar)
+        quantize_activations(x, batch, weights.cols, activations);
+    else
+        quantize_activations_avx2(x, batch, weights.cols, activations);
+    const RowKernel kernel = row_kernel(isa);
+    // Split at multiples of 8 rows so that each thread's range is whole kernel tiles.
+    constexpr int64_t kRowGroup = 8;
+    pool.parallel_for((weights.rows + kRowGroup - 1) / kRowGroup, [&](int64_t begin, int64_t end) {
+        kernel(weights, activations, y, begin * kRowGroup, std::min(end * kRowGroup, weights.rows));
     });
+}
+
+void matmul(const WeightMatrix& weights, const float* x, int64_t batch, float* y, ThreadPool& pool) {
+    matmul_with_isa(weights, x, batch, y, pool, active_cpu_isa());
 }
 
 }  // namespace tempered

@@ -5,6 +5,7 @@
 
 #include "core/dtype.h"
 #include "core/thread_pool.h"
+#include "kernels/cpu/dispatch.h"
 
 namespace tempered {
 
@@ -16,11 +17,23 @@ struct WeightMatrix {
     int64_t cols = 0;  // input features
 };
 
-// y (batch, W.rows) = x (batch, W.cols) · W^T, using the fastest kernel this CPU supports.
-// Each output element is reduced in the same order whatever `batch` is (batch invariance).
+// y (batch, W.rows) = x (batch, W.cols) · W^T, using the fastest kernel this CPU supports
+// (active_cpu_isa()). Q4_1, Q8_0, Q4_K, Q5_K and Q6_K weights take the integer kernels: x is quantized
+// to 8 bits in blocks of 32 first. Other types dequantize each row and take float kernels whose sum
+// order differs from matmul_reference's (see matmul_kernels.h for both definitions).
+// Each output element is reduced in the same order whatever `batch` is or however the rows are
+// split across threads (batch invariance).
 void matmul(const WeightMatrix& weights, const float* x, int64_t batch, float* y, ThreadPool& pool);
 
-// Scalar reference: dequantize each row, float dot product. Slow; the definition fast kernels match.
+// The same with the kernels of `isa`, which the CPU must support. For tests and benchmarks.
+void matmul_with_isa(const WeightMatrix& weights, const float* x, int64_t batch, float* y, ThreadPool& pool,
+                     CpuIsa isa);
+
+// Scalar reference: dequantize each row, float dot product. Slow; the float definition.
 void matmul_reference(const WeightMatrix& weights, const float* x, int64_t batch, float* y);
+
+// Scalar reference of the integer path (activations quantized to 8 bits; the types of
+// integer_kernel_supports): the definition the AVX2 and AVX-512 kernels match bit for bit.
+void matmul_reference_q8(const WeightMatrix& weights, const float* x, int64_t batch, float* y);
 
 }  // namespace tempered

@@ -1,0 +1,68 @@
+// POST /v1/chat/completions: the request body parsed into types and checked for shape, type and
+// range. Errors name the offending field ("messages[1].content", "top_logprobs").
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "api/errors.h"
+#include "api/generation_request.h"
+#include "api/json_fields.h"
+
+namespace tempered::api {
+
+enum class Role { System, Developer, User, Assistant, Tool };
+std::string_view role_name(Role role);
+
+// A tool call the assistant made (in a request's history, or in our response).
+struct ToolCall {
+    std::string id;
+    std::string type = "function";
+    std::string name;
+    std::string arguments;  // JSON text, as the model wrote it
+};
+
+struct ContentPart {
+    std::string type;  // only "text" is accepted today
+    std::string text;
+};
+
+enum class ContentKind {
+    None,   // absent or null (an assistant turn with tool_calls)
+    Text,   // "content": "..."
+    Parts,  // "content": [{"type": "text", "text": "..."}, ...]
+};
+
+struct ChatMessage {
+    Role role = Role::User;
+    ContentKind content_kind = ContentKind::None;
+    std::string content;                // Text: the string; Parts: the text parts concatenated
+    std::vector<ContentPart> parts;     // Parts only, in order (templates may iterate them)
+    std::string name;                   // "" when absent
+    std::string tool_call_id;           // role Tool: the call this message answers
+    std::vector<ToolCall> tool_calls;   // role Assistant
+};
+
+struct ChatRequest {
+    GenerationRequest generation;
+    std::vector<ChatMessage> messages;
+    bool logprobs = false;
+    int top_logprobs = 0;           // 0..20, only with logprobs
+    // Kept as JSON for the chat template and tool-call parsers; null when absent. Shapes checked.
+    Json tools;                     // array of {"type":"function","function":{"name",...}}
+    Json tool_choice;               // "none" | "auto" | "required" | {"type":"function","function":{"name"}}
+    bool parallel_tool_calls = true;
+    Json response_format;           // {"type": "text" | "json_object" | "json_schema", ...}
+    Json chat_template_kwargs;      // extra template variables (e.g. enable_thinking); object or null
+};
+
+inline constexpr int kMaxTopLogprobs = 20;
+
+ApiResult<ChatRequest> parse_chat_request(std::string_view body);
+
+// Checks that need the served model (token ids against the vocabulary).
+FieldError validate_chat_request(const ChatRequest& request, const ModelLimits& limits);
+
+}  // namespace tempered::api

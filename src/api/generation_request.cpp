@@ -1,0 +1,180 @@
+#include "api/generation_request.h"
+
+#include <algorithm>
+#include <charconv>
+
+namespace tempered::api {
+namespace {
+
+FieldError parse_sampling(const Json& body, SamplingRequest& out) {
+    const auto field = [&](std::string_view key) { return find_field(body, key); };
+    if (auto e = read_number(field("temperature"), "temperature", {0.0, 2.0}, out.temperature)) return e;
+    if (auto e = read_number(field("top_p"), "top_p", {0.0, 1.0, true, false}, out.top_p)) return e;
+    if (auto e = read_integer(field("top_k"), "top_k", -1, std::numeric_limits<int64_t>::max(), out.top_k)) return e;
+    if (auto e = read_number(field("min_p"), "min_p", {0.0, 1.0}, out.min_p)) return e;
+    if (auto e = read_number(field("presence_penalty"), "presence_penalty", {-2.0, 2.0}, out.presence_penalty)) {
+        return e;
+    }
+    if (auto e = read_number(field("frequency_penalty"), "frequency_penalty", {-2.0, 2.0}, out.frequency_penalty)) {
+        return e;
+    }
+    if (auto e = read_number(field("repetition_penalty"), "repetition_penalty", {0.0, 2.0, true, false},
+                             out.repetition_penalty)) {
+        return e;
+    }
+    return read_integer(field("seed"), "seed", std::numeric_limits<int64_t>::min(),
+                        std::numeric_limits<int64_t>::max(), out.seed);
+}
+
+FieldError parse_stop(const Json* field, std::vector<std::string>& out) {
+    if (field == nullptr || field->is_null()) return std::nullopt;
+    if (field->is_string()) {
+        if (!field->get_ref<const std::string&>().empty()) out.push_back(field->get<std::string>());
+        return std::nullopt;
+    }
+    if (!field->is_array()) return wrong_type("stop", "a string or an array of strings", *field);
+    if (field->size() > kMaxStopSequences) {
+        return invalid_request("Invalid 'stop': expected at most " + std::to_string(kMaxStopSequences) +
+                                   " sequences, but got " + std::to_string(field->size()) + ".",
+                               "stop", "invalid_value");
+    }
+    for (size_t i = 0; i < field->size(); ++i) {
+        const Json& item = (*field)[i];
+        if (!item.is_string()) return wrong_type(param_path("stop", i), "a string", item);
+        if (!item.get_ref<const std::string&>().empty()) out.push_back(item.get<std::string>());
+    }
+    return std::nullopt;
+}
+
+FieldError parse_stream_options(const Json& body, bool stream, StreamOptions& out) {
+    const Json* field = find_field(body, "stream_options");
+    if (field == nullptr || field->is_null()) return std::nullopt;
+    if (!field->is_object()) return wrong_type("stream_options", "an object", *field);
+    if (!stream) {
+        return invalid_request("The 'stream_options' parameter is only allowed when 'stream' is enabled.",
+                               "stream_options", "invalid_value");
+    }
+    RequestedValue<bool> include_usage;
+    if (auto e = read_bool(find_field(*field, "include_usage"), "stream_options.include_usage", include_usage)) {
+        return e;
+    }
+    out.include_usage = include_usage.value_or(false);
+    return std::nullopt;
+}
+
+FieldError parse_logit_bias(const Json* field, std::vector<std::pair<int64_t, double>>& out) {
+    if (field == nullptr || field->is_null()) return std::nullopt;
+    if (!field->is_object()) return wrong_type("logit_bias", "an object", *field);
+    for (const auto& [key, value] : field->items()) {
+        int64_t token = -1;
+        const auto [end, error] = std::from_chars(key.data(), key.data() + key.size(), token);
+        if (error != std::errc() || end != key.data() + key.size() || token < 0) {
+            return invalid_request("Invalid key in 'logit_bias': '" + key + "' is not a token id (a non-negative "
+                                   "integer as a string).",
+                                   "logit_bias", "invalid_value");
+        }
+        RequestedValue<double> bias;
+        if (auto e = read_number(&value, "logit_bias." + key, {-100.0, 100.0}, bias)) return e;
+        if (!bias.given()) return wrong_type("logit_bias." + key, "a number", value);
+        out.emplace_back(token, *bias.value);
+    }
+    std::sort(out.begin(), out.end());
+    return std::nullopt;
+}
+
+}  // namespace
+
+ApiResult<Json> parse_json_object(std::string_view body) {
+    Json json;
+    try {
+        json = Json::parse(body);
+    } catch (const Json::parse_error& error) {
+        return invalid_request(std::string("We could not parse the JSON body of your request: ") + error.what(), "",
+                               "invalid_json");
+    }
+    if (!json.is_object()) {
+        return invalid_request("The request body must be a JSON object, but got " + json_type_name(json) + ".", "",
+                               "invalid_json");
+    }
+    return json;
+}
+
+FieldError parse_generation_fields(const Json& body, int64_t max_tokens_min, GenerationRequest& out) {
+    RequestedValue<std::string> model;
+    if (auto e = read_string(find_field(body, "model"), "model", model)) return e;
+    out.model = model.value_or("");
+
+    if (auto e = parse_sampling(body, out.sampling)) return e;
+
+    const int64_t unbounded = std::numeric_limits<int64_t>::max();
+    // OpenAI deprecated max_tokens for chat in favour of max_completion_tokens; either works, the
+    // newer one wins when both are given.
+    RequestedValue<int64_t> max_completion_tokens;
+    if (auto e = read_integer(find_field(body, "max_completion_tokens"), "max_completion_tokens", max_tokens_min,
+                              unbounded, max_completion_tokens)) {
+        return e;
+    }
+    if (auto e = read_integer(find_field(body, "max_tokens"), "max_tokens", max_tokens_min, unbounded,
+                              out.max_tokens)) {
+        return e;
+    }
+    const bool completion_null = max_completion_tokens.presence == Presence::Null;
+    if (max_completion_tokens.given() || (completion_null && !out.max_tokens.given())) {
+        out.max_tokens = max_completion_tokens;
+    }
+    if (auto e = read_integer(find_field(body, "min_tokens"), "min_tokens", 0, unbounded, out.min_tokens)) return e;
+    if (out.min_tokens.given() && out.max_tokens.given() && *out.min_tokens.value > *out.max_tokens.value) {
+        return invalid_request("Invalid 'min_tokens': it must not exceed max_tokens (" +
+                                   std::to_string(*out.max_tokens.value) + ").",
+                               "min_tokens", "invalid_value");
+    }
+
+    RequestedValue<int64_t> n;
+    if (auto e = read_integer(find_field(body, "n"), "n", 1, kMaxChoices, n)) return e;
+    out.n = static_cast<int>(n.value_or(1));
+
+    if (auto e = parse_stop(find_field(body, "stop"), out.stop)) return e;
+
+    RequestedValue<bool> stream;
+    if (auto e = read_bool(find_field(body, "stream"), "stream", stream)) return e;
+    out.stream = stream.value_or(false);
+    if (auto e = parse_stream_options(body, out.stream, out.stream_options)) return e;
+
+    if (auto e = parse_logit_bias(find_field(body, "logit_bias"), out.logit_bias)) return e;
+
+    RequestedValue<std::string> user;
+    if (auto e = read_string(find_field(body, "user"), "user", user)) return e;
+    out.user = user.value_or("");
+
+    RequestedValue<bool> ignore_eos;
+    if (auto e = read_bool(find_field(body, "ignore_eos"), "ignore_eos", ignore_eos)) return e;
+    out.ignore_eos = ignore_eos.value_or(false);
+    return std::nullopt;
+}
+
+SamplingValues to_sampling_values(const SamplingRequest& request) {
+    SamplingValues values;
+    values.temperature = request.temperature.value;
+    values.top_p = request.top_p.value;
+    if (request.top_k.value) values.top_k = std::max<int64_t>(*request.top_k.value, 0);
+    values.min_p = request.min_p.value;
+    values.repetition_penalty = request.repetition_penalty.value;
+    values.presence_penalty = request.presence_penalty.value;
+    values.frequency_penalty = request.frequency_penalty.value;
+    values.seed = request.seed.value;
+    return values;
+}
+
+FieldError validate_generation_fields(const GenerationRequest& request, const ModelLimits& limits) {
+    for (const auto& [token, bias] : request.logit_bias) {
+        if (token >= limits.vocab_size) {
+            return invalid_request("Invalid key in 'logit_bias': token id " + std::to_string(token) +
+                                       " is out of range; the vocabulary has " + std::to_string(limits.vocab_size) +
+                                       " tokens.",
+                                   "logit_bias", "invalid_value");
+        }
+    }
+    return std::nullopt;
+}
+
+}  // namespace tempered::api

@@ -1,0 +1,216 @@
+#include "api/responses.h"
+
+#include <chrono>
+#include <random>
+
+namespace tempered::api {
+namespace {
+
+using Json = nlohmann::json;
+
+Json string_or_null(const std::string& text) { return text.empty() ? Json(nullptr) : Json(text); }
+
+Json optional_json(const std::optional<std::string>& text) { return text ? Json(*text) : Json(nullptr); }
+
+Json bytes_json(const std::vector<uint8_t>& bytes) {
+    Json array = Json::array();
+    for (const uint8_t byte : bytes) array.push_back(byte);
+    return array;
+}
+
+Json envelope(const ResponseMeta& meta, std::string_view object) {
+    return {{"id", meta.id},
+            {"object", object},
+            {"created", meta.created},
+            {"model", meta.model},
+            {"system_fingerprint", string_or_null(meta.system_fingerprint)}};
+}
+
+Json finish_reason_json(const std::optional<FinishReason>& reason) {
+    return reason ? Json(finish_reason_name(*reason)) : Json(nullptr);
+}
+
+Json tool_call_json(const ToolCall& call) {
+    return {{"id", call.id}, {"type", call.type}, {"function", {{"name", call.name}, {"arguments", call.arguments}}}};
+}
+
+Json tool_call_delta_json(const ToolCallDelta& delta) {
+    Json json = {{"index", delta.index}};
+    if (delta.id) {
+        json["id"] = *delta.id;
+        json["type"] = "function";
+    }
+    Json function = Json::object();
+    if (delta.name) function["name"] = *delta.name;
+    if (delta.arguments) function["arguments"] = *delta.arguments;
+    if (!function.empty()) json["function"] = std::move(function);
+    return json;
+}
+
+int64_t unix_seconds_now() {
+    return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+}  // namespace
+
+std::string_view finish_reason_name(FinishReason reason) {
+    switch (reason) {
+        case FinishReason::Stop: return "stop";
+        case FinishReason::Length: return "length";
+        case FinishReason::ToolCalls: return "tool_calls";
+    }
+    return "stop";
+}
+
+std::string make_response_id(std::string_view prefix) {
+    static constexpr std::string_view kAlphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    thread_local std::mt19937_64 generator{std::random_device{}()};
+    std::uniform_int_distribution<size_t> pick(0, kAlphabet.size() - 1);
+    std::string id(prefix);
+    for (int i = 0; i < 24; ++i) id += kAlphabet[pick(generator)];
+    return id;
+}
+
+ResponseMeta make_chat_meta(std::string model, std::string system_fingerprint) {
+    return {make_response_id("chatcmpl-"), unix_seconds_now(), std::move(model), std::move(system_fingerprint)};
+}
+
+ResponseMeta make_completion_meta(std::string model, std::string system_fingerprint) {
+    return {make_response_id("cmpl-"), unix_seconds_now(), std::move(model), std::move(system_fingerprint)};
+}
+
+Json usage_json(const Usage& usage) {
+    return {{"prompt_tokens", usage.prompt_tokens},
+            {"completion_tokens", usage.completion_tokens},
+            {"total_tokens", usage.prompt_tokens + usage.completion_tokens},
+            {"prompt_tokens_details", {{"cached_tokens", usage.cached_tokens}}}};
+}
+
+Json chat_logprobs_json(const std::vector<TokenLogprob>& content) {
+    Json tokens = Json::array();
+    for (const TokenLogprob& token : content) {
+        Json top = Json::array();
+        for (const TopLogprob& alternative : token.top_logprobs) {
+            top.push_back({{"token", alternative.token},
+                           {"logprob", alternative.logprob},
+                           {"bytes", bytes_json(alternative.bytes)}});
+        }
+        tokens.push_back({{"token", token.token},
+                          {"logprob", token.logprob},
+                          {"bytes", bytes_json(token.bytes)},
+                          {"top_logprobs", std::move(top)}});
+    }
+    return {{"content", std::move(tokens)}, {"refusal", nullptr}};
+}
+
+Json completion_logprobs_json(const CompletionLogprobs& logprobs) {
+    Json token_logprobs = Json::array();
+    for (const auto& logprob : logprobs.token_logprobs) {
+        token_logprobs.push_back(logprob ? Json(*logprob) : Json(nullptr));
+    }
+    Json top_logprobs = Json::array();
+    for (const auto& alternatives : logprobs.top_logprobs) {
+        if (!alternatives) {
+            top_logprobs.push_back(nullptr);
+            continue;
+        }
+        Json map = Json::object();
+        for (const auto& [token, logprob] : *alternatives) map[token] = logprob;
+        top_logprobs.push_back(std::move(map));
+    }
+    return {{"tokens", logprobs.tokens},
+            {"token_logprobs", std::move(token_logprobs)},
+            {"top_logprobs", std::move(top_logprobs)},
+            {"text_offset", logprobs.text_offset}};
+}
+
+Json chat_completion_json(const ResponseMeta& meta, const std::vector<ChatChoice>& choices, const Usage& usage) {
+    Json json = envelope(meta, "chat.completion");
+    Json array = Json::array();
+    for (const ChatChoice& choice : choices) {
+        Json message = {{"role", "assistant"}, {"content", optional_json(choice.content)}, {"refusal", nullptr}};
+        if (choice.reasoning_content) message["reasoning_content"] = *choice.reasoning_content;
+        if (!choice.tool_calls.empty()) {
+            Json calls = Json::array();
+            for (const ToolCall& call : choice.tool_calls) calls.push_back(tool_call_json(call));
+            message["tool_calls"] = std::move(calls);
+        }
+        array.push_back({{"index", choice.index},
+                         {"message", std::move(message)},
+                         {"logprobs", choice.logprobs ? chat_logprobs_json(*choice.logprobs) : Json(nullptr)},
+                         {"finish_reason", finish_reason_name(choice.finish_reason)}});
+    }
+    json["choices"] = std::move(array);
+    json["usage"] = usage_json(usage);
+    return json;
+}
+
+Json chat_chunk_json(const ResponseMeta& meta, const std::vector<ChatChunkChoice>& choices, bool include_usage_field) {
+    Json json = envelope(meta, "chat.completion.chunk");
+    Json array = Json::array();
+    for (const ChatChunkChoice& choice : choices) {
+        Json delta = Json::object();
+        if (choice.delta.include_role) delta["role"] = "assistant";
+        if (choice.delta.content) delta["content"] = *choice.delta.content;
+        if (choice.delta.reasoning_content) delta["reasoning_content"] = *choice.delta.reasoning_content;
+        if (!choice.delta.tool_calls.empty()) {
+            Json calls = Json::array();
+            for (const ToolCallDelta& call : choice.delta.tool_calls) calls.push_back(tool_call_delta_json(call));
+            delta["tool_calls"] = std::move(calls);
+        }
+        array.push_back({{"index", choice.index},
+                         {"delta", std::move(delta)},
+                         {"logprobs", choice.logprobs ? chat_logprobs_json(*choice.logprobs) : Json(nullptr)},
+                         {"finish_reason", finish_reason_json(choice.finish_reason)}});
+    }
+    json["choices"] = std::move(array);
+    if (include_usage_field) json["usage"] = nullptr;
+    return json;
+}
+
+Json chat_usage_chunk_json(const ResponseMeta& meta, const Usage& usage) {
+    Json json = envelope(meta, "chat.completion.chunk");
+    json["choices"] = Json::array();
+    json["usage"] = usage_json(usage);
+    return json;
+}
+
+namespace {
+
+Json completion_choices_json(const std::vector<CompletionChoice>& choices) {
+    Json array = Json::array();
+    for (const CompletionChoice& choice : choices) {
+        array.push_back({{"index", choice.index},
+                         {"text", choice.text},
+                         {"logprobs", choice.logprobs ? completion_logprobs_json(*choice.logprobs) : Json(nullptr)},
+                         {"finish_reason", finish_reason_json(choice.finish_reason)}});
+    }
+    return array;
+}
+
+}  // namespace
+
+Json text_completion_json(const ResponseMeta& meta, const std::vector<CompletionChoice>& choices, const Usage& usage) {
+    Json json = envelope(meta, "text_completion");
+    json["choices"] = completion_choices_json(choices);
+    json["usage"] = usage_json(usage);
+    return json;
+}
+
+Json text_completion_chunk_json(const ResponseMeta& meta, const std::vector<CompletionChoice>& choices,
+                                bool include_usage_field) {
+    Json json = envelope(meta, "text_completion");
+    json["choices"] = completion_choices_json(choices);
+    if (include_usage_field) json["usage"] = nullptr;
+    return json;
+}
+
+Json text_completion_usage_chunk_json(const ResponseMeta& meta, const Usage& usage) {
+    Json json = envelope(meta, "text_completion");
+    json["choices"] = Json::array();
+    json["usage"] = usage_json(usage);
+    return json;
+}
+
+}  // namespace tempered::api

@@ -1,0 +1,130 @@
+// Builders for the response objects of /v1/chat/completions and /v1/completions, whole and streamed,
+// in the shapes of the OpenAI SDK types (openai/types/chat/chat_completion.py,
+// chat_completion_chunk.py, chat_completion_token_logprob.py, completion.py, completion_choice.py,
+// completion_usage.py).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "api/chat_request.h"
+
+namespace tempered::api {
+
+enum class FinishReason { Stop, Length, ToolCalls };
+std::string_view finish_reason_name(FinishReason reason);
+
+// What every response object carries. One ResponseMeta per request: all chunks of a stream share it.
+struct ResponseMeta {
+    std::string id;                  // "chatcmpl-..." or "cmpl-..."
+    int64_t created = 0;             // Unix seconds
+    std::string model;
+    std::string system_fingerprint;  // "" renders as null
+};
+
+// A fresh id: prefix + 24 random alphanumerics ("chatcmpl-", "cmpl-").
+std::string make_response_id(std::string_view prefix);
+ResponseMeta make_chat_meta(std::string model, std::string system_fingerprint);
+ResponseMeta make_completion_meta(std::string model, std::string system_fingerprint);
+
+struct Usage {
+    int64_t prompt_tokens = 0;
+    int64_t completion_tokens = 0;
+    int64_t cached_tokens = 0;  // prompt tokens served from the prefix cache
+};
+nlohmann::json usage_json(const Usage& usage);
+
+// --- logprobs ---
+
+struct TopLogprob {
+    std::string token;           // the token's text (may be part of a UTF-8 character)
+    double logprob = 0.0;
+    std::vector<uint8_t> bytes;  // the token's exact bytes
+};
+
+struct TokenLogprob {
+    std::string token;
+    double logprob = 0.0;
+    std::vector<uint8_t> bytes;
+    std::vector<TopLogprob> top_logprobs;  // the request's top_logprobs alternatives, best first
+};
+
+// Chat: {"content": [{"token","logprob","bytes","top_logprobs":[{"token","logprob","bytes"}]}],
+//        "refusal": null}
+nlohmann::json chat_logprobs_json(const std::vector<TokenLogprob>& content);
+
+// Completions: parallel arrays, one entry per token. With echo, the first prompt token has no
+// logprob (null) and no alternatives (null).
+struct CompletionLogprobs {
+    std::vector<std::string> tokens;
+    std::vector<std::optional<double>> token_logprobs;
+    std::vector<std::optional<std::vector<std::pair<std::string, double>>>> top_logprobs;
+    std::vector<int64_t> text_offset;  // each token's offset in the choice's text
+};
+nlohmann::json completion_logprobs_json(const CompletionLogprobs& logprobs);
+
+// --- chat.completion ---
+
+struct ChatChoice {
+    int index = 0;
+    std::optional<std::string> content;            // null when the answer is only tool calls
+    std::optional<std::string> reasoning_content;  // split off by a reasoning parser; omitted if unset
+    std::vector<ToolCall> tool_calls;
+    FinishReason finish_reason = FinishReason::Stop;
+    std::optional<std::vector<TokenLogprob>> logprobs;  // set when the request asked for logprobs
+};
+nlohmann::json chat_completion_json(const ResponseMeta& meta, const std::vector<ChatChoice>& choices,
+                                    const Usage& usage);
+
+// --- chat.completion.chunk ---
+
+// One tool call's part in a stream: the first delta of a call has id, type and name; later ones
+// append to arguments. `index` is the call's position in the message's tool_calls.
+struct ToolCallDelta {
+    int index = 0;
+    std::optional<std::string> id;
+    std::optional<std::string> name;
+    std::optional<std::string> arguments;
+};
+
+struct ChatDelta {
+    bool include_role = false;  // the first chunk of each choice says "role": "assistant"
+    std::optional<std::string> content;
+    std::optional<std::string> reasoning_content;
+    std::vector<ToolCallDelta> tool_calls;
+};
+
+struct ChatChunkChoice {
+    int index = 0;
+    ChatDelta delta;
+    std::optional<FinishReason> finish_reason;  // set on the choice's last chunk
+    std::optional<std::vector<TokenLogprob>> logprobs;
+};
+
+// `include_usage_field`: the request set stream_options.include_usage, so every chunk has
+// "usage": null and the last one (chat_usage_chunk_json) has the totals.
+nlohmann::json chat_chunk_json(const ResponseMeta& meta, const std::vector<ChatChunkChoice>& choices,
+                               bool include_usage_field);
+nlohmann::json chat_usage_chunk_json(const ResponseMeta& meta, const Usage& usage);
+
+// --- text_completion (whole and streamed: the same object) ---
+
+struct CompletionChoice {
+    int index = 0;
+    std::string text;
+    std::optional<FinishReason> finish_reason;  // null in stream chunks before the last
+    std::optional<CompletionLogprobs> logprobs;
+};
+nlohmann::json text_completion_json(const ResponseMeta& meta, const std::vector<CompletionChoice>& choices,
+                                    const Usage& usage);
+nlohmann::json text_completion_chunk_json(const ResponseMeta& meta, const std::vector<CompletionChoice>& choices,
+                                          bool include_usage_field);
+nlohmann::json text_completion_usage_chunk_json(const ResponseMeta& meta, const Usage& usage);
+
+}  // namespace tempered::api

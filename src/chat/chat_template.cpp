@@ -1,0 +1,29 @@
+#include "chat/chat_template.h"
+
+namespace tempered {
+
+Result<std::string> apply_chat_template(std::string_view template_source, const ChatTemplateInputs& inputs) {
+    if (!inputs.messages.is_array()) return Error{"chat template: messages must be an array"};
+    if (!inputs.tools.is_null() && !inputs.tools.is_array()) return Error{"chat template: tools must be an array"};
+    if (!inputs.extra_context.is_null() && !inputs.extra_context.is_object()) {
+        return Error{"chat template: extra context must be an object"};
+    }
+    // The variables transformers passes: messages, tools, documents, add_generation_prompt and the
+    // tokenizer's special tokens; template kwargs come last and may override them.
+    nlohmann::ordered_json context = nlohmann::ordered_json::object();
+    context["messages"] = inputs.messages;
+    context["tools"] = inputs.tools;
+    context["documents"] = nullptr;
+    context["add_generation_prompt"] = inputs.add_generation_prompt;
+    context["bos_token"] = inputs.bos_token;
+    context["eos_token"] = inputs.eos_token;
+    if (inputs.extra_context.is_object()) {
+        for (const auto& [key, value] : inputs.extra_context.items()) context[key] = value;
+    }
+    JinjaOptions options;
+    options.limits = inputs.limits;
+    options.now = inputs.now;
+    return render_jinja(template_source, context, options);
+}
+
+}  // namespace tempered

@@ -1,0 +1,81 @@
+// Interpreter: executes a parsed Template against a context, with Python/jinja2 semantics for every
+// operator, lookup and statement. Filters, tests, methods and globals live in builtins.cpp.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "chat/jinja/ast.h"
+#include "chat/jinja/jinja.h"
+#include "chat/jinja/value.h"
+
+namespace tempered::jinja {
+
+struct Scope {
+    std::unordered_map<std::string, Value> vars;
+    std::shared_ptr<Scope> parent;
+};
+
+enum class Flow : uint8_t { Normal, Break, Continue };
+
+class Interpreter {
+public:
+    explicit Interpreter(const JinjaOptions& options);
+    ~Interpreter();
+
+    // Throws TemplateError.
+    std::string render(const Template& tmpl, const Value& context);
+
+    // ---- services for builtins ----
+    Value call(const Value& callee, CallArgs& args);
+    std::vector<Value> iterate(const Value& value);
+    void count_iterations(size_t n = 1);
+    void check_size(size_t bytes) const;  // one string / list / output must fit max_output_bytes
+    void charge(size_t bytes);            // work done copying, bounded by max_work_bytes
+    const JinjaOptions& options() const { return options_; }
+    std::shared_ptr<DictData> new_namespace();
+
+private:
+    Value eval(const Expr& e, const std::shared_ptr<Scope>& scope);
+    Value eval_call(const Expr& e, const std::shared_ptr<Scope>& scope, const Value* caller);
+    void eval_args(const Expr& e, const std::shared_ptr<Scope>& scope, CallArgs& args);
+    Value eval_filter(const Expr& e, const std::shared_ptr<Scope>& scope);
+    Value lookup(const std::string& name, const std::shared_ptr<Scope>& scope) const;
+
+    Flow exec(const StmtList& body, const std::shared_ptr<Scope>& scope, std::string& out);
+    Flow exec_stmt(const Stmt& s, const std::shared_ptr<Scope>& scope, std::string& out);
+    Flow exec_for(const Stmt& s, const std::shared_ptr<Scope>& scope, std::string& out);
+    void exec_set(const Stmt& s, const std::shared_ptr<Scope>& scope);
+    void assign_targets(const std::vector<std::string>& targets, const Value& value, Scope& scope);
+    Value make_macro(const Stmt& s, const std::shared_ptr<Scope>& scope);
+    void append(std::string& out, std::string_view text) const;
+
+    JinjaOptions options_;
+    std::shared_ptr<Scope> root_;
+    size_t iterations_ = 0;
+    size_t work_bytes_ = 0;
+    int macro_depth_ = 0;  // macro recursion
+    int frames_ = 0;       // nested eval / exec calls, bounds the native stack
+    const Value* filter_block_input_ = nullptr;
+    std::vector<std::shared_ptr<DictData>> namespaces_;  // cleared after render to break cycles
+};
+
+// ---- operations shared by the interpreter and the builtins (operations.cpp) ----
+Value get_attribute(const Value& object, const std::string& name);
+Value get_item(const Value& object, const Value& key);
+Value get_slice(const Value& object, const Value& start, const Value& stop, const Value& step);
+Value binary_op(const std::string& op, const Value& a, const Value& b, Interpreter& interp);
+bool contains(const Value& container, const Value& item);
+[[noreturn]] void fail_undefined(const Value& undefined);
+
+// ---- builtins (builtins.cpp) ----
+Value apply_filter(Interpreter& interp, const std::string& name, const Value& value, CallArgs& args);
+bool apply_test(Interpreter& interp, const std::string& name, const Value& value, CallArgs& args);
+void install_globals(Interpreter& interp, Scope& root);
+Value string_method(const std::string& s, const std::string& name);
+std::string python_percent_format(const std::string& format, const Value& args);
+std::string html_escape(const std::string& s);
+
+}  // namespace tempered::jinja

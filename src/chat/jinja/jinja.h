@@ -1,0 +1,44 @@
+// render_jinja: our own Jinja interpreter for chat templates. It renders byte-identically to Python
+// jinja2 configured as Hugging Face transformers does: ImmutableSandboxedEnvironment(trim_blocks=True,
+// lstrip_blocks=True, extensions=[loopcontrols]) with globals raise_exception / strftime_now and
+// transformers' tojson filter (json.dumps, ensure_ascii=False, unsorted keys).
+//
+// Templates and their inputs are untrusted: there is no file or OS access (include / import / extends
+// are errors), and loop iterations, nesting depth and output size are bounded by JinjaLimits.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "core/result.h"
+
+namespace tempered {
+
+struct JinjaLimits {
+    size_t max_loop_iterations = 1'000'000;  // summed over all loops of one render
+    int max_depth = 256;                     // expression / statement nesting and macro recursion
+    size_t max_output_bytes = 4u << 20;      // rendered text, and any string or list built on the way
+    size_t max_work_bytes = 256u << 20;      // bytes copied building strings and lists (bounds O(n^2) loops)
+};
+
+struct JinjaOptions {
+    JinjaLimits limits;
+    // The clock strftime_now() reads (local time); empty = the system clock. Tests pin it.
+    std::function<std::chrono::system_clock::time_point()> now;
+};
+
+// Keys keep their order with ordered_json, as a Python dict does; with nlohmann::json they come in
+// sorted order, which changes what `tojson` and `for k in d` produce.
+Result<std::string> render_jinja(std::string_view template_source, const nlohmann::ordered_json& context,
+                                 const JinjaOptions& options);
+Result<std::string> render_jinja(std::string_view template_source, const nlohmann::ordered_json& context,
+                                 const JinjaLimits& limits = {});
+Result<std::string> render_jinja(std::string_view template_source, const nlohmann::json& context,
+                                 const JinjaLimits& limits = {});
+
+}  // namespace tempered

@@ -1,0 +1,38 @@
+#include "cli/loaded_model.h"
+
+#include <thread>
+
+#include "cli/model_names.h"
+
+namespace tempered {
+
+std::vector<int32_t> LoadedModel::tokenize_chat(const std::string& rendered) const {
+    bool add_special = true;
+    if (auto bos = tokenizer->bos_id(); bos && tokenizer->adds_bos()) {
+        const std::string& bos_text = tokenizer->token_text(*bos);
+        if (!bos_text.empty() && rendered.starts_with(bos_text)) add_special = false;
+    }
+    return tokenizer->encode(rendered, add_special, /*parse_special=*/true);
+}
+
+Result<std::unique_ptr<LoadedModel>> load_model_bundle(const std::string& name_or_path, int threads) {
+    auto path = resolve_model_path(name_or_path);
+    if (!path) return path.error();
+    auto bundle = std::make_unique<LoadedModel>();
+    bundle->path = *path;
+    auto file = GgufFile::open(*path);
+    if (!file) return file.error();
+    bundle->file = std::make_unique<GgufFile>(std::move(file.value()));
+    auto tokenizer = Tokenizer::from_gguf(*bundle->file);
+    if (!tokenizer) return Error{*path + ": tokenizer: " + tokenizer.error().message};
+    bundle->tokenizer = std::make_unique<Tokenizer>(std::move(tokenizer.value()));
+    bundle->chat_template = bundle->file->get_string("tokenizer.chat_template").value_or("");
+    if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    bundle->pool = std::make_unique<ThreadPool>(threads);
+    auto model = load_model(*bundle->file, *bundle->pool);
+    if (!model) return Error{*path + ": " + model.error().message};
+    bundle->model = std::move(model.value());
+    return bundle;
+}
+
+}  // namespace tempered

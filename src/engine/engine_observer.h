@@ -1,0 +1,30 @@
+// What the engine reports as it works, for metrics and logs. Called on the engine thread: keep it cheap.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "engine/generation.h"
+
+namespace tempered {
+
+struct RequestTimings {
+    double queue_seconds = 0;        // submit -> first scheduled
+    double first_token_seconds = 0;  // submit -> first token
+    double total_seconds = 0;        // submit -> finished
+};
+
+class EngineObserver {
+public:
+    virtual ~EngineObserver() = default;
+    virtual void on_prefix_lookup(int64_t prompt_tokens, int64_t cached_tokens) = 0;
+    virtual void on_first_token(double seconds_since_submit) = 0;
+    virtual void on_inter_token(double seconds) = 0;
+    virtual void on_preemption() = 0;
+    // A finished request: reason of its first choice (or an error), token counts, timings.
+    virtual void on_request_finished(std::optional<FinishReason> reason, const std::optional<std::string>& error,
+                                     const GenerationUsage& usage, const RequestTimings& timings) = 0;
+};
+
+}  // namespace tempered

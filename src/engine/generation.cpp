@@ -1,0 +1,33 @@
+#include "engine/generation.h"
+
+namespace tempered {
+
+const char* finish_reason_name(FinishReason reason) { return reason == FinishReason::Stop ? "stop" : "length"; }
+
+std::optional<GenerationEvent> GenerationStream::next(std::chrono::milliseconds timeout) {
+    std::unique_lock lock(mutex_);
+    if (!ready_.wait_for(lock, timeout, [&] { return !events_.empty(); })) return std::nullopt;
+    GenerationEvent event = std::move(events_.front());
+    events_.pop_front();
+    return event;
+}
+
+void GenerationStream::cancel() {
+    std::lock_guard lock(mutex_);
+    cancelled_ = true;
+}
+
+bool GenerationStream::cancelled() const {
+    std::lock_guard lock(mutex_);
+    return cancelled_;
+}
+
+void GenerationStream::push(GenerationEvent event) {
+    {
+        std::lock_guard lock(mutex_);
+        events_.push_back(std::move(event));
+    }
+    ready_.notify_one();
+}
+
+}  // namespace tempered

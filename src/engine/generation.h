@@ -1,0 +1,77 @@
+// What the engine is asked to do and what it answers, independent of HTTP and OpenAI's JSON.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sampling/logprobs.h"
+#include "sampling/penalties.h"
+#include "sampling/sampler.h"
+
+namespace tempered {
+
+struct GenerationOptions {
+    std::vector<int32_t> prompt;  // token ids, already templated and tokenized
+    int n = 1;                    // choices, sharing one prefill
+    int64_t max_tokens = 16;      // per choice; the API has already checked it fits the context
+    int64_t min_tokens = 0;       // end-of-generation tokens are masked until this many are generated
+    bool ignore_eos = false;
+    std::vector<std::string> stop;
+    SamplingParams sampling;      // temperature, truncation, logit bias
+    PenaltyParams penalties;
+    uint64_t seed = 0;            // choice i draws from a generator seeded with (seed, i)
+    int top_logprobs = -1;        // < 0: no logprobs; else logprobs with this many alternatives
+};
+
+enum class FinishReason { Stop, Length };
+const char* finish_reason_name(FinishReason reason);
+
+struct ChoiceDelta {
+    int index = 0;
+    std::string text;                    // new text (never part of a stop string)
+    std::vector<TokenLogprob> logprobs;  // of the tokens generated since the last delta (if asked)
+    std::vector<int32_t> tokens;         // those tokens
+    std::optional<FinishReason> finish;
+};
+
+struct GenerationUsage {
+    int64_t prompt_tokens = 0;
+    int64_t cached_tokens = 0;      // prompt tokens whose KV came from the prefix cache
+    int64_t completion_tokens = 0;  // over all choices
+};
+
+// One message from the engine to a request's reader. The last one has done = true (or an error).
+struct GenerationEvent {
+    std::vector<ChoiceDelta> deltas;
+    bool done = false;
+    std::optional<std::string> error;  // the request failed; done is true too
+    GenerationUsage usage;             // filled in the last event
+};
+
+// The reader's end of a request: events in order, and a way to abandon it (client disconnect).
+// Shared by the engine thread and one HTTP thread.
+class GenerationStream {
+public:
+    // The next event, or nullopt if none arrived within `timeout` (so the reader can check its client).
+    std::optional<GenerationEvent> next(std::chrono::milliseconds timeout);
+    // The reader is gone: the engine drops the request and frees its KV blocks at its next step.
+    void cancel();
+    bool cancelled() const;
+
+    // Engine side.
+    void push(GenerationEvent event);
+
+private:
+    mutable std::mutex mutex_;
+    std::condition_variable ready_;
+    std::deque<GenerationEvent> events_;
+    bool cancelled_ = false;
+};
+
+}  // namespace tempered

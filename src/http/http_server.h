@@ -1,0 +1,72 @@
+// HttpServer: our own small interface over the HTTP library (cpp-httplib today). Handlers take an
+// HttpRequest and return an HttpResponse, or a streaming one whose ChunkProducer writes chunks and
+// learns from StreamWriter when the client has gone. The server renders its own errors (404, 405, 413,
+// 500) through an ErrorRenderer so that src/api can make them OpenAI-shaped.
+//
+// Threading: one thread per open connection (cpp-httplib's model), taken from a pool of
+// `HttpServerOptions::threads`. A handler and its producer run on that thread and may block; a
+// keep-alive connection holds its thread while idle, so size the pool for the clients' connection
+// pools, not for the number of requests in flight.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "core/result.h"
+#include "http/http_types.h"
+
+namespace tempered::http {
+
+struct HttpServerOptions {
+    std::string host = "127.0.0.1";
+    int port = 0;                          // 0: an ephemeral port, see HttpServer::port()
+    int threads = 512;                     // open connections served at once; more wait in a queue
+    int listen_backlog = 1024;             // connections the kernel queues before accept()
+    // SDK clients pool connections (httpx keeps them 5 s by default). The server must keep them at
+    // least as long, or a client reuses a connection the server is closing and the request fails.
+    size_t keep_alive_max_requests = 100000;
+    std::chrono::seconds keep_alive_timeout{30};
+    std::chrono::milliseconds read_timeout{30000};   // a request's line, headers and body
+    std::chrono::milliseconds write_timeout{30000};  // each write to a client that does not read
+    size_t max_body_bytes = 32u << 20;               // larger bodies get 413
+};
+
+// Renders an error the server itself produces (404 unknown path, 405, 413, 400 malformed HTTP,
+// 500 handler threw) into a response.
+using ErrorRenderer = std::function<HttpResponse(int status, std::string_view message)>;
+// The default renderer: {"error":{"message","type","param":null,"code":null}}.
+HttpResponse default_error_response(int status, std::string_view message);
+
+class HttpServer {
+public:
+    explicit HttpServer(HttpServerOptions options = {});
+    ~HttpServer();  // stop()
+    HttpServer(const HttpServer&) = delete;
+    HttpServer& operator=(const HttpServer&) = delete;
+
+    // Register before start(). Pattern segments `{name}` become HttpRequest::path_params.
+    void route(std::string method, std::string_view path_pattern, HttpHandler handler);
+    void set_error_renderer(ErrorRenderer renderer);
+
+    // Binds and starts accepting on a background thread; returns once connections are served.
+    Status start();
+    int port() const;  // the bound port, valid after start()
+    bool is_running() const;
+
+    // Graceful stop: stops accepting, closes idle keep-alive connections, lets requests in flight
+    // (streams included) finish, then returns. A producer that never returns blocks stop().
+    void stop();
+
+    // Connections currently open (for tests and metrics).
+    size_t open_connections() const;
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tempered::http

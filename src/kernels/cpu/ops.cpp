@@ -1,0 +1,134 @@
+#include "kernels/cpu/ops.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <memory>
+
+#include "core/half.h"
+
+namespace tempered {
+namespace {
+
+// half -> float for every half: attention converts each cached key and value once per query head,
+// and a lookup is several times faster than the exact scalar conversion it is built from.
+const std::array<float, 65536>& half_table() {
+    static const auto table = [] {
+        auto values = std::make_unique<std::array<float, 65536>>();
+        for (uint32_t h = 0; h < 65536; ++h) (*values)[h] = half_to_float(static_cast<uint16_t>(h));
+        return values;
+    }();
+    return *table;
+}
+
+// Eight running sums, so that the compiler can keep them in one vector register without reassociating.
+float dot(const float* a, const float* b, int64_t n) {
+    float sums[8] = {};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int lane = 0; lane < 8; ++lane) sums[lane] += a[i + lane] * b[i + lane];
+    float sum = ((sums[0] + sums[4]) + (sums[1] + sums[5])) + ((sums[2] + sums[6]) + (sums[3] + sums[7]));
+    for (; i < n; ++i) sum += a[i] * b[i];
+    return sum;
+}
+
+}  // namespace
+
+void rmsnorm(const float* x, const float* weight, float* y, int64_t n, float epsilon) {
+    float sum_squares = 0.0f;
+    for (int64_t i = 0; i < n; ++i) sum_squares += x[i] * x[i];
+    const float scale = 1.0f / std::sqrt(sum_squares / static_cast<float>(n) + epsilon);
+    for (int64_t i = 0; i < n; ++i) y[i] = x[i] * scale * weight[i];
+}
+
+void rope(float* x, int64_t rotary_dims, float position, const float* inverse_frequencies, RopeStyle style) {
+    const int64_t pairs = rotary_dims / 2;
+    for (int64_t i = 0; i < pairs; ++i) {
+        const float angle = position * inverse_frequencies[i];
+        const float cos_angle = std::cos(angle), sin_angle = std::sin(angle);
+        float* first = style == RopeStyle::AdjacentPairs ? &x[2 * i] : &x[i];
+        float* second = style == RopeStyle::AdjacentPairs ? &x[2 * i + 1] : &x[i + pairs];
+        const float a = *first, b = *second;
+        *first = a * cos_angle - b * sin_angle;
+        *second = a * sin_angle + b * cos_angle;
+    }
+}
+
+void softmax(float* x, int64_t n) {
+    const float max_value = *std::max_element(x, x + n);
+    float sum = 0.0f;
+    for (int64_t i = 0; i < n; ++i) {
+        x[i] = std::exp(x[i] - max_value);
+        sum += x[i];
+    }
+    const float inverse_sum = 1.0f / sum;
+    for (int64_t i = 0; i < n; ++i) x[i] *= inverse_sum;
+}
+
+void swiglu(const float* gate, const float* up, float* out, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) out[i] = silu(gate[i]) * up[i];
+}
+
+void kv_to_float(DType type, const void* src, float* dst, int64_t n) {
+    switch (type) {
+        case DType::F32:
+            std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+            return;
+        case DType::F16: {
+            const auto& table = half_table();
+            const auto* halves = static_cast<const uint16_t*>(src);
+            for (int64_t i = 0; i < n; ++i) dst[i] = table[halves[i]];
+            return;
+        }
+        case DType::BF16:
+            for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_float(static_cast<const uint16_t*>(src)[i]);
+            return;
+        default:
+            return;
+    }
+}
+
+void float_to_kv(DType type, const float* src, void* dst, int64_t n) {
+    switch (type) {
+        case DType::F32:
+            std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+            return;
+        case DType::F16:
+            for (int64_t i = 0; i < n; ++i) static_cast<uint16_t*>(dst)[i] = float_to_half(src[i]);
+            return;
+        case DType::BF16:
+            for (int64_t i = 0; i < n; ++i) static_cast<uint16_t*>(dst)[i] = float_to_bf16(src[i]);
+            return;
+        default:
+            return;
+    }
+}
+
+void attend_heads(const float* q, int64_t heads, int64_t head_dim, const KvHeadView& kv,
+                  std::span<const int32_t> block_table, int64_t length, float scale, float* scratch, float* out) {
+    float* scores = scratch;                   // (heads, length)
+    float* row = scratch + heads * length;     // (head_dim): one key or value, as float
+    float* accumulator = row + head_dim;       // (heads, head_dim)
+    auto slot_offset = [&](int64_t position) {
+        const int64_t block = block_table[static_cast<size_t>(position / kv.block_size)];
+        return block * kv.block_stride + (position % kv.block_size) * kv.slot_stride;
+    };
+    for (int64_t p = 0; p < length; ++p) {
+        kv_to_float(kv.type, kv.keys + slot_offset(p), row, head_dim);
+        for (int64_t h = 0; h < heads; ++h) scores[h * length + p] = scale * dot(q + h * head_dim, row, head_dim);
+    }
+    for (int64_t h = 0; h < heads; ++h) softmax(scores + h * length, length);
+    std::fill(accumulator, accumulator + heads * head_dim, 0.0f);
+    for (int64_t p = 0; p < length; ++p) {
+        kv_to_float(kv.type, kv.values + slot_offset(p), row, head_dim);
+        for (int64_t h = 0; h < heads; ++h) {
+            const float weight = scores[h * length + p];
+            float* acc = accumulator + h * head_dim;
+            for (int64_t i = 0; i < head_dim; ++i) acc[i] += weight * row[i];
+        }
+    }
+    std::copy(accumulator, accumulator + heads * head_dim, out);
+}
+
+}  // namespace tempered

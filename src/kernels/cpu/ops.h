@@ -1,0 +1,60 @@
+// The small float kernels of a transformer block: normalisation, rotary embedding, softmax, gated
+// activations and grouped-query attention over a paged KV cache. Plain scalar code; the matmuls around
+// them dominate the time, so these stay readable. Every kernel is tested against the formula it implements
+// (tests/unit/ops_test.cpp).
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "core/dtype.h"
+
+namespace tempered {
+
+// y (n) = x / sqrt(mean(x^2) + epsilon) * weight. y may alias x.
+void rmsnorm(const float* x, const float* weight, float* y, int64_t n, float epsilon);
+
+// Which element pairs a rotary embedding rotates together (ggml's "normal" and "neox" modes).
+enum class RopeStyle {
+    AdjacentPairs,  // (x[2i], x[2i+1]); llama GGUFs, whose Q/K rows the converter permuted to suit it
+    Halves,         // (x[i], x[i + rotary_dims/2]); qwen2, gemma, phi3, ...
+};
+
+// Rotates the first rotary_dims elements of one head vector x (head_dim) in place, pair i by the angle
+// position * inverse_frequencies[i] (inverse_frequencies: rotary_dims/2 values).
+void rope(float* x, int64_t rotary_dims, float position, const float* inverse_frequencies, RopeStyle style);
+
+// x (n) = softmax(x), in place; max-subtracted, so large logits do not overflow.
+void softmax(float* x, int64_t n);
+
+inline float silu(float x) { return x / (1.0f + __builtin_expf(-x)); }
+
+// out (n) = silu(gate) * up, the SwiGLU feed-forward activation. out may alias gate or up.
+void swiglu(const float* gate, const float* up, float* out, int64_t n);
+
+// dst (n) = src (n) of a KV storage type (F32, F16 or BF16); other types are a caller bug.
+void kv_to_float(DType type, const void* src, float* dst, int64_t n);
+// dst (n) of a KV storage type = src (n), rounded to nearest even.
+void float_to_kv(DType type, const float* src, void* dst, int64_t n);
+
+// Keys and values of one layer of a paged KV cache, seen from one KV head. The key of the position in
+// slot s of block b starts at keys + b * block_stride + s * slot_stride (bytes); values likewise.
+struct KvHeadView {
+    const uint8_t* keys = nullptr;
+    const uint8_t* values = nullptr;
+    int64_t block_stride = 0;  // bytes between consecutive blocks
+    int64_t slot_stride = 0;   // bytes between consecutive slots of a block
+    int64_t block_size = 0;    // slots per block
+    DType type = DType::F16;
+};
+
+// For each of `heads` query heads sharing one KV head (a GQA group):
+// out[h] (head_dim) = softmax(scale * q[h] · K^T) · V over positions [0, length) of one sequence, whose
+// position p lives in slot p % block_size of block block_table[p / block_size]. Each cached key and
+// value is converted to float once for the whole group.
+// q, out: (heads, head_dim); scratch: at least heads * length + (heads + 1) * head_dim floats, owned by
+// the calling thread.
+void attend_heads(const float* q, int64_t heads, int64_t head_dim, const KvHeadView& kv,
+                  std::span<const int32_t> block_table, int64_t length, float scale, float* scratch, float* out);
+
+}  // namespace tempered

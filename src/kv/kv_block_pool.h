@@ -1,0 +1,90 @@
+// KvBlockPool: the server's KV cache. A fixed pool of blocks shared by every running sequence, with
+// prefix reuse: a block whose positions are all computed is registered under a hash chained over the
+// tokens of it and of every block before it, so a later request with the same prefix (a shared system
+// prompt) takes the block instead of recomputing it. Blocks are reference counted; a registered block
+// whose last user leaves stays cached until the pool needs room, then the least recently used goes.
+//
+// The model sees it through the KvCache interface (block tables + storage), nothing more.
+#pragma once
+
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <optional>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "core/result.h"
+#include "models/kv_cache.h"
+
+namespace tempered {
+
+class KvBlockPool final : public KvCache {
+public:
+    static Result<std::unique_ptr<KvBlockPool>> create(const KvCacheShape& shape, int64_t block_count);
+
+    const KvCacheShape& shape() const override { return shape_; }
+    std::span<const int32_t> block_table(int32_t sequence) const override;
+    LayerStorage layer_storage(int64_t layer) override;
+
+    // Gives a new `sequence` the cached blocks matching the longest prefix of `tokens` made of full
+    // blocks, leaving at least one token of `tokens` to compute (its logits are needed). Returns the
+    // number of positions covered (a multiple of block_size). The sequence must have no blocks yet.
+    int64_t adopt_cached_prefix(int32_t sequence, std::span<const int32_t> tokens);
+
+    // Gives `sequence` blocks for positions [0, positions). False, changing nothing, when even evicting
+    // every unused cached block would not make room: the caller preempts someone.
+    bool ensure_capacity(int32_t sequence, int64_t positions);
+
+    // Registers the full blocks of `sequence` among its first `computed` positions, whose tokens are
+    // `tokens[0, computed)`, so that later requests can reuse them.
+    void register_computed(int32_t sequence, std::span<const int32_t> tokens, int64_t computed);
+
+    // `child` gets the blocks of `parent` for positions [0, positions): full blocks are shared, a
+    // partial last block is copied (the two will write different tokens there). False if no room.
+    bool fork(int32_t parent, int32_t child, int64_t positions);
+
+    // Drops `sequence`'s blocks: registered ones stay cached for reuse, the rest return to the pool.
+    void release(int32_t sequence);
+
+    int64_t block_count() const { return block_count_; }
+    // Blocks held by at least one sequence (not counting cached blocks nobody uses).
+    int64_t used_block_count() const { return used_blocks_; }
+    // Blocks that could be handed out now: free plus unused cached ones.
+    int64_t available_block_count() const {
+        return static_cast<int64_t>(free_blocks_.size() + evictable_.size());
+    }
+    int64_t cached_block_count() const { return static_cast<int64_t>(hash_to_block_.size()); }
+
+private:
+    struct BlockInfo {
+        int32_t ref_count = 0;
+        std::optional<uint64_t> hash;               // set while registered for reuse
+        std::vector<int32_t> tokens;                // the tokens it holds when registered (checked on reuse)
+        std::list<int32_t>::iterator lru_position;  // valid while evictable
+        bool evictable = false;
+    };
+
+    KvBlockPool(const KvCacheShape& shape, int64_t block_count);
+    std::optional<int32_t> take_block();
+    void unregister(int32_t block);
+    void add_reference(int32_t block);
+    void copy_block(int32_t from, int32_t to);
+    static uint64_t chain_hash(uint64_t previous, std::span<const int32_t> tokens);
+
+    KvCacheShape shape_;
+    int64_t block_count_ = 0;
+    std::vector<uint8_t> keys_;    // (layer, block, block_size, kv_head_count, head_dim) of shape_.type
+    std::vector<uint8_t> values_;  // same layout
+    std::vector<BlockInfo> blocks_;
+    std::vector<int32_t> free_blocks_;
+    std::list<int32_t> evictable_;  // cached, unused blocks; least recently used first
+    std::unordered_map<uint64_t, int32_t> hash_to_block_;
+    std::unordered_map<int32_t, std::vector<int32_t>> block_tables_;
+    // sequence -> the chain hashes of its leading full blocks that are computed (registered or not).
+    std::unordered_map<int32_t, std::vector<uint64_t>> prefix_hashes_;
+    int64_t used_blocks_ = 0;
+};
+
+}  // namespace tempered

@@ -1,0 +1,55 @@
+// The architecture-neutral face of a loaded model, and the registry that picks a loader by
+// general.architecture. Each family (llama.cpp, later gemma.cpp, qwen.cpp) registers itself in
+// model_registry.cpp; the engine only ever sees Model.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string_view>
+
+#include "core/result.h"
+#include "core/thread_pool.h"
+#include "formats/gguf.h"
+#include "models/batch.h"
+#include "models/kv_cache.h"
+#include "models/model_config.h"
+
+namespace tempered {
+
+class Model {
+public:
+    virtual ~Model() = default;
+    virtual const ModelConfig& config() const = 0;
+
+    // Runs every token of `batch` through the model, writes their keys and values into `cache`, and
+    // writes logits (batch.output_count(), vocab_size) for the tokens that want them, in batch order.
+    // Every token's sequence must already have cache blocks up to its position (see PagedKvCache::reserve).
+    // An Error, with nothing computed, for an invalid batch (token id, position, missing blocks).
+    virtual Status forward(const Batch& batch, KvCache& cache, float* logits) = 0;
+};
+
+struct ModelOptions {
+    // Convert every weight matrix to float32 at load, so that matmuls multiply float activations
+    // instead of 8-bit quantized ones. About 4x the memory and much slower; for oracle tests against
+    // a float32 reference and for telling quantization effects from bugs.
+    bool dequantize_weights = false;
+};
+
+// Loads the model in `file`, which must outlive it (weights stay in the file's mapping).
+// `pool` runs the forward pass and must outlive the model too.
+Result<std::unique_ptr<Model>> load_model(const GgufFile& file, ThreadPool& pool, const ModelOptions& options = {});
+
+// A family's loader, given the validated config of its file.
+using ModelLoader = Result<std::unique_ptr<Model>> (*)(const GgufFile& file, ModelConfig config,
+                                                       const ModelOptions& options, ThreadPool& pool);
+
+struct ArchitectureEntry {
+    std::string_view architecture;  // general.architecture
+    RopeStyle rope_style;           // as llama.cpp's llama_model_rope_type() for that architecture
+    ModelLoader load;
+};
+
+// Every architecture this build can run.
+std::span<const ArchitectureEntry> supported_architectures();
+
+}  // namespace tempered

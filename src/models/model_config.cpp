@@ -1,0 +1,145 @@
+#include "models/model_config.h"
+
+#include <cmath>
+#include <optional>
+
+namespace tempered {
+namespace {
+
+// Bounds well beyond any real model, so that a hostile file cannot ask for a huge buffer.
+constexpr int64_t kMaxDim = 1 << 20;
+constexpr int64_t kMaxLayers = 4096;
+constexpr int64_t kMaxContext = int64_t{1} << 24;
+
+class MetadataReader {
+public:
+    MetadataReader(const GgufFile& file, std::string prefix) : file_(file), prefix_(std::move(prefix)) {}
+
+    // Sets `out` from "{arch}.{key}" if present; an Error if present with the wrong type or out of range.
+    Status integer(std::string_view key, int64_t& out, bool required, int64_t min, int64_t max) const {
+        const std::string name = prefix_ + std::string(key);
+        const GgufValue* value = file_.find(name);
+        if (!value) return required ? Status(Error{"model metadata: missing " + name}) : Status(Ok{});
+        const auto number = value->as_int();
+        if (!number) {
+            return Error{"model metadata: " + name + " has type " +
+                         std::string(gguf_value_type_name(value->type)) + ", expected an integer"};
+        }
+        if (*number < min || *number > max) {
+            return Error{"model metadata: " + name + " = " + std::to_string(*number) + " is outside [" +
+                         std::to_string(min) + ", " + std::to_string(max) + "]"};
+        }
+        out = *number;
+        return Ok{};
+    }
+
+    Status real(std::string_view key, float& out, bool required, double min, double max) const {
+        const std::string name = prefix_ + std::string(key);
+        const GgufValue* value = file_.find(name);
+        if (!value) return required ? Status(Error{"model metadata: missing " + name}) : Status(Ok{});
+        const auto number = value->as_float();
+        if (!number) {
+            return Error{"model metadata: " + name + " has type " +
+                         std::string(gguf_value_type_name(value->type)) + ", expected a number"};
+        }
+        if (!std::isfinite(*number) || *number < min || *number > max) {
+            return Error{"model metadata: " + name + " = " + std::to_string(*number) + " is out of range"};
+        }
+        out = static_cast<float>(*number);
+        return Ok{};
+    }
+
+    const GgufValue* find(std::string_view key) const { return file_.find(prefix_ + std::string(key)); }
+    std::string name(std::string_view key) const { return prefix_ + std::string(key); }
+
+private:
+    const GgufFile& file_;
+    std::string prefix_;
+};
+
+#define TEMPERED_TRY(expression)                        \
+    do {                                                \
+        if (auto status_ = (expression); !status_) return status_.error(); \
+    } while (0)
+
+Status read_rope_scaling(const MetadataReader& meta, ModelConfig& config) {
+    if (const GgufValue* type = meta.find(".rope.scaling.type")) {
+        const std::string* name = type->as_string();
+        if (!name) return Error{"model metadata: " + meta.name(".rope.scaling.type") + " is not a string"};
+        if (*name == "none") return Ok{};
+        if (*name != "linear") {
+            return Error{"model metadata: rope scaling type '" + *name + "' is not supported (none, linear)"};
+        }
+        config.rope_scaling = RopeScaling::Linear;
+        return meta.real(".rope.scaling.factor", config.rope_scaling_factor, true, 1e-3, 1e6);
+    }
+    if (meta.find(".rope.scale_linear")) {  // the older spelling of a linear factor
+        config.rope_scaling = RopeScaling::Linear;
+        return meta.real(".rope.scale_linear", config.rope_scaling_factor, true, 1e-3, 1e6);
+    }
+    return Ok{};
+}
+
+Status read_vocab_size(const GgufFile& file, ModelConfig& config) {
+    if (const GgufValue* tokens = file.find("tokenizer.ggml.tokens")) {
+        if (tokens->type != GgufValueType::ARRAY) return Error{"model metadata: tokenizer.ggml.tokens is not an array"};
+        config.vocab_size = static_cast<int64_t>(tokens->elements.size());
+    } else if (const GgufTensorInfo* embeddings = file.tensor("token_embd.weight");
+               embeddings && embeddings->dims.size() == 2) {
+        config.vocab_size = static_cast<int64_t>(embeddings->dims[1]);
+    } else {
+        return Error{"model metadata: no tokenizer.ggml.tokens and no 2-D token_embd.weight to size the vocabulary"};
+    }
+    if (config.vocab_size < 1 || config.vocab_size > (int64_t{1} << 24)) {
+        return Error{"model metadata: vocabulary size " + std::to_string(config.vocab_size) + " is out of range"};
+    }
+    return Ok{};
+}
+
+}  // namespace
+
+Result<ModelConfig> read_model_config(const GgufFile& file, RopeStyle rope_style) {
+    ModelConfig config;
+    const auto architecture = file.get_string("general.architecture");
+    if (!architecture || architecture->empty()) return Error{"model metadata: missing general.architecture"};
+    config.architecture = *architecture;
+    config.rope_style = rope_style;
+    const MetadataReader meta(file, config.architecture);
+
+    TEMPERED_TRY(meta.integer(".block_count", config.layer_count, true, 1, kMaxLayers));
+    TEMPERED_TRY(meta.integer(".embedding_length", config.embedding_dim, true, 1, kMaxDim));
+    if (const GgufValue* ffn = meta.find(".feed_forward_length"); ffn && ffn->type == GgufValueType::ARRAY) {
+        return Error{"model metadata: per-layer " + meta.name(".feed_forward_length") + " is not supported"};
+    }
+    TEMPERED_TRY(meta.integer(".feed_forward_length", config.ffn_dim, true, 1, kMaxDim));
+    TEMPERED_TRY(meta.integer(".attention.head_count", config.head_count, true, 1, kMaxDim));
+    config.kv_head_count = config.head_count;
+    TEMPERED_TRY(meta.integer(".attention.head_count_kv", config.kv_head_count, false, 1, kMaxDim));
+    if (config.head_count % config.kv_head_count != 0) {
+        return Error{"model metadata: head_count " + std::to_string(config.head_count) +
+                     " is not a multiple of head_count_kv " + std::to_string(config.kv_head_count)};
+    }
+    config.head_dim = config.embedding_dim / config.head_count;
+    if (!meta.find(".attention.key_length") && config.embedding_dim % config.head_count != 0) {
+        return Error{"model metadata: embedding_length is not a multiple of head_count and key_length is absent"};
+    }
+    TEMPERED_TRY(meta.integer(".attention.key_length", config.head_dim, false, 1, kMaxDim));
+    int64_t value_dim = config.head_dim;
+    TEMPERED_TRY(meta.integer(".attention.value_length", value_dim, false, 1, kMaxDim));
+    if (value_dim != config.head_dim) {
+        return Error{"model metadata: value_length " + std::to_string(value_dim) + " != key_length " +
+                     std::to_string(config.head_dim) + " is not supported"};
+    }
+    if (config.head_dim % 2 != 0) return Error{"model metadata: head dimension must be even for rotary embedding"};
+    TEMPERED_TRY(meta.integer(".context_length", config.context_length, true, 1, kMaxContext));
+    TEMPERED_TRY(meta.real(".attention.layer_norm_rms_epsilon", config.rms_epsilon, true, 0.0, 1.0));
+    config.rope_dims = config.head_dim;
+    TEMPERED_TRY(meta.integer(".rope.dimension_count", config.rope_dims, false, 0, config.head_dim));
+    if (config.rope_dims % 2 != 0) return Error{"model metadata: rope.dimension_count must be even"};
+    TEMPERED_TRY(meta.real(".rope.freq_base", config.rope_freq_base, false, 1.0, 1e12));
+    TEMPERED_TRY(read_rope_scaling(meta, config));
+    TEMPERED_TRY(read_vocab_size(file, config));
+    return config;
+}
+
+}  // namespace tempered

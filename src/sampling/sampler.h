@@ -1,0 +1,50 @@
+// Choosing the next token from logits. sample_token is a pure function of (logits, params, rng state):
+// the same three give the same token, so a request with a seed is reproducible whatever else the
+// server is doing. Order: logit bias, temperature, truncation (top_k, top_p, min_p), then a draw.
+// (Repetition penalties come before the bias once they exist.)
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <utility>
+#include <vector>
+
+namespace tempered {
+
+struct SamplingParams {
+    float temperature = 1.0f;  // 0: greedy (argmax, lowest id on ties)
+    int32_t top_k = 0;         // keep the k most likely tokens; 0: all
+    float top_p = 1.0f;        // keep the smallest set of most likely tokens whose mass reaches top_p; 1: all
+    float min_p = 0.0f;        // drop tokens less likely than min_p times the most likely one; 0: none
+    std::vector<std::pair<int32_t, float>> logit_bias;  // (token id, added to its logit); ids out of range ignored
+};
+
+// PCG32 (O'Neill): small state, so it is cheap to keep one per request and to copy.
+class SamplerRng {
+public:
+    explicit SamplerRng(uint64_t seed, uint64_t stream = 0x9E3779B97F4A7C15ull);
+    uint32_t next_u32();
+    float next_unit_float();  // uniform in [0, 1)
+
+private:
+    uint64_t state_ = 0;
+    uint64_t increment_ = 0;
+};
+
+// Buffers reused across calls so that sampling allocates nothing once warm.
+struct SamplerWorkspace {
+    struct Candidate {
+        int32_t token;
+        float value;  // a logit, then a probability
+    };
+    std::vector<Candidate> candidates;  // (vocab)
+};
+
+// The next token for `logits` (vocab). rng is advanced by exactly one draw unless the choice is greedy.
+int32_t sample_token(std::span<const float> logits, const SamplingParams& params, SamplerRng& rng,
+                     SamplerWorkspace& workspace);
+
+// argmax, the lowest id among equal maxima.
+int32_t greedy_token(std::span<const float> logits);
+
+}  // namespace tempered

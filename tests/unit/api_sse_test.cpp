@@ -1,0 +1,50 @@
+#include <gtest/gtest.h>
+
+#include "api/sse.h"
+
+namespace tempered::api {
+namespace {
+
+TEST(Sse, DataEventFraming) {
+    EXPECT_EQ(sse_data("{\"a\":1}"), "data: {\"a\":1}\n\n");
+    EXPECT_EQ(sse_data("line1\nline2"), "data: line1\ndata: line2\n\n");
+    EXPECT_EQ(kSseDone, "data: [DONE]\n\n");
+}
+
+TEST(Sse, JsonEventIsOneLine) {
+    const nlohmann::json value = {{"text", "two\nlines"}};
+    EXPECT_EQ(sse_json(value), "data: {\"text\":\"two\\nlines\"}\n\n");
+}
+
+TEST(Sse, JsonEventSurvivesInvalidUtf8) {
+    const nlohmann::json value = {{"token", std::string("\xe2\x80")}};  // half of a character
+    const std::string event = sse_json(value);
+    EXPECT_EQ(event.rfind("data: ", 0), 0u);
+    EXPECT_NE(event.find("\xef\xbf\xbd"), std::string::npos);  // U+FFFD
+}
+
+TEST(Sse, ErrorEventCarriesTheEnvelope) {
+    const std::string event = sse_error(internal_error("engine died"));
+    ASSERT_EQ(event.rfind("data: ", 0), 0u);
+    ASSERT_EQ(event.substr(event.size() - 2), "\n\n");
+    const auto json = nlohmann::json::parse(event.substr(6, event.size() - 8));
+    EXPECT_EQ(json["error"]["message"], "engine died");
+    EXPECT_EQ(json["error"]["type"], "server_error");
+}
+
+TEST(Sse, CommentCannotBreakFraming) {
+    EXPECT_EQ(sse_comment("keep-alive"), ": keep-alive\n\n");
+    EXPECT_EQ(sse_comment("a\nb"), ": a b\n\n");
+}
+
+TEST(Sse, ResponseHeaders) {
+    const http::HttpResponse response = sse_response([](http::StreamWriter&) {});
+    EXPECT_TRUE(response.is_streaming());
+    EXPECT_EQ(response.status, 200);
+    EXPECT_EQ(response.content_type, "text/event-stream");
+    EXPECT_EQ(response.headers.find("cache-control")->second, "no-cache");
+    EXPECT_EQ(response.headers.find("X-Accel-Buffering")->second, "no");
+}
+
+}  // namespace
+}  // namespace tempered::api

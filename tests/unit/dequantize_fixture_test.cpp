@@ -1,0 +1,59 @@
+// Our scalar dequantizers against the `gguf` Python package's numpy reference, on random raw blocks
+// written by scripts/fixtures/make_dequant_fixtures.py. Both compute in float32 with the same operation
+// order, so the comparison is bit-exact.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+#include "kernels/cpu/dequantize.h"
+
+namespace tempered {
+namespace {
+
+std::vector<char> read_fixture(const std::string& name) {
+    std::ifstream file(std::string(TEMPERED_SOURCE_DIR) + "/tests/fixtures/dequant/" + name, std::ios::binary);
+    return {std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
+}
+
+class DequantizeFixture : public testing::TestWithParam<DType> {};
+
+TEST_P(DequantizeFixture, MatchesGgufPackageBitExactly) {
+    const DType type = GetParam();
+    const std::string name(dtype_name(type));
+    const std::vector<char> raw = read_fixture(name + ".raw");
+    const std::vector<char> expected_bytes = read_fixture(name + ".f32");
+    ASSERT_FALSE(raw.empty()) << name;
+    const auto& traits = dtype_traits(type);
+    ASSERT_EQ(raw.size() % traits.block_bytes, 0u);
+    const int64_t n = static_cast<int64_t>(raw.size() / traits.block_bytes) * traits.block_elements;
+    ASSERT_EQ(expected_bytes.size(), static_cast<size_t>(n) * sizeof(float));
+
+    ASSERT_TRUE(dequantize_supported(type));
+    std::vector<float> actual(static_cast<size_t>(n));
+    dequantize_row(type, raw.data(), actual.data(), n);
+    int mismatches = 0;
+    for (int64_t i = 0; i < n; ++i) {
+        float expected;
+        std::memcpy(&expected, expected_bytes.data() + i * sizeof(float), sizeof(float));
+        if (std::bit_cast<uint32_t>(actual[i]) != std::bit_cast<uint32_t>(expected) && ++mismatches <= 5)
+            ADD_FAILURE() << name << " element " << i << ": " << actual[i] << " vs gguf " << expected;
+    }
+    EXPECT_EQ(mismatches, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTypes, DequantizeFixture,
+                         testing::Values(DType::F32, DType::F16, DType::BF16, DType::Q4_0, DType::Q4_1,
+                                         DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q2_K, DType::Q3_K,
+                                         DType::Q4_K, DType::Q5_K, DType::Q6_K),
+                         [](const testing::TestParamInfo<DType>& info) {
+                             return std::string(dtype_name(info.param));
+                         });
+
+}  // namespace
+}  // namespace tempered

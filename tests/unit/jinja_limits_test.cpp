@@ -1,0 +1,168 @@
+// Hostile templates and inputs end in a clean Error (never a crash, hang or unbounded allocation).
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "chat/jinja/jinja.h"
+
+namespace tempered {
+namespace {
+
+std::string repeat(std::string_view piece, size_t n) {
+    std::string out;
+    for (size_t i = 0; i < n; ++i) out += piece;
+    return out;
+}
+
+void expect_error_containing(const std::string& source, const std::string& needle,
+                             const nlohmann::ordered_json& context = nlohmann::ordered_json::object()) {
+    const auto result = render_jinja(source, context);
+    ASSERT_FALSE(result.ok()) << source.substr(0, 200);
+    EXPECT_NE(result.error().message.find(needle), std::string::npos) << result.error().message;
+}
+
+TEST(JinjaLimits, DeeplyNestedExpressionsAreRejectedByTheParser) {
+    expect_error_containing("{{ " + repeat("(", 100000) + "1" + repeat(")", 100000) + " }}", "too deep");
+    expect_error_containing("{{ " + repeat("[", 100000) + repeat("]", 100000) + " }}", "too deep");
+    expect_error_containing("{{ " + repeat("{'a': ", 50000) + "1" + repeat("}", 50000) + " }}", "too deep");
+    expect_error_containing("{{ " + repeat("not ", 100000) + "x }}", "too deep");
+    expect_error_containing("{{ " + repeat("- ", 100000) + "1 }}", "too deep");
+    // Flat-looking chains still build deep trees.
+    expect_error_containing("{{ 1" + repeat(" + 1", 100000) + " }}", "too deep");
+    expect_error_containing("{{ 'x'" + repeat("|trim", 100000) + " }}", "too deep");
+    expect_error_containing("{{ x" + repeat(".a", 100000) + " }}", "too deep");
+    expect_error_containing("{{ x" + repeat("[0]", 100000) + " }}", "too deep");
+    expect_error_containing("{{ f" + repeat("()", 100000) + " }}", "too deep");
+}
+
+TEST(JinjaLimits, ModerateNestingStillWorks) {
+    const auto result = render_jinja("{{ " + repeat("(", 100) + "1" + repeat(")", 100) + " }}", nlohmann::json::object());
+    ASSERT_TRUE(result.ok()) << result.error().message;
+    EXPECT_EQ(result.value(), "1");
+}
+
+TEST(JinjaLimits, DeeplyNestedStatementsAreRejected) {
+    expect_error_containing(repeat("{% if true %}", 50000) + repeat("{% endif %}", 50000), "too deep");
+    expect_error_containing(repeat("{% for x in [1] %}", 50000) + repeat("{% endfor %}", 50000), "too deep");
+}
+
+TEST(JinjaLimits, UnboundedMacroRecursionIsRejected) {
+    expect_error_containing("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}", "recursion");
+}
+
+TEST(JinjaLimits, LoopIterationsAreBounded) {
+    expect_error_containing(
+        "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}", "iteration limit");
+    JinjaLimits small;
+    small.max_loop_iterations = 10;
+    const auto result = render_jinja("{% for i in range(11) %}{% endfor %}", nlohmann::json::object(), small);
+    ASSERT_FALSE(result.ok());
+    EXPECT_TRUE(render_jinja("{% for i in range(10) %}{% endfor %}", nlohmann::json::object(), small).ok());
+}
+
+TEST(JinjaLimits, OutputAndStringSizesAreBounded) {
+    expect_error_containing("{% for i in range(100000) %}{{ 'x' * 1000 }}{% endfor %}", "output size limit");
+    expect_error_containing("{{ 'x' * 1000000000 }}", "output size limit");
+    expect_error_containing("{{ [1] * 1000000000 }}", "output size limit");
+    expect_error_containing("{{ 'a'|center(1000000000) }}", "output size limit");
+    expect_error_containing("{{ 'a'.center(1000000000) }}", "output size limit");
+    expect_error_containing("{{ ('a' * 1000000)|replace('a', 'x' * 1000) }}", "output size limit");
+    expect_error_containing("{{ ('a' * 1000000).replace('', 'xyzxyz') }}", "output size limit");
+    // A shared deep value is cheap to hold, but indenting it is not.
+    expect_error_containing(
+        "{% set ns = namespace(v=1) %}{% for i in range(500) %}{% set ns.v = [ns.v] %}{% endfor %}"
+        "{{ ([ns.v] * 300)|tojson(indent=64) }}",
+        "output size limit");
+    // Doubling a string or a list in a loop.
+    expect_error_containing(
+        "{% set ns = namespace(s='x') %}{% for i in range(100) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}",
+        "output size limit");
+    expect_error_containing(
+        "{% set ns = namespace(l=[1]) %}{% for i in range(100) %}{% set ns.l = ns.l + ns.l %}{% endfor %}",
+        "output size limit");
+    // Sharing makes [x, x] cheap to build but not to print.
+    expect_error_containing(
+        "{% set ns = namespace(l=['abc']) %}{% for i in range(100) %}{% set ns.l = [ns.l, ns.l] %}{% endfor %}",
+        "size limit");
+}
+
+TEST(JinjaLimits, EmptyRepeatIsCheap) {
+    const auto result = render_jinja("{{ '' * 1000000000000 }}x{{ [] * 1000000000000 }}", nlohmann::json::object());
+    ASSERT_TRUE(result.ok()) << result.error().message;
+    EXPECT_EQ(result.value(), "x[]");
+}
+
+TEST(JinjaLimits, QuadraticCopyingIsBounded) {
+    // Each step copies a ~1 MiB string: fine once, not 100000 times.
+    expect_error_containing(
+        "{% set big = 'x' * 1000000 %}{% set ns = namespace(n=0) %}"
+        "{% for i in range(100000) %}{% set ns.n = (big ~ 'y')|length %}{% endfor %}",
+        "work limit");
+}
+
+TEST(JinjaLimits, ValueNestingIsBounded) {
+    expect_error_containing(
+        "{% set ns = namespace(l=[]) %}{% for i in range(100000) %}{% set ns.l = [ns.l] %}{% endfor %}",
+        "nesting too deep");
+    nlohmann::ordered_json deep = 1;
+    for (int i = 0; i < 600; ++i) deep = nlohmann::ordered_json::array({deep});
+    expect_error_containing("{{ x }}", "nesting too deep", {{"x", deep}});
+}
+
+TEST(JinjaLimits, SelfReferencingNamespacePrintsWithoutRecursing) {
+    const auto result = render_jinja("{% set ns = namespace() %}{% set ns.me = ns %}{% set ns.l = [ns] %}{{ ns.l }}",
+                                     nlohmann::json::object());
+    ASSERT_TRUE(result.ok()) << result.error().message;
+    EXPECT_EQ(result.value(), "[<Namespace>]");
+}
+
+TEST(JinjaLimits, NoFileAccess) {
+    expect_error_containing("{% include '/etc/passwd' %}", "not supported");
+    expect_error_containing("{% extends 'base.html' %}", "not supported");
+    expect_error_containing("{% from 'x' import y %}", "not supported");
+    const auto result = render_jinja("{{ ''.__class__ }}x{{ self }}{{ lipsum }}{{ range.__globals__ }}", nlohmann::json::object());
+    ASSERT_TRUE(result.ok()) << result.error().message;  // nothing reachable: all undefined
+    EXPECT_EQ(result.value(), "x");
+}
+
+TEST(JinjaLimits, ErrorsCarryLineNumbers) {
+    expect_error_containing("line one\n{% if true %}\n  {{ raise_exception('bad role') }}\n{% endif %}", "line 3: bad role");
+    expect_error_containing("a\nb\n{{ 1 + }}", "line 3");
+    expect_error_containing("{% for x in y %}\n\n", "endfor");
+}
+
+// Random edits of a real template never crash; they render or fail cleanly.
+TEST(JinjaLimits, MutatedTemplatesNeverCrash) {
+    const std::string base =
+        "{%- set ns = namespace(first=true) -%}{% for message in messages %}{% if loop.first and "
+        "message['role'] != 'system' %}{{ '<|im_start|>system\\nDefault<|im_end|>\\n' }}{% endif %}"
+        "{{ '<|im_start|>' + message.role + '\\n' + message['content'] | trim + '<|im_end|>\\n' }}"
+        "{% if message.tool_calls is defined %}{{ message.tool_calls | tojson(indent=2) }}{% endif %}"
+        "{%- endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
+        "{% macro m(a, b=1) %}{{ a ~ b }}{% endmacro %}{{ m(1) }}{{ messages|map(attribute='role')|join(',') }}";
+    const auto context = nlohmann::ordered_json::parse(R"({"messages": [{"role": "user", "content": " hi "},
+        {"role": "assistant", "content": "yo", "tool_calls": [{"name": "f", "arguments": {"a": 1}}]}],
+        "add_generation_prompt": true})");
+    ASSERT_TRUE(render_jinja(base, context).ok());
+    const std::string alphabet = "{}%#-+()[]'\"|.,:=~*/ \n\\abcdefgilmnorst0123456789";
+    std::mt19937 rng(1234);
+    for (int iteration = 0; iteration < 3000; ++iteration) {
+        std::string mutated = base;
+        const int edits = 1 + static_cast<int>(rng() % 4);
+        for (int e = 0; e < edits; ++e) {
+            const size_t at = rng() % (mutated.size() + 1);
+            switch (rng() % 3) {
+                case 0: mutated.insert(at, 1, alphabet[rng() % alphabet.size()]); break;
+                case 1: if (at < mutated.size()) mutated.erase(at, 1); break;
+                default: if (at < mutated.size()) mutated[at] = alphabet[rng() % alphabet.size()]; break;
+            }
+        }
+        const auto result = render_jinja(mutated, context);
+        if (result.ok()) {
+            EXPECT_LE(result.value().size(), JinjaLimits{}.max_output_bytes);
+        }
+    }
+}
+
+}  // namespace
+}  // namespace tempered

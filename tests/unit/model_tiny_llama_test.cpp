@@ -1,0 +1,419 @@
+// A tiny random Llama written as GGUF in memory: the forward pass against a plain double-precision
+// transformer written out below, batching and KV cache behaviour, and clear errors for bad files and
+// bad batches. Runs without any downloaded model.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <random>
+#include <set>
+
+#include "../support/gguf_writer.h"
+#include "models/model.h"
+
+namespace tempered {
+namespace {
+
+using testing::GgufTensorSpec;
+using testing::GgufWriter;
+
+constexpr int64_t kDim = 64, kHeads = 4, kKvHeads = 2, kHeadDim = 16, kFfn = 96, kVocab = 50, kLayers = 2;
+constexpr int64_t kContext = 64;
+constexpr float kEpsilon = 1e-5f, kRopeBase = 10000.0f;
+
+std::vector<float> random_values(size_t n, std::mt19937& rng, float scale) {
+    std::normal_distribution<float> normal(0.0f, scale);
+    std::vector<float> values(n);
+    for (float& v : values) v = normal(rng);
+    return values;
+}
+
+std::vector<uint8_t> as_bytes(const std::vector<float>& values) {
+    std::vector<uint8_t> bytes(values.size() * sizeof(float));
+    std::memcpy(bytes.data(), values.data(), bytes.size());
+    return bytes;
+}
+
+// The weights of the tiny model, kept as floats for the reference implementation.
+struct TinyWeights {
+    std::map<std::string, std::vector<float>> tensors;
+    std::map<std::string, std::vector<uint64_t>> dims;  // GGUF order: innermost first
+
+    const std::vector<float>& operator[](const std::string& name) const { return tensors.at(name); }
+};
+
+TinyWeights make_weights(bool separate_output) {
+    std::mt19937 rng(1234);
+    TinyWeights w;
+    auto add = [&](const std::string& name, std::vector<uint64_t> dims, float scale, float offset = 0.0f) {
+        uint64_t count = 1;
+        for (uint64_t d : dims) count *= d;
+        auto values = random_values(count, rng, scale);
+        for (float& v : values) v += offset;
+        w.tensors[name] = std::move(values);
+        w.dims[name] = std::move(dims);
+    };
+    const auto dim = static_cast<uint64_t>(kDim);
+    add("token_embd.weight", {dim, kVocab}, 1.0f);
+    add("output_norm.weight", {dim}, 0.1f, 1.0f);
+    if (separate_output) add("output.weight", {dim, kVocab}, 0.2f);
+    for (int64_t l = 0; l < kLayers; ++l) {
+        const std::string p = "blk." + std::to_string(l) + ".";
+        add(p + "attn_norm.weight", {dim}, 0.1f, 1.0f);
+        add(p + "attn_q.weight", {dim, kHeads * kHeadDim}, 0.25f);
+        add(p + "attn_k.weight", {dim, kKvHeads * kHeadDim}, 0.25f);
+        add(p + "attn_v.weight", {dim, kKvHeads * kHeadDim}, 0.2f);
+        add(p + "attn_output.weight", {kHeads * kHeadDim, dim}, 0.1f);
+        add(p + "ffn_norm.weight", {dim}, 0.1f, 1.0f);
+        add(p + "ffn_gate.weight", {dim, kFfn}, 0.2f);
+        add(p + "ffn_up.weight", {dim, kFfn}, 0.2f);
+        add(p + "ffn_down.weight", {kFfn, dim}, 0.1f);
+    }
+    return w;
+}
+
+// Changes to a valid file, for the error tests.
+struct TinyFileOptions {
+    std::set<std::string> omit_keys;
+    std::set<std::string> omit_tensors;
+    std::map<std::string, std::vector<uint64_t>> reshape;
+    uint32_t head_count_kv = kKvHeads;
+    std::string architecture = "llama";
+    std::string rope_scaling_type;  // empty: no key
+};
+
+std::vector<uint8_t> tiny_gguf(const TinyWeights& weights, const TinyFileOptions& options = {}) {
+    GgufWriter writer;
+    auto key = [&](const std::string& name) { return !options.omit_keys.count(name); };
+    writer.string("general.architecture", options.architecture);
+    const std::string a = options.architecture;
+    if (key("llama.block_count")) writer.u32(a + ".block_count", kLayers);
+    if (key("llama.embedding_length")) writer.u32(a + ".embedding_length", kDim);
+    if (key("llama.feed_forward_length")) writer.u32(a + ".feed_forward_length", kFfn);
+    if (key("llama.attention.head_count")) writer.u32(a + ".attention.head_count", kHeads);
+    writer.u32(a + ".attention.head_count_kv", options.head_count_kv);
+    if (key("llama.context_length")) writer.u32(a + ".context_length", kContext);
+    if (key("llama.attention.layer_norm_rms_epsilon")) writer.f32(a + ".attention.layer_norm_rms_epsilon", kEpsilon);
+    writer.f32(a + ".rope.freq_base", kRopeBase);
+    if (!options.rope_scaling_type.empty()) {
+        writer.string(a + ".rope.scaling.type", options.rope_scaling_type);
+        writer.f32(a + ".rope.scaling.factor", 2.0f);
+    }
+    for (const auto& [name, values] : weights.tensors) {
+        if (options.omit_tensors.count(name)) continue;
+        const auto reshaped = options.reshape.find(name);
+        writer.tensor(GgufTensorSpec{name, reshaped != options.reshape.end() ? reshaped->second : weights.dims.at(name),
+                                     0, as_bytes(values), std::nullopt});
+    }
+    return writer.bytes();
+}
+
+// ---- The reference: a plain transformer in double precision, one sequence, all positions. ----
+
+using Matrix = std::vector<double>;
+
+// y (out) = W (out, in) x (in), W in GGUF layout (row r = output feature r, contiguous).
+std::vector<double> apply(const std::vector<float>& w, const std::vector<double>& x, int64_t out) {
+    const auto in = static_cast<int64_t>(x.size());
+    std::vector<double> y(static_cast<size_t>(out), 0.0);
+    for (int64_t r = 0; r < out; ++r)
+        for (int64_t i = 0; i < in; ++i) y[r] += w[r * in + i] * x[i];
+    return y;
+}
+
+std::vector<double> rms_normalized(const std::vector<double>& x, const std::vector<float>& weight) {
+    double mean_square = 0.0;
+    for (double v : x) mean_square += v * v / static_cast<double>(x.size());
+    std::vector<double> y(x.size());
+    for (size_t i = 0; i < x.size(); ++i) y[i] = x[i] / std::sqrt(mean_square + kEpsilon) * weight[i];
+    return y;
+}
+
+void rotate_adjacent_pairs(double* head, int64_t position) {
+    for (int64_t i = 0; i < kHeadDim / 2; ++i) {
+        const double angle = static_cast<double>(position) * std::pow(kRopeBase, -2.0 * i / kHeadDim);
+        const double a = head[2 * i], b = head[2 * i + 1];
+        head[2 * i] = a * std::cos(angle) - b * std::sin(angle);
+        head[2 * i + 1] = a * std::sin(angle) + b * std::cos(angle);
+    }
+}
+
+// Logits (positions, vocab) of every position of `tokens`.
+std::vector<std::vector<double>> reference_logits(const TinyWeights& w, const std::vector<int32_t>& tokens,
+                                                  bool separate_output) {
+    const auto n = static_cast<int64_t>(tokens.size());
+    std::vector<std::vector<double>> x(static_cast<size_t>(n));
+    for (int64_t t = 0; t < n; ++t) {
+        const auto& table = w["token_embd.weight"];
+        x[t].assign(table.begin() + tokens[t] * kDim, table.begin() + (tokens[t] + 1) * kDim);
+    }
+    for (int64_t l = 0; l < kLayers; ++l) {
+        const std::string p = "blk." + std::to_string(l) + ".";
+        std::vector<std::vector<double>> q(n), k(n), v(n);
+        for (int64_t t = 0; t < n; ++t) {
+            const auto normed = rms_normalized(x[t], w[p + "attn_norm.weight"]);
+            q[t] = apply(w[p + "attn_q.weight"], normed, kHeads * kHeadDim);
+            k[t] = apply(w[p + "attn_k.weight"], normed, kKvHeads * kHeadDim);
+            v[t] = apply(w[p + "attn_v.weight"], normed, kKvHeads * kHeadDim);
+            for (int64_t h = 0; h < kHeads; ++h) rotate_adjacent_pairs(&q[t][h * kHeadDim], t);
+            for (int64_t h = 0; h < kKvHeads; ++h) rotate_adjacent_pairs(&k[t][h * kHeadDim], t);
+        }
+        for (int64_t t = 0; t < n; ++t) {
+            std::vector<double> attention(kHeads * kHeadDim, 0.0);
+            for (int64_t h = 0; h < kHeads; ++h) {
+                const int64_t g = h / (kHeads / kKvHeads);
+                std::vector<double> weights(static_cast<size_t>(t + 1));
+                double total = 0.0;
+                for (int64_t s = 0; s <= t; ++s) {
+                    double dot = 0.0;
+                    for (int64_t i = 0; i < kHeadDim; ++i) dot += q[t][h * kHeadDim + i] * k[s][g * kHeadDim + i];
+                    weights[s] = std::exp(dot / std::sqrt(static_cast<double>(kHeadDim)));
+                    total += weights[s];
+                }
+                for (int64_t s = 0; s <= t; ++s)
+                    for (int64_t i = 0; i < kHeadDim; ++i)
+                        attention[h * kHeadDim + i] += weights[s] / total * v[s][g * kHeadDim + i];
+            }
+            const auto projected = apply(w[p + "attn_output.weight"], attention, kDim);
+            for (int64_t i = 0; i < kDim; ++i) x[t][i] += projected[i];
+            const auto normed = rms_normalized(x[t], w[p + "ffn_norm.weight"]);
+            auto gate = apply(w[p + "ffn_gate.weight"], normed, kFfn);
+            const auto up = apply(w[p + "ffn_up.weight"], normed, kFfn);
+            for (int64_t i = 0; i < kFfn; ++i) gate[i] = gate[i] / (1.0 + std::exp(-gate[i])) * up[i];
+            const auto down = apply(w[p + "ffn_down.weight"], gate, kDim);
+            for (int64_t i = 0; i < kDim; ++i) x[t][i] += down[i];
+        }
+    }
+    std::vector<std::vector<double>> logits(static_cast<size_t>(n));
+    for (int64_t t = 0; t < n; ++t) {
+        logits[t] = apply(w[separate_output ? "output.weight" : "token_embd.weight"],
+                          rms_normalized(x[t], w["output_norm.weight"]), kVocab);
+    }
+    return logits;
+}
+
+// ---- Fixture ----
+
+class TinyLlama : public ::testing::Test {
+protected:
+    void load(bool separate_output = false, DType kv_type = DType::F32) {
+        weights_ = make_weights(separate_output);
+        bytes_ = tiny_gguf(weights_);
+        auto file = GgufFile::parse(bytes_);
+        ASSERT_TRUE(file.ok()) << file.error().message;
+        file_ = std::make_unique<GgufFile>(std::move(file.value()));
+        auto model = load_model(*file_, pool_);
+        ASSERT_TRUE(model.ok()) << model.error().message;
+        model_ = std::move(model.value());
+        auto cache = PagedKvCache::create(kv_cache_shape(model_->config(), kv_type, 4), 32);
+        ASSERT_TRUE(cache.ok()) << cache.error().message;
+        cache_ = std::move(cache.value());
+    }
+
+    // Logits of every token of `tokens` of `sequence`, all in one batch from position `first`.
+    std::vector<float> forward_all(const std::vector<int32_t>& tokens, int32_t first = 0, int32_t sequence = 0) {
+        EXPECT_TRUE(cache_->reserve(sequence, first + static_cast<int64_t>(tokens.size())).ok());
+        Batch batch;
+        for (size_t i = 0; i < tokens.size(); ++i) batch.add(tokens[i], first + static_cast<int32_t>(i), sequence, true);
+        std::vector<float> logits(tokens.size() * kVocab);
+        const Status status = model_->forward(batch, *cache_, logits.data());
+        EXPECT_TRUE(status.ok()) << status.error().message;
+        return logits;
+    }
+
+    ThreadPool pool_{2};
+    TinyWeights weights_;
+    std::vector<uint8_t> bytes_;
+    std::unique_ptr<GgufFile> file_;
+    std::unique_ptr<Model> model_;
+    std::unique_ptr<PagedKvCache> cache_;
+    const std::vector<int32_t> tokens_ = {3, 17, 42, 0, 49, 8, 8, 23, 11, 30};
+};
+
+TEST_F(TinyLlama, ConfigComesFromMetadata) {
+    load();
+    const ModelConfig& config = model_->config();
+    EXPECT_EQ(config.architecture, "llama");
+    EXPECT_EQ(config.layer_count, kLayers);
+    EXPECT_EQ(config.embedding_dim, kDim);
+    EXPECT_EQ(config.ffn_dim, kFfn);
+    EXPECT_EQ(config.head_count, kHeads);
+    EXPECT_EQ(config.kv_head_count, kKvHeads);
+    EXPECT_EQ(config.head_dim, kHeadDim);
+    EXPECT_EQ(config.rope_dims, kHeadDim);
+    EXPECT_EQ(config.vocab_size, kVocab);
+    EXPECT_EQ(config.context_length, kContext);
+    EXPECT_FLOAT_EQ(config.rope_freq_base, kRopeBase);
+    EXPECT_FLOAT_EQ(config.rms_epsilon, kEpsilon);
+    EXPECT_EQ(config.rope_style, RopeStyle::AdjacentPairs);
+}
+
+TEST_F(TinyLlama, PrefillMatchesPlainTransformer) {
+    for (bool separate_output : {false, true}) {
+        load(separate_output);
+        const auto logits = forward_all(tokens_);
+        const auto expected = reference_logits(weights_, tokens_, separate_output);
+        for (size_t t = 0; t < tokens_.size(); ++t)
+            for (int64_t v = 0; v < kVocab; ++v)
+                ASSERT_NEAR(logits[t * kVocab + v], expected[t][v], 2e-3) << "position " << t << " token " << v;
+    }
+}
+
+TEST_F(TinyLlama, TokenByTokenDecodeEqualsPrefill) {
+    load();
+    const auto prefill = forward_all(tokens_, 0, 0);
+    for (size_t t = 0; t < tokens_.size(); ++t) {
+        const auto step = forward_all({tokens_[t]}, static_cast<int32_t>(t), 1);
+        for (int64_t v = 0; v < kVocab; ++v) ASSERT_EQ(step[v], prefill[t * kVocab + v]) << t;
+    }
+}
+
+TEST_F(TinyLlama, ChunkedPrefillEqualsOneBatch) {
+    load();
+    const auto whole = forward_all(tokens_, 0, 0);
+    const std::vector<int32_t> first(tokens_.begin(), tokens_.begin() + 3), rest(tokens_.begin() + 3, tokens_.end());
+    (void)forward_all(first, 0, 1);
+    const auto second = forward_all(rest, 3, 1);
+    for (size_t i = 0; i < second.size(); ++i) ASSERT_EQ(second[i], whole[3 * kVocab + i]);
+}
+
+// Tokens of three sequences, interleaved in one batch, give what each gives alone; only the tokens
+// that want logits produce rows, in batch order.
+TEST_F(TinyLlama, InterleavedSequencesMatchSeparateRuns) {
+    load();
+    const std::vector<std::vector<int32_t>> sequences = {{1, 2, 3, 4}, {40, 41}, {7, 7, 7, 7, 7}};
+    std::vector<std::vector<float>> alone;
+    for (size_t s = 0; s < sequences.size(); ++s) alone.push_back(forward_all(sequences[s], 0, static_cast<int32_t>(10 + s)));
+
+    Batch batch;
+    std::vector<std::pair<size_t, size_t>> outputs;  // (sequence, position) of each logits row
+    for (size_t position = 0; position < 5; ++position) {
+        for (size_t s = 0; s < sequences.size(); ++s) {
+            if (position >= sequences[s].size()) continue;
+            const bool wants = position % 2 == 1 || position + 1 == sequences[s].size();
+            batch.add(sequences[s][position], static_cast<int32_t>(position), static_cast<int32_t>(s), wants);
+            if (wants) outputs.emplace_back(s, position);
+            ASSERT_TRUE(cache_->reserve(static_cast<int32_t>(s), static_cast<int64_t>(position) + 1).ok());
+        }
+    }
+    ASSERT_EQ(batch.output_count(), static_cast<int64_t>(outputs.size()));
+    std::vector<float> logits(outputs.size() * kVocab);
+    ASSERT_TRUE(model_->forward(batch, *cache_, logits.data()).ok());
+    for (size_t row = 0; row < outputs.size(); ++row) {
+        const auto [s, position] = outputs[row];
+        for (int64_t v = 0; v < kVocab; ++v) {
+            ASSERT_NEAR(logits[row * kVocab + v], alone[s][position * kVocab + v], 1e-5) << s << " " << position;
+        }
+    }
+}
+
+TEST_F(TinyLlama, HalfPrecisionKvCacheStaysClose) {
+    load(false, DType::F32);
+    const auto exact = forward_all(tokens_);
+    for (DType type : {DType::F16, DType::BF16}) {
+        load(false, type);
+        const auto rounded = forward_all(tokens_);
+        const float relative = type == DType::F16 ? 1e-2f : 1e-1f;  // 11 and 8 significant bits
+        for (size_t i = 0; i < exact.size(); ++i) {
+            ASSERT_NEAR(rounded[i], exact[i], relative * std::max(1.0f, std::fabs(exact[i]))) << dtype_name(type);
+        }
+    }
+}
+
+TEST_F(TinyLlama, InvalidBatchesAreErrors) {
+    load();
+    std::vector<float> logits(kVocab);
+    ASSERT_TRUE(cache_->reserve(0, 4).ok());
+    auto forward_one = [&](int32_t token, int32_t position, int32_t sequence) {
+        Batch batch;
+        batch.add(token, position, sequence, true);
+        return model_->forward(batch, *cache_, logits.data());
+    };
+    EXPECT_FALSE(forward_one(kVocab, 0, 0).ok());
+    EXPECT_FALSE(forward_one(-1, 0, 0).ok());
+    EXPECT_FALSE(forward_one(1, -1, 0).ok());
+    EXPECT_FALSE(forward_one(1, 4, 0).ok());             // no block for position 4
+    EXPECT_FALSE(forward_one(1, 0, 5).ok());             // unknown sequence
+    EXPECT_FALSE(forward_one(1, kContext, 0).ok());      // beyond the context
+    EXPECT_TRUE(forward_one(1, 3, 0).ok());
+
+    auto other = PagedKvCache::create(KvCacheShape{kLayers + 1, kKvHeads, kHeadDim, 4, DType::F16}, 4);
+    ASSERT_TRUE(other.ok());
+    ASSERT_TRUE(other.value()->reserve(0, 4).ok());
+    Batch batch;
+    batch.add(1, 0, 0, true);
+    EXPECT_FALSE(model_->forward(batch, *other.value(), logits.data()).ok());
+}
+
+TEST(PagedKvCacheTest, ReservesAndReleasesBlocks) {
+    auto cache = PagedKvCache::create(KvCacheShape{1, 1, 8, 4, DType::F16}, 3);
+    ASSERT_TRUE(cache.ok());
+    PagedKvCache& kv = *cache.value();
+    EXPECT_TRUE(kv.reserve(0, 5).ok());  // 2 blocks
+    EXPECT_EQ(kv.block_table(0).size(), 2u);
+    EXPECT_EQ(kv.capacity(0), 8);
+    EXPECT_FALSE(kv.reserve(1, 9).ok());  // needs 3, 1 free
+    EXPECT_TRUE(kv.block_table(1).empty());
+    EXPECT_TRUE(kv.reserve(1, 4).ok());
+    EXPECT_EQ(kv.free_block_count(), 0);
+    kv.release(0);
+    EXPECT_EQ(kv.free_block_count(), 2);
+    EXPECT_TRUE(kv.reserve(1, 12).ok());
+    EXPECT_EQ(kv.block_table(1).size(), 3u);
+    EXPECT_FALSE(PagedKvCache::create(KvCacheShape{1, 1, 8, 4, DType::Q8_0}, 3).ok());
+    EXPECT_FALSE(PagedKvCache::create(KvCacheShape{1, 1, 8, 0, DType::F16}, 3).ok());
+}
+
+// ---- Bad files: an Error that names the problem, never a crash. ----
+
+std::string load_error(const TinyFileOptions& options) {
+    const auto bytes = tiny_gguf(make_weights(false), options);
+    auto file = GgufFile::parse(bytes);
+    if (!file.ok()) return "parse: " + file.error().message;
+    ThreadPool pool(1);
+    auto model = load_model(file.value(), pool);
+    return model.ok() ? "" : model.error().message;
+}
+
+TEST(TinyLlamaErrors, MissingOrInconsistentMetadata) {
+    for (const char* key : {"llama.block_count", "llama.embedding_length", "llama.feed_forward_length",
+                            "llama.attention.head_count", "llama.context_length",
+                            "llama.attention.layer_norm_rms_epsilon"}) {
+        TinyFileOptions options;
+        options.omit_keys = {key};
+        const std::string error = load_error(options);
+        EXPECT_NE(error.find(std::string(key).substr(6)), std::string::npos) << key << ": " << error;
+    }
+    TinyFileOptions indivisible;
+    indivisible.head_count_kv = 3;
+    EXPECT_NE(load_error(indivisible).find("head_count_kv"), std::string::npos);
+    TinyFileOptions zero_kv;
+    zero_kv.head_count_kv = 0;
+    EXPECT_NE(load_error(zero_kv).find("head_count_kv"), std::string::npos);
+    TinyFileOptions yarn;
+    yarn.rope_scaling_type = "yarn";
+    EXPECT_NE(load_error(yarn).find("yarn"), std::string::npos);
+    TinyFileOptions unknown;
+    unknown.architecture = "mamba";
+    EXPECT_NE(load_error(unknown).find("mamba"), std::string::npos);
+    TinyFileOptions linear;
+    linear.rope_scaling_type = "linear";
+    EXPECT_EQ(load_error(linear), "");
+}
+
+TEST(TinyLlamaErrors, MissingOrMisshapenTensors) {
+    TinyFileOptions missing;
+    missing.omit_tensors = {"blk.1.ffn_up.weight"};
+    EXPECT_NE(load_error(missing).find("blk.1.ffn_up.weight"), std::string::npos);
+    TinyFileOptions transposed;
+    transposed.reshape["blk.0.attn_k.weight"] = {kKvHeads * kHeadDim, kDim};
+    EXPECT_NE(load_error(transposed).find("blk.0.attn_k.weight"), std::string::npos);
+    TinyFileOptions vector_shape;
+    vector_shape.reshape["output_norm.weight"] = {kDim / 2, 2};
+    EXPECT_NE(load_error(vector_shape).find("output_norm.weight"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tempered

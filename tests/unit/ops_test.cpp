@@ -1,0 +1,183 @@
+// The float kernels of a transformer block against the formulas they implement, on random inputs.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <complex>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "core/half.h"
+#include "kernels/cpu/ops.h"
+
+namespace tempered {
+namespace {
+
+std::vector<float> random_vector(size_t n, uint32_t seed, float scale = 1.0f) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> normal(0.0f, scale);
+    std::vector<float> values(n);
+    for (float& v : values) v = normal(rng);
+    return values;
+}
+
+TEST(Ops, RmsnormMatchesFormula) {
+    const auto x = random_vector(576, 1, 3.0f), weight = random_vector(576, 2);
+    std::vector<float> y(576);
+    rmsnorm(x.data(), weight.data(), y.data(), 576, 1e-5f);
+    double mean_square = 0.0;
+    for (float v : x) mean_square += static_cast<double>(v) * v / 576.0;
+    for (size_t i = 0; i < x.size(); ++i) {
+        const double expected = x[i] / std::sqrt(mean_square + 1e-5) * weight[i];
+        EXPECT_NEAR(y[i], expected, 1e-5 * std::max(1.0, std::fabs(expected)));
+    }
+    rmsnorm(x.data(), weight.data(), std::vector<float>(x).data(), 576, 1e-5f);  // aliasing allowed
+}
+
+// The rotation of pair i is multiplication of the complex number (first + i second) by e^(i angle).
+void expect_rotated(const std::vector<float>& before, const std::vector<float>& after, int64_t rotary_dims,
+                    float position, const std::vector<float>& inverse_frequencies, RopeStyle style) {
+    const int64_t pairs = rotary_dims / 2;
+    for (int64_t i = 0; i < pairs; ++i) {
+        const int64_t first = style == RopeStyle::AdjacentPairs ? 2 * i : i;
+        const int64_t second = style == RopeStyle::AdjacentPairs ? 2 * i + 1 : i + pairs;
+        const std::complex<double> z(before[first], before[second]);
+        const auto rotated = z * std::polar(1.0, static_cast<double>(position) * inverse_frequencies[i]);
+        EXPECT_NEAR(after[first], rotated.real(), 1e-4) << i;
+        EXPECT_NEAR(after[second], rotated.imag(), 1e-4) << i;
+    }
+    for (size_t i = static_cast<size_t>(rotary_dims); i < before.size(); ++i) EXPECT_EQ(after[i], before[i]);
+}
+
+std::vector<float> inverse_frequencies(int64_t rotary_dims, double base) {
+    std::vector<float> values;
+    for (int64_t i = 0; i < rotary_dims / 2; ++i) {
+        values.push_back(static_cast<float>(std::pow(base, -2.0 * static_cast<double>(i) / static_cast<double>(rotary_dims))));
+    }
+    return values;
+}
+
+TEST(Ops, RopeBothStylesRotatePairsByPositionTimesFrequency) {
+    for (RopeStyle style : {RopeStyle::AdjacentPairs, RopeStyle::Halves}) {
+        for (int64_t rotary_dims : {64, 32}) {  // 32 of 64: partial rotary embedding
+            const auto frequencies = inverse_frequencies(rotary_dims, 10000.0);
+            const auto x = random_vector(64, 3);
+            for (float position : {0.0f, 1.0f, 17.0f, 300.0f}) {
+                auto y = x;
+                rope(y.data(), rotary_dims, position, frequencies.data(), style);
+                expect_rotated(x, y, rotary_dims, position, frequencies, style);
+            }
+        }
+    }
+}
+
+// What attention relies on: q(p) · k(s) depends only on p - s.
+TEST(Ops, RopeDotProductsDependOnRelativePosition) {
+    const auto frequencies = inverse_frequencies(64, 100000.0);
+    for (RopeStyle style : {RopeStyle::AdjacentPairs, RopeStyle::Halves}) {
+        const auto q = random_vector(64, 4), k = random_vector(64, 5);
+        auto dot_at = [&](float p, float s) {
+            auto a = q, b = k;
+            rope(a.data(), 64, p, frequencies.data(), style);
+            rope(b.data(), 64, s, frequencies.data(), style);
+            return std::inner_product(a.begin(), a.end(), b.begin(), 0.0);
+        };
+        EXPECT_NEAR(dot_at(10, 3), dot_at(107, 100), 1e-3);
+        EXPECT_NEAR(dot_at(5, 5), dot_at(0, 0), 1e-3);
+    }
+}
+
+TEST(Ops, SoftmaxMatchesFormulaAndDoesNotOverflow) {
+    auto x = random_vector(100, 6, 4.0f);
+    const auto original = x;
+    softmax(x.data(), 100);
+    double sum = 0.0;
+    for (float v : original) sum += std::exp(static_cast<double>(v));
+    for (size_t i = 0; i < x.size(); ++i) EXPECT_NEAR(x[i], std::exp(static_cast<double>(original[i])) / sum, 1e-6);
+
+    std::vector<float> large = {1000.0f, 1000.0f, -1000.0f};
+    softmax(large.data(), 3);
+    EXPECT_FLOAT_EQ(large[0], 0.5f);
+    EXPECT_FLOAT_EQ(large[1], 0.5f);
+    EXPECT_EQ(large[2], 0.0f);
+}
+
+TEST(Ops, SwigluIsSiluOfGateTimesUp) {
+    const auto gate = random_vector(64, 7, 3.0f), up = random_vector(64, 8);
+    std::vector<float> out(64);
+    swiglu(gate.data(), up.data(), out.data(), 64);
+    for (size_t i = 0; i < out.size(); ++i) {
+        const double g = gate[i];
+        EXPECT_NEAR(out[i], g / (1.0 + std::exp(-g)) * up[i], 1e-5);
+    }
+}
+
+TEST(Ops, KvConversionsRoundTrip) {
+    const auto x = random_vector(64, 9);
+    std::vector<uint8_t> storage(64 * 4);
+    std::vector<float> back(64);
+    for (DType type : {DType::F32, DType::F16, DType::BF16}) {
+        float_to_kv(type, x.data(), storage.data(), 64);
+        kv_to_float(type, storage.data(), back.data(), 64);
+        for (size_t i = 0; i < x.size(); ++i) {
+            const float expected = type == DType::F32   ? x[i]
+                                   : type == DType::F16 ? half_to_float(float_to_half(x[i]))
+                                                        : bf16_to_float(float_to_bf16(x[i]));
+            EXPECT_EQ(back[i], expected);
+        }
+    }
+}
+
+// Keys and values of `length` positions of one sequence, written to a paged layout with a shuffled
+// block table and two KV heads per slot; attend_heads for the three query heads sharing KV head 1 must
+// equal the textbook formula for each of them.
+TEST(Ops, AttendHeadsMatchesFormulaOverPagedBlocks) {
+    constexpr int64_t kHeadDim = 16, kKvHeads = 2, kBlockSize = 8, kBlocks = 7, kGroup = 3;
+    for (DType type : {DType::F32, DType::F16, DType::BF16}) {
+        for (int64_t length : {1, 8, 37}) {
+            const int64_t element_bytes = type == DType::F32 ? 4 : 2;
+            const int64_t slot_bytes = kKvHeads * kHeadDim * element_bytes;
+            const int64_t block_bytes = kBlockSize * slot_bytes;
+            std::vector<uint8_t> keys(static_cast<size_t>(kBlocks * block_bytes)), values(keys.size());
+            const std::vector<int32_t> block_table = {5, 2, 6, 0, 3};
+            const auto k = random_vector(static_cast<size_t>(length * kHeadDim), 10, 2.0f);
+            const auto v = random_vector(static_cast<size_t>(length * kHeadDim), 11);
+            const auto q = random_vector(kGroup * kHeadDim, 12, 2.0f);
+            std::vector<float> k_stored(k.size()), v_stored(v.size());  // as rounded by the cache type
+            for (int64_t p = 0; p < length; ++p) {
+                const int64_t offset = block_table[static_cast<size_t>(p / kBlockSize)] * block_bytes +
+                                       (p % kBlockSize) * slot_bytes + kHeadDim * element_bytes;  // KV head 1
+                float_to_kv(type, &k[p * kHeadDim], &keys[offset], kHeadDim);
+                float_to_kv(type, &v[p * kHeadDim], &values[offset], kHeadDim);
+                kv_to_float(type, &keys[offset], &k_stored[p * kHeadDim], kHeadDim);
+                kv_to_float(type, &values[offset], &v_stored[p * kHeadDim], kHeadDim);
+            }
+            const KvHeadView view{keys.data() + kHeadDim * element_bytes, values.data() + kHeadDim * element_bytes,
+                                  block_bytes, slot_bytes, kBlockSize, type};
+            const float scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
+            std::vector<float> scratch(static_cast<size_t>(kGroup * length + (kGroup + 1) * kHeadDim));
+            std::vector<float> out(kGroup * kHeadDim);
+            attend_heads(q.data(), kGroup, kHeadDim, view, block_table, length, scale, scratch.data(), out.data());
+
+            for (int64_t h = 0; h < kGroup; ++h) {
+                std::vector<double> weights(static_cast<size_t>(length));
+                for (int64_t p = 0; p < length; ++p) {
+                    double dot = 0.0;
+                    for (int64_t i = 0; i < kHeadDim; ++i) dot += static_cast<double>(q[h * kHeadDim + i]) * k_stored[p * kHeadDim + i];
+                    weights[p] = std::exp(dot * scale);
+                }
+                const double total = std::accumulate(weights.begin(), weights.end(), 0.0);
+                for (int64_t i = 0; i < kHeadDim; ++i) {
+                    double expected = 0.0;
+                    for (int64_t p = 0; p < length; ++p) expected += weights[p] / total * v_stored[p * kHeadDim + i];
+                    EXPECT_NEAR(out[h * kHeadDim + i], expected, 1e-5)
+                        << dtype_name(type) << " length " << length << " head " << h << " element " << i;
+                }
+            }
+        }
+    }
+}
+
+}  // namespace
+}  // namespace tempered
