@@ -8,5 +8,6 @@ namespace tempered {
 
 void add_inspect_command(CLI::App& app, int& exit_code);
 void add_run_command(CLI::App& app, int& exit_code);
+void add_serve_command(CLI::App& app, int& exit_code);
 
 }  // namespace tempered

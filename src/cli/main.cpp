@@ -9,6 +9,7 @@ int main(int argc, char** argv) {
     int exit_code = 0;
     tempered::add_inspect_command(app, exit_code);
     tempered::add_run_command(app, exit_code);
+    tempered::add_serve_command(app, exit_code);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& error) {

@@ -252,6 +252,12 @@ TEST(JinjaLanguage, Whitespace) {
                   "  x\n  y");
     expect_render("a {{- ' b ' -}} c",
                   "a b c");
+    expect_render("x{% raw -%}\n{{ raw }}\n  {% endraw %}\n\n y",
+                  "x{{ raw }}\n\n y");
+    expect_render(" \t{%+ raw %}\t{{ raw }}\n  {% endraw +%}\t y",
+                  " \t\t{{ raw }}\n\t y");
+    expect_render("{% for x in 'ab' %}\n  {% raw %}{{ x }}{% endraw %}\n{% endfor %}",
+                  "{{ x }}{{ x }}");
 }
 
 TEST(JinjaLanguage, Filters) {
@@ -361,6 +367,22 @@ TEST(JinjaLanguage, Markup) {
                   "a<&lt;b&gt;|&lt;b&gt;x|&lt;&lt;|<<|&lt;<|<<|&lt;|&amp;lt;");
     expect_render("{{ \"'\"|safe + {'a': '\"'}|tojson }}|{{ ('x'|safe + '&')|length }}|{{ '<'|safe == '<' }}",
                   "'{&#34;a&#34;: &#34;\\&#34;&#34;}|6|True");
+}
+
+TEST(JinjaLanguage, PythonQuirks) {
+    expect_render("{{ foo|last }}|{{ t[-1] }}|{{ n['a'] }}|{{ 'ab' % foo }}|{{ '' % [1, 2] }}|{{ 0.5 is even }}|{{ 3.0 is odd }}|{{ 9.0 is divisibleby 3 }}",
+                  "|||ab||False|True|True");
+    expect_error("{{ [1]|truncate(5) }}|{{ foo|truncate }}|{{ l|select|length }}");
+    expect_render("{{ l|select|list }}|{% set g = l|map('string') %}{{ g|list }}{{ g|list }}|{% set g = l|select %}{{ g|first }}{{ g|list }}|{{ l|reverse is sequence }}|{{ [] |select is true }}",
+                  "[3, 1, 2]|['3', '1', '2'][]|3[1, 2]|False|False");
+    expect_error("{{ foo|int }}");
+    expect_error("{{ [d]|unique|list }}");
+    expect_error("{{ d in d }}");
+    expect_error("{{ t[1:] }}");
+    expect_error("{{ d[1:] }}");
+    expect_error("{{ true|indent }}");
+    expect_error("{{ l|map('string')|tojson }}");
+    expect_error("{{ l|select|last }}");
 }
 
 }  // namespace

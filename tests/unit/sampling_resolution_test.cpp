@@ -12,7 +12,7 @@ SamplingDefaultsConfig config_with(SamplingValues preferred, SamplingValues mode
 }
 
 TEST(SamplingResolution, EmptyEverywhereGivesOpenAiDefaults) {
-    auto resolved = resolve_sampling({}, {}, 42);
+    auto resolved = resolve_sampling({}, {}, uint64_t{42} << 33);
     EXPECT_EQ(resolved.temperature.value, 1.0);
     EXPECT_EQ(resolved.temperature.source, ParamSource::Default);
     EXPECT_EQ(resolved.top_p.value, 1.0);
@@ -20,7 +20,7 @@ TEST(SamplingResolution, EmptyEverywhereGivesOpenAiDefaults) {
     EXPECT_EQ(resolved.presence_penalty.value, 0.0);
     EXPECT_EQ(resolved.repetition_penalty.value, 1.0);
     EXPECT_EQ(resolved.seed.source, ParamSource::Default);
-    EXPECT_EQ(resolved.seed.value, 21);  // the caller's random seed, kept non-negative
+    EXPECT_EQ(resolved.seed.value, 42);  // the caller's random seed, cut to 31 bits for JSON clients
 }
 
 TEST(SamplingResolution, LayersInOrderRequestPreferredModelDefault) {

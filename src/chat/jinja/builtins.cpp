@@ -198,7 +198,6 @@ Value f_first(Interpreter& interp, const Value& v, CallArgs&) {
 }
 
 Value f_last(Interpreter& interp, const Value& v, CallArgs&) {
-    if (v.is_undefined()) fail_undefined(v);
     if (v.is_iterator()) fail("'generator' object is not reversible");
     auto items = as_list(interp, v);
     if (items.empty()) return Value::undefined("No last item, sequence was empty.");
@@ -206,6 +205,7 @@ Value f_last(Interpreter& interp, const Value& v, CallArgs&) {
 }
 
 Value f_float(Interpreter&, const Value& v, CallArgs& args) {
+    if (v.is_undefined()) fail_undefined(v);
     bool ok;
     const double d = to_number_or(v, 0.0, ok);
     if (ok) return Value(d);
@@ -215,6 +215,7 @@ Value f_float(Interpreter&, const Value& v, CallArgs& args) {
 Value f_int(Interpreter&, const Value& v, CallArgs& args) {
     const Value fallback = args.get_or(0, "default", Value(int64_t{0}));
     const int64_t base = int_param(args, 1, "base", 10);
+    if (v.is_undefined()) fail_undefined(v);
     if (v.is_bool() || v.is_int()) return Value(v.as_int());
     if (v.is_float()) {
         if (!std::isfinite(v.as_double())) return fallback;
@@ -459,6 +460,7 @@ Value f_unique(Interpreter& interp, const Value& v, CallArgs& args) {
     std::vector<Value> out, seen;
     for (const auto& item : as_list(interp, v)) {
         Value key = sort_key(item, attribute, case_sensitive);
+        if ((key.is_list() && !key.is_tuple()) || key.is_dict()) fail("unhashable type: '" + key.type_name() + "'");
         if (std::any_of(seen.begin(), seen.end(), [&](const Value& s) { return values_equal(s, key); })) continue;
         seen.push_back(std::move(key));
         out.push_back(item);

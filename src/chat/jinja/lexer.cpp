@@ -154,6 +154,23 @@ private:
         pos_ = p;
     }
 
+    // '-' strips all whitespace before a tag; otherwise lstrip_blocks removes the spaces and tabs
+    // between the line start and a block or comment tag ('+' opts out).
+    static void strip_before_tag(std::string& text, char sign, bool line_starting) {
+        if (sign == '-') {
+            while (!text.empty() && is_space(text.back())) text.pop_back();
+            return;
+        }
+        if (sign == '+') return;
+        const size_t newline = text.rfind('\n');
+        const size_t line_pos = newline == std::string::npos ? 0 : newline + 1;
+        if ((line_pos > 0 || line_starting) && line_pos < text.size()) {
+            bool blank = true;
+            for (size_t i = line_pos; i < text.size(); ++i) blank = blank && is_space(text[i]);
+            if (blank) text.resize(line_pos);
+        }
+    }
+
     bool starts_raw(size_t after_sign, size_t& raw_body) const {
         size_t p = after_sign;
         while (p < src_.size() && is_space(src_[p])) ++p;
@@ -187,10 +204,10 @@ private:
             if (p < src_.size() && (src_[p] == '-' || src_[p] == '+')) close_sign = src_[p++];
             if (src_.compare(p, 2, "%}") != 0) continue;
             std::string body = src_.substr(body_start, i - body_start);
-            if (sign == '-') {
-                while (!body.empty() && is_space(body.back())) body.pop_back();
-            }
-            emit_text(body);
+            const bool body_line_starting = body_start > 0 && src_[body_start - 1] == '\n';
+            strip_before_tag(body, sign, body_line_starting);
+            if (!body.empty()) tokens_.push_back(Token{TokenType::Text, body, line_});
+            count_lines(std::string_view(src_.data() + body_start, i - body_start));
             after_close(p + 2, close_sign, true);
             return;
         }
@@ -203,17 +220,7 @@ private:
         size_t p = tag + 2;
         const char sign = p < src_.size() && (src_[p] == '-' || src_[p] == '+') ? src_[p] : '\0';
         if (sign) ++p;
-        if (sign == '-') {
-            while (!text.empty() && is_space(text.back())) text.pop_back();
-        } else if (sign != '+' && kind != '{') {  // lstrip_blocks
-            const size_t newline = text.rfind('\n');
-            const size_t line_pos = newline == std::string::npos ? 0 : newline + 1;
-            if ((line_pos > 0 || line_starting_) && line_pos < text.size()) {
-                bool blank = true;
-                for (size_t i = line_pos; i < text.size(); ++i) blank = blank && is_space(text[i]);
-                if (blank) text.resize(line_pos);
-            }
-        }
+        if (kind != '{' || sign == '-') strip_before_tag(text, sign, line_starting_);
         // Line counting covers the original text including any stripped whitespace.
         const std::string_view original(src_.data() + pos_, tag - pos_);
         if (!text.empty()) tokens_.push_back(Token{TokenType::Text, text, line_});

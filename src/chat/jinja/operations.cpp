@@ -294,6 +294,10 @@ Value binary_op(const std::string& op, const Value& a, const Value& b, Interpret
         interp.charge(out.size() + right.size());
         return Value(out + right);
     }
+    if (op == "%" && a.is_string()) {  // printf-style; Undefined passes as an empty mapping, as in Python
+        if (a.is_markup()) return Value::markup(python_percent_format(a.as_string(), escape_markup_args(b)));
+        return Value(python_percent_format(a.as_string(), b));
+    }
     if (a.is_undefined()) fail_undefined(a);
     if (b.is_undefined()) fail_undefined(b);
     const bool numbers = a.is_number() && b.is_number();
@@ -348,8 +352,6 @@ Value binary_op(const std::string& op, const Value& a, const Value& b, Interpret
         return Value(a.as_double() / b.as_double());
     }
     if (op == "//" || op == "%") {
-        if (op == "%" && a.is_markup()) return Value::markup(python_percent_format(a.as_string(), escape_markup_args(b)));
-        if (op == "%" && a.is_string()) return Value(python_percent_format(a.as_string(), b));
         if (!numbers) unsupported(op, a, b);
         if (any_float) {
             const double x = a.as_double(), y = b.as_double();

@@ -516,7 +516,7 @@ std::string python_percent_format(const std::string& format, const Value& args) 
         }
     }
     // Python skips this check when the argument has __getitem__ (dict, list), as for a mapping.
-    const bool subscriptable = args.is_dict() || (args.is_list() && !args.is_tuple());
+    const bool subscriptable = args.is_dict() || (args.is_list() && !args.is_tuple()) || args.is_undefined();
     if (!subscriptable && next < positional.size()) fail("not all arguments converted during string formatting");
     return out;
 }

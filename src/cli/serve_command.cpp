@@ -1,0 +1,199 @@
+// tempered serve: the OpenAI-compatible server. Loads the model, sizes the KV pool, starts the engine
+// and the HTTP server, and on SIGTERM/SIGINT drains: stop accepting, let in-flight requests finish
+// (up to --drain-timeout), exit 0.
+#include <signal.h>
+
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <thread>
+
+#include "api/errors.h"
+#include "cli/commands.h"
+#include "cli/kv_dtype_flag.h"
+#include "cli/loaded_model.h"
+#include "cli/model_names.h"
+#include "engine/engine.h"
+#include "http/http_server.h"
+#include "kv/kv_block_pool.h"
+#include "server/openai_service.h"
+#include "server/request_log.h"
+#include "server/sampling_settings.h"
+#include "server/serving_metrics.h"
+
+namespace tempered {
+namespace {
+
+struct ServeOptions {
+    std::string model = kDefaultModelName;
+    std::string served_model_name;
+    std::string host = "127.0.0.1";
+    int port = 8000;
+    int threads = 0;
+    int http_threads = 512;
+    std::string kv_cache_dtype = "f16";
+    int64_t kv_cache_tokens = 32768;
+    int64_t block_size = 16;
+    int max_running = 64;
+    int max_queued = 256;
+    int64_t max_batch_tokens = 512;
+    size_t max_body_bytes = 32u << 20;
+    double drain_timeout = 30.0;
+    SamplingFlags sampling;
+    bool no_report_sampling = false;
+    std::string log_format = "text";
+};
+
+std::string default_served_name(const std::string& model_flag) {
+    std::error_code ignored;
+    if (!std::filesystem::is_regular_file(model_flag, ignored)) return model_flag;  // a known short name
+    return std::filesystem::path(model_flag).stem().string();
+}
+
+// Blocks SIGTERM and SIGINT in every thread (call before starting any), so that one sigwait() sees them.
+sigset_t block_termination_signals() {
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGTERM);
+    sigaddset(&signals, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+    return signals;
+}
+
+int serve(const ServeOptions& options) {
+    RequestLog log(options.log_format == "json");
+    if (options.log_format != "text" && options.log_format != "json") {
+        std::fprintf(stderr, "tempered serve: --log-format must be text or json\n");
+        return 1;
+    }
+    auto kv_type = parse_kv_dtype(options.kv_cache_dtype);
+    if (!kv_type) {
+        std::fprintf(stderr, "tempered serve: %s\n", kv_type.error().message.c_str());
+        return 1;
+    }
+    const sigset_t signals = block_termination_signals();
+    log.info("loading " + options.model);
+    auto loaded = load_model_bundle(options.model, options.threads);
+    if (!loaded) {
+        std::fprintf(stderr, "tempered serve: %s\n", loaded.error().message.c_str());
+        return 1;
+    }
+    LoadedModel& bundle = **loaded;
+    auto sampling = load_sampling_settings(options.sampling, *bundle.file);
+    if (!sampling) {
+        std::fprintf(stderr, "tempered serve: %s\n", sampling.error().message.c_str());
+        return 1;
+    }
+
+    const ModelConfig& config = bundle.model->config();
+    const KvCacheShape shape = kv_cache_shape(config, *kv_type, options.block_size);
+    const int64_t blocks = (options.kv_cache_tokens + options.block_size - 1) / options.block_size;
+    auto kv = KvBlockPool::create(shape, blocks);
+    if (!kv) {
+        std::fprintf(stderr, "tempered serve: %s\n", kv.error().message.c_str());
+        return 1;
+    }
+    const double kv_mib = 2.0 * static_cast<double>(shape.layer_count * blocks * shape.block_bytes()) / (1 << 20);
+    log.info("KV cache: " + options.kv_cache_dtype + ", " + std::to_string(blocks) + " blocks of " +
+             std::to_string(options.block_size) + " tokens (" + std::to_string(static_cast<int64_t>(kv_mib)) + " MiB)");
+
+    ServiceSettings settings;
+    settings.served_model_name =
+        options.served_model_name.empty() ? default_served_name(options.model) : options.served_model_name;
+    settings.sampling = sampling->config;
+    settings.report_sampling = !options.no_report_sampling;
+    settings.created = static_cast<int64_t>(std::time(nullptr));
+    for (const auto& note : sampling->notes) log.info(note);
+    log.info("sampling defaults for requests that set nothing: " +
+             describe_sampling_defaults(settings.sampling).dump());
+    if (settings.sampling.policy) log.info("sampling policy: " + settings.sampling.policy->to_json().dump());
+
+    ServingMetrics metrics(settings.served_model_name, options.kv_cache_dtype);
+    EngineOptions engine_options{options.max_running, options.max_queued, options.max_batch_tokens};
+    Engine engine(*bundle.model, *bundle.tokenizer, **kv, engine_options, &metrics);
+    metrics.watch_engine([&engine] { return engine.stats(); });
+    OpenAiService service(bundle, engine, metrics, log, settings);
+
+    http::HttpServerOptions http_options;
+    http_options.host = options.host;
+    http_options.port = options.port;
+    http_options.threads = options.http_threads;
+    http_options.max_body_bytes = options.max_body_bytes;
+    http::HttpServer server(http_options);
+    server.set_error_renderer(api::http_error_response);
+    service.register_routes(server);
+    if (auto started = server.start(); !started) {
+        std::fprintf(stderr, "tempered serve: %s\n", started.error().message.c_str());
+        return 1;
+    }
+    log.info("serving " + settings.served_model_name + " on http://" + options.host + ":" +
+             std::to_string(server.port()));
+
+    int signal_number = 0;
+    sigwait(&signals, &signal_number);
+    log.info(std::string("received ") + (signal_number == SIGTERM ? "SIGTERM" : "SIGINT") + ", draining");
+    service.begin_drain();
+    engine.begin_drain();
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(options.drain_timeout);
+    while (!engine.idle() && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (!engine.idle()) log.info("drain timeout: requests still running are ended with an error");
+    // Streams already finished in the engine still have to reach their clients: stop() lets them.
+    server.stop();
+    log.info("stopped");
+    return 0;
+}
+
+}  // namespace
+
+void add_serve_command(CLI::App& app, int& exit_code) {
+    auto options = std::make_shared<ServeOptions>();
+    auto* command = app.add_subcommand("serve", "Serve a model over an OpenAI-compatible HTTP API");
+    command->add_option("--model,-m", options->model, "a .gguf path or a known model name")->capture_default_str();
+    command->add_option("--served-model-name", options->served_model_name,
+                        "the model id clients send (default: the short name or the file stem)");
+    command->add_option("--host", options->host)->capture_default_str();
+    command->add_option("--port", options->port)->check(CLI::Range(0, 65535))->capture_default_str();
+    command->add_option("--threads", options->threads, "compute threads; 0: every core")->capture_default_str();
+    command->add_option("--http-threads", options->http_threads, "connections served at once")
+        ->check(CLI::Range(4, 65536))
+        ->capture_default_str();
+    command->add_option("--kv-cache-dtype", options->kv_cache_dtype, "f16, bf16 or f32")->capture_default_str();
+    command->add_option("--kv-cache-tokens", options->kv_cache_tokens, "KV cache size in tokens")
+        ->check(CLI::Range(int64_t{16}, int64_t{1} << 32))
+        ->capture_default_str();
+    command->add_option("--block-size", options->block_size, "tokens per KV block")
+        ->check(CLI::Range(int64_t{1}, int64_t{1024}))
+        ->capture_default_str();
+    command->add_option("--max-running", options->max_running, "requests decoding at once")
+        ->check(CLI::Range(1, 4096))
+        ->capture_default_str();
+    command->add_option("--max-queued", options->max_queued, "requests waiting beyond those; then 429")
+        ->check(CLI::Range(0, 1 << 20))
+        ->capture_default_str();
+    command->add_option("--max-batch-tokens", options->max_batch_tokens, "tokens per forward step")
+        ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))
+        ->capture_default_str();
+    command->add_option("--max-body-bytes", options->max_body_bytes, "larger request bodies get 413")
+        ->check(CLI::Range(size_t{1}, size_t{1} << 32))
+        ->capture_default_str();
+    command->add_option("--drain-timeout", options->drain_timeout, "seconds to finish requests on SIGTERM")
+        ->check(CLI::Range(0.0, 86400.0))
+        ->capture_default_str();
+    command->add_option("--preferred-sampling-params", options->sampling.preferred_json,
+                        "JSON: values for parameters a request omits, e.g. '{\"temperature\":0.6}'");
+    command->add_option("--sampling-defaults", options->sampling.defaults_mode,
+                        "model: fall back to the model's generation config (default); openai: skip it");
+    command->add_option("--generation-config", options->sampling.generation_config,
+                        "a generation_config.json (default: the one beside the model file, if any)");
+    command->add_option("--sampling-policy", options->sampling.policy_json,
+                        "JSON: rules applied to every request, e.g. '{\"temperature\":{\"min\":0.3}}'");
+    command->add_option("--config", options->sampling.config_file, "a JSON file with the sampling settings");
+    command->add_flag("--no-report-sampling", options->no_report_sampling,
+                      "do not add the \"sampling\" report to responses");
+    command->add_option("--log-format", options->log_format, "text or json")->capture_default_str();
+    command->callback([options, &exit_code] { exit_code = serve(*options); });
+}
+
+}  // namespace tempered

@@ -1,0 +1,194 @@
+#include "server/openai_service.h"
+
+#include <chrono>
+#include <random>
+
+#include "api/sse.h"
+
+namespace tempered {
+namespace {
+
+http::HttpResponse json_response(const nlohmann::json& body, int status = 200) {
+    return http::HttpResponse::json(status, api::dump_json(body));
+}
+
+uint64_t random_seed() {
+    thread_local std::mt19937_64 generator{std::random_device{}()};
+    return generator();
+}
+
+}  // namespace
+
+OpenAiService::OpenAiService(LoadedModel& model, Engine& engine, ServingMetrics& metrics, RequestLog& log,
+                             ServiceSettings settings)
+    : model_(model), engine_(engine), metrics_(metrics), log_(log), settings_(std::move(settings)) {
+    system_fingerprint_ = "tempered-" + settings_.served_model_name;
+}
+
+void OpenAiService::register_routes(http::HttpServer& server) {
+    auto bind = [this](auto method) { return [this, method](const http::HttpRequest& r) { return (this->*method)(r); }; };
+    server.route("POST", "/v1/chat/completions", bind(&OpenAiService::chat));
+    server.route("POST", "/v1/completions", bind(&OpenAiService::completions));
+    server.route("GET", "/v1/models", bind(&OpenAiService::models));
+    server.route("GET", "/v1/models/{model}", bind(&OpenAiService::model));
+    server.route("GET", "/health", bind(&OpenAiService::health));
+    server.route("POST", "/tokenize", bind(&OpenAiService::tokenize));
+    server.route("POST", "/detokenize", bind(&OpenAiService::detokenize));
+    server.route("GET", "/get_load", bind(&OpenAiService::get_load));
+    server.route("GET", "/server_info", bind(&OpenAiService::server_info));
+    server.route("GET", "/model_info", bind(&OpenAiService::server_info));
+    server.route("GET", "/metrics", [this](const http::HttpRequest&) {
+        return http::HttpResponse::text(200, metrics_.render(), std::string(metrics::Registry::kContentType));
+    });
+}
+
+nlohmann::json OpenAiService::model_card() const {
+    return {{"id", settings_.served_model_name},
+            {"object", "model"},
+            {"created", settings_.created},
+            {"owned_by", "tempered"},
+            {"max_model_len", model_.model->config().context_length},
+            {"sampling_defaults", describe_sampling_defaults(settings_.sampling)}};
+}
+
+http::HttpResponse OpenAiService::models(const http::HttpRequest&) const {
+    return json_response({{"object", "list"}, {"data", nlohmann::json::array({model_card()})}});
+}
+
+http::HttpResponse OpenAiService::model(const http::HttpRequest& request) const {
+    const auto it = request.path_params.find("model");
+    if (it == request.path_params.end() || it->second != settings_.served_model_name)
+        return api::to_http_response(api::model_not_found(it == request.path_params.end() ? "" : it->second));
+    return json_response(model_card());
+}
+
+http::HttpResponse OpenAiService::health(const http::HttpRequest&) const {
+    if (draining_) return json_response({{"status", "draining"}}, 503);
+    return json_response({{"status", "ok"}});
+}
+
+http::HttpResponse OpenAiService::tokenize(const http::HttpRequest& request) const {
+    auto body = api::parse_json_object(request.body);
+    if (!body) return api::to_http_response(body.error());
+    const api::Json* text = api::find_field(*body, "prompt");
+    if (!text) text = api::find_field(*body, "content");  // llama.cpp's name for it
+    if (!text || !text->is_string())
+        return api::to_http_response(api::invalid_request("'prompt' must be a string", "prompt"));
+    bool add_special = true;
+    if (const api::Json* flag = api::find_field(*body, "add_special_tokens")) {
+        if (!flag->is_boolean())
+            return api::to_http_response(api::invalid_request("'add_special_tokens' must be a boolean", "add_special_tokens"));
+        add_special = flag->get<bool>();
+    }
+    const auto tokens = model_.tokenizer->encode(text->get<std::string>(), add_special, /*parse_special=*/true);
+    return json_response({{"tokens", tokens},
+                          {"count", tokens.size()},
+                          {"max_model_len", model_.model->config().context_length}});
+}
+
+http::HttpResponse OpenAiService::detokenize(const http::HttpRequest& request) const {
+    auto body = api::parse_json_object(request.body);
+    if (!body) return api::to_http_response(body.error());
+    const api::Json* tokens = api::find_field(*body, "tokens");
+    if (!tokens || !tokens->is_array())
+        return api::to_http_response(api::invalid_request("'tokens' must be an array of token ids", "tokens"));
+    std::vector<int32_t> ids;
+    for (size_t i = 0; i < tokens->size(); ++i) {
+        const auto& id = (*tokens)[i];
+        if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= model_.tokenizer->vocab_size())
+            return api::to_http_response(api::invalid_request(
+                "token ids must be integers in [0, " + std::to_string(model_.tokenizer->vocab_size()) + ")",
+                api::param_path("tokens", i)));
+        ids.push_back(static_cast<int32_t>(id.get<int64_t>()));
+    }
+    return json_response({{"prompt", model_.tokenizer->decode(ids)}});
+}
+
+http::HttpResponse OpenAiService::get_load(const http::HttpRequest&) const {
+    const EngineStats stats = engine_.stats();
+    return json_response(nlohmann::json::array({{{"dp_rank", 0},
+                                                 {"num_reqs", stats.running_requests + stats.waiting_requests},
+                                                 {"num_waiting_reqs", stats.waiting_requests},
+                                                 {"num_tokens", stats.tokens_in_kv}}}));
+}
+
+http::HttpResponse OpenAiService::server_info(const http::HttpRequest&) const {
+    const EngineStats stats = engine_.stats();
+    const ModelConfig& config = model_.model->config();
+    return json_response({{"model_path", model_.path},
+                          {"served_model_name", settings_.served_model_name},
+                          {"architecture", config.architecture},
+                          {"max_model_len", config.context_length},
+                          {"vocab_size", config.vocab_size},
+                          {"kv_block_size", stats.kv_block_size},
+                          {"kv_blocks_total", stats.kv_blocks_total},
+                          {"sampling_defaults", describe_sampling_defaults(settings_.sampling)},
+                          {"version", "tempered 0.1"}});
+}
+
+ResolvedSampling OpenAiService::resolve(const api::GenerationRequest& generation) {
+    ResolvedSampling sampling =
+        resolve_sampling(api::to_sampling_values(generation.sampling), settings_.sampling, random_seed());
+    metrics_.count_sampling_sources(sampling);
+    return sampling;
+}
+
+std::optional<api::ApiError> OpenAiService::check_model(const std::string& requested) const {
+    if (!requested.empty() && requested != settings_.served_model_name) return api::model_not_found(requested);
+    if (draining_) return api::service_unavailable("the server is shutting down", 5);
+    return std::nullopt;
+}
+
+api::ApiResult<GenerationOptions> OpenAiService::generation_options(const api::GenerationRequest& generation,
+                                                                    std::vector<int32_t> prompt, int top_logprobs,
+                                                                    const ResolvedSampling& sampling,
+                                                                    const char* prompt_param,
+                                                                    std::optional<int64_t> default_max_tokens) const {
+    const int64_t context = model_.model->config().context_length;
+    const auto prompt_length = static_cast<int64_t>(prompt.size());
+    // Chat's default is "up to the context"; legacy completions default to 16 tokens, as OpenAI's do.
+    const int64_t max_tokens = generation.max_tokens.value_or(default_max_tokens.value_or(context - prompt_length));
+    if (prompt_length == 0) return api::invalid_request("the prompt is empty", prompt_param);
+    if (prompt_length >= context || prompt_length + max_tokens > context)
+        return api::context_length_exceeded(context, prompt_length, max_tokens, prompt_param);
+    GenerationOptions options;
+    options.prompt = std::move(prompt);
+    options.n = generation.n;
+    options.max_tokens = max_tokens;
+    options.min_tokens = generation.min_tokens.value_or(0);
+    options.ignore_eos = generation.ignore_eos;
+    options.stop = generation.stop;
+    options.sampling = sampling.sampler_params();
+    for (const auto& [token, bias] : generation.logit_bias)
+        options.sampling.logit_bias.emplace_back(static_cast<int32_t>(token), static_cast<float>(bias));
+    options.penalties = sampling.penalty_params();
+    options.seed = static_cast<uint64_t>(sampling.seed.value);
+    options.top_logprobs = top_logprobs;
+    return options;
+}
+
+api::ApiResult<std::shared_ptr<GenerationStream>> OpenAiService::submit(GenerationOptions options) {
+    SubmitResult result = engine_.submit(std::move(options));
+    if (result.stream) return result.stream;
+    if (*result.refusal == SubmitRefusal::QueueFull) {
+        metrics_.count_rejected();
+        return api::rate_limited("too many requests are waiting; retry shortly", 1);
+    }
+    return api::service_unavailable("the server is shutting down", 5);
+}
+
+api::TokenLogprob OpenAiService::to_api_logprob(const TokenLogprob& logprob) const {
+    auto bytes_of = [this](int32_t token) {
+        const std::string& text = model_.tokenizer->token_bytes(token);
+        return std::vector<uint8_t>(text.begin(), text.end());
+    };
+    api::TokenLogprob out;
+    out.token = model_.tokenizer->token_bytes(logprob.token);
+    out.logprob = logprob.logprob;
+    out.bytes = bytes_of(logprob.token);
+    for (const auto& [token, value] : logprob.top)
+        out.top_logprobs.push_back({model_.tokenizer->token_bytes(token), value, bytes_of(token)});
+    return out;
+}
+
+}  // namespace tempered

@@ -1,0 +1,108 @@
+#include "server/serving_metrics.h"
+
+namespace tempered {
+namespace {
+
+std::vector<double> latency_buckets() {
+    return {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0};
+}
+
+}  // namespace
+
+ServingMetrics::ServingMetrics(std::string model_name, std::string kv_cache_dtype)
+    : model_name_(std::move(model_name)),
+      kv_cache_dtype_(std::move(kv_cache_dtype)),
+      running_(registry_.gauge("vllm:num_requests_running", "Requests being decoded or prefilled.", {"model_name"})),
+      waiting_(registry_.gauge("vllm:num_requests_waiting", "Requests waiting to be scheduled.", {"model_name"})),
+      kv_usage_(registry_.gauge("vllm:kv_cache_usage_perc", "KV cache usage, a fraction from 0 to 1.", {"model_name"})),
+      gpu_cache_usage_(registry_.gauge("vllm:gpu_cache_usage_perc",
+                                       "KV cache usage, a fraction from 0 to 1 (older vLLM name).", {"model_name"})),
+      cache_config_(registry_.gauge("vllm:cache_config_info", "KV cache configuration.",
+                                    {"model_name", "block_size", "num_gpu_blocks", "cache_dtype"})),
+      prompt_tokens_(registry_.counter("vllm:prompt_tokens_total", "Prompt tokens processed.", {"model_name"})),
+      generation_tokens_(registry_.counter("vllm:generation_tokens_total", "Tokens generated.", {"model_name"})),
+      time_to_first_token_(registry_.histogram("vllm:time_to_first_token_seconds",
+                                               "Seconds from arrival to the first generated token.", latency_buckets(),
+                                               {"model_name"})),
+      inter_token_latency_(registry_.histogram("vllm:inter_token_latency_seconds",
+                                               "Seconds between consecutive tokens of a sequence.", latency_buckets(),
+                                               {"model_name"})),
+      e2e_latency_(registry_.histogram("vllm:e2e_request_latency_seconds", "Seconds from arrival to finish.",
+                                       latency_buckets(), {"model_name"})),
+      queue_time_(registry_.histogram("vllm:request_queue_time_seconds",
+                                      "Seconds from arrival to first being scheduled.", latency_buckets(),
+                                      {"model_name"})),
+      request_success_(registry_.counter("vllm:request_success_total", "Requests finished, by finish reason.",
+                                         {"model_name", "finished_reason"})),
+      preemptions_(registry_.counter("vllm:num_preemptions_total", "Requests preempted for lack of KV blocks.",
+                                     {"model_name"})),
+      prefix_queries_(registry_.counter("vllm:prefix_cache_queries_total",
+                                        "Prompt tokens looked up in the prefix cache.", {"model_name"})),
+      prefix_hits_(registry_.counter("vllm:prefix_cache_hits_total", "Prompt tokens found in the prefix cache.",
+                                     {"model_name"})),
+      rejected_(registry_.counter("tempered:requests_rejected_total", "Requests refused with 429 (queue full).")),
+      aborted_(registry_.counter("tempered:requests_aborted_total", "Requests abandoned by their client.")),
+      failed_(registry_.counter("tempered:requests_failed_total", "Requests that ended in an error.")),
+      sampling_sources_(registry_.counter("tempered:sampling_param_source_total",
+                                          "Sampling parameter values used, by where each came from.",
+                                          {"param", "source"})),
+      kv_dtype_info_(registry_.gauge("tempered:kv_cache_dtype_info", "The KV cache element type (value 1).", {"dtype"})),
+      kv_blocks_in_use_(registry_.gauge("tempered:kv_blocks_in_use", "KV blocks held by running sequences.")) {
+    kv_dtype_info_.with({kv_cache_dtype_}).set(1);
+    rejected_.get();
+    aborted_.get();
+    failed_.get();
+    for (const char* reason : {"stop", "length", "abort", "error"}) request_success_.with({model_name_, reason});
+}
+
+void ServingMetrics::watch_engine(std::function<EngineStats()> stats) {
+    registry_.on_collect([this, stats = std::move(stats)] {
+        const EngineStats now = stats();
+        running_.with({model_name_}).set(now.running_requests);
+        waiting_.with({model_name_}).set(now.waiting_requests);
+        const double usage =
+            now.kv_blocks_total ? static_cast<double>(now.kv_blocks_used) / static_cast<double>(now.kv_blocks_total) : 0;
+        kv_usage_.with({model_name_}).set(usage);
+        gpu_cache_usage_.with({model_name_}).set(usage);
+        kv_blocks_in_use_.get().set(static_cast<double>(now.kv_blocks_used));
+        cache_config_
+            .with({model_name_, std::to_string(now.kv_block_size), std::to_string(now.kv_blocks_total),
+                   kv_cache_dtype_})
+            .set(1);
+    });
+}
+
+void ServingMetrics::count_sampling_sources(const ResolvedSampling& sampling) {
+    sampling.for_each_source([&](std::string_view param, ParamSource source) {
+        sampling_sources_.with({std::string(param), std::string(param_source_name(source))}).inc();
+    });
+}
+
+void ServingMetrics::on_prefix_lookup(int64_t prompt_tokens, int64_t cached_tokens) {
+    prefix_queries_.with({model_name_}).inc(static_cast<double>(prompt_tokens));
+    prefix_hits_.with({model_name_}).inc(static_cast<double>(cached_tokens));
+}
+
+void ServingMetrics::on_first_token(double seconds_since_submit) {
+    time_to_first_token_.with({model_name_}).observe(seconds_since_submit);
+}
+
+void ServingMetrics::on_inter_token(double seconds) { inter_token_latency_.with({model_name_}).observe(seconds); }
+
+void ServingMetrics::on_preemption() { preemptions_.with({model_name_}).inc(); }
+
+void ServingMetrics::on_request_finished(std::optional<FinishReason> reason, const std::optional<std::string>& error,
+                                         const GenerationUsage& usage, const RequestTimings& timings) {
+    prompt_tokens_.with({model_name_}).inc(static_cast<double>(usage.prompt_tokens));
+    generation_tokens_.with({model_name_}).inc(static_cast<double>(usage.completion_tokens));
+    e2e_latency_.with({model_name_}).observe(timings.total_seconds);
+    queue_time_.with({model_name_}).observe(timings.queue_seconds);
+    if (error) {
+        failed_.get().inc();
+        request_success_.with({model_name_, "error"}).inc();
+        return;
+    }
+    request_success_.with({model_name_, reason ? finish_reason_name(*reason) : "stop"}).inc();
+}
+
+}  // namespace tempered

@@ -1,0 +1,64 @@
+// The server's Prometheus series. Routers that spread load over many servers (llm-d's endpoint picker,
+// vLLM's production-stack) read vLLM's metric names, so tempered exports those names with vLLM's
+// meanings; what is ours lives under tempered:. Implements EngineObserver: the engine reports token
+// timings and finished requests; gauges are read from EngineStats at scrape time.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "engine/engine.h"
+#include "engine/engine_observer.h"
+#include "metrics/metrics.h"
+#include "sampling/sampling_resolution.h"
+
+namespace tempered {
+
+class ServingMetrics final : public EngineObserver {
+public:
+    ServingMetrics(std::string model_name, std::string kv_cache_dtype);
+
+    // Reads gauges from `stats` at each scrape (set once the engine exists).
+    void watch_engine(std::function<EngineStats()> stats);
+    std::string render() const { return registry_.render(); }
+
+    void count_sampling_sources(const ResolvedSampling& sampling);
+    void count_rejected() { rejected_.get().inc(); }
+    void count_aborted() { aborted_.get().inc(); }
+
+    // EngineObserver
+    void on_prefix_lookup(int64_t prompt_tokens, int64_t cached_tokens) override;
+    void on_first_token(double seconds_since_submit) override;
+    void on_inter_token(double seconds) override;
+    void on_preemption() override;
+    void on_request_finished(std::optional<FinishReason> reason, const std::optional<std::string>& error,
+                             const GenerationUsage& usage, const RequestTimings& timings) override;
+
+private:
+    std::string model_name_;
+    std::string kv_cache_dtype_;
+    metrics::Registry registry_;
+    metrics::GaugeFamily& running_;
+    metrics::GaugeFamily& waiting_;
+    metrics::GaugeFamily& kv_usage_;
+    metrics::GaugeFamily& gpu_cache_usage_;
+    metrics::GaugeFamily& cache_config_;
+    metrics::CounterFamily& prompt_tokens_;
+    metrics::CounterFamily& generation_tokens_;
+    metrics::HistogramFamily& time_to_first_token_;
+    metrics::HistogramFamily& inter_token_latency_;
+    metrics::HistogramFamily& e2e_latency_;
+    metrics::HistogramFamily& queue_time_;
+    metrics::CounterFamily& request_success_;
+    metrics::CounterFamily& preemptions_;
+    metrics::CounterFamily& prefix_queries_;
+    metrics::CounterFamily& prefix_hits_;
+    metrics::CounterFamily& rejected_;
+    metrics::CounterFamily& aborted_;
+    metrics::CounterFamily& failed_;
+    metrics::CounterFamily& sampling_sources_;
+    metrics::GaugeFamily& kv_dtype_info_;
+    metrics::GaugeFamily& kv_blocks_in_use_;
+};
+
+}  // namespace tempered
