@@ -187,10 +187,14 @@ def running_server(args, name="server", threads=2):
 # ---- Server-Sent Events
 
 def read_sse(response):
-    """The `data:` payloads of a streamed response: dicts for JSON events, the string "[DONE]" as is.
-    Asserts the framing: every non-empty line is a `data: ` line (or an SSE comment)."""
+    """The `data:` payloads of a streamed response: dicts for JSON events, the string "[DONE]" as is."""
+    return parse_sse_lines(response.iter_lines())
+
+
+def parse_sse_lines(lines):
+    """Asserts the framing: every non-empty line is a `data: ` line (or an SSE comment)."""
     events = []
-    for line in response.iter_lines():
+    for line in lines:
         if line == "" or line.startswith(":"):
             continue
         assert line.startswith("data: "), f"not an SSE data line: {line!r}"
