@@ -17,13 +17,16 @@ def require_model():
         pytest.skip(f"model {MODEL} not present")
 
 
-def test_chat_answers_the_capital_of_france():
+def test_chat_answers_a_factual_question():
+    # "capital of Japan" rather than France: on this Q4_1 file both tempered and llama.cpp answer the
+    # France question greedily with "L'Étoile, ..." (a 0.09-logit near-tie on the first token in
+    # llama.cpp), while Japan's answer has wide margins in both (llama.cpp: 2.5 or more per token).
     require_model()
     result = subprocess.run([BIN, "run", "--model", "smollm2-135m-instruct", "--chat",
-                             "What is the capital of France?", "--temperature", "0", "--max-tokens", "32"],
+                             "What is the capital of Japan?", "--temperature", "0", "--max-tokens", "32"],
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
-    assert "Paris" in result.stdout
+    assert "The capital of Japan is Tokyo." in result.stdout
     # The sampling report names where each value came from.
     assert '"temperature":{"source":"request","value":0.0}' in result.stderr
 

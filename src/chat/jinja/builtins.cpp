@@ -712,7 +712,7 @@ bool apply_test(Interpreter& interp, const std::string& name, const Value& value
     return it->second(interp, value, args);
 }
 
-void install_globals(Interpreter& interp, Scope& root) {
+void install_globals(Scope& root) {
     root.vars["range"] = Value::function("range", g_range);
     root.vars["dict"] = Value::function("dict", [](Interpreter&, CallArgs& args) {
         return Value::dict(dict_from_args(args, std::make_shared<DictData>()));
@@ -724,7 +724,6 @@ void install_globals(Interpreter& interp, Scope& root) {
         fail(args.positional.empty() ? std::string() : to_str(args.positional[0]));
     });
     root.vars["strftime_now"] = Value::function("strftime_now", g_strftime_now);
-    (void)interp;
 }
 
 }  // namespace tempered::jinja

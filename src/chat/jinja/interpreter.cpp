@@ -22,7 +22,7 @@ std::shared_ptr<Scope> child_scope(const std::shared_ptr<Scope>& parent) {
 }  // namespace
 
 Interpreter::Interpreter(const JinjaOptions& options) : options_(options), root_(std::make_shared<Scope>()) {
-    install_globals(*this, *root_);
+    install_globals(*root_);
 }
 
 Interpreter::~Interpreter() {
@@ -461,7 +461,7 @@ Result<std::string> render_jinja(std::string_view template_source, const nlohman
 
 Result<std::string> render_jinja(std::string_view template_source, const nlohmann::json& context,
                                  const JinjaLimits& limits) {
-    return render_jinja(template_source, nlohmann::ordered_json::parse(context.dump()), limits);
+    return render_jinja(template_source, nlohmann::ordered_json(context), limits);
 }
 
 }  // namespace tempered

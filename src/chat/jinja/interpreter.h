@@ -73,7 +73,7 @@ bool contains(const Value& container, const Value& item);
 // ---- builtins (builtins.cpp) ----
 Value apply_filter(Interpreter& interp, const std::string& name, const Value& value, CallArgs& args);
 bool apply_test(Interpreter& interp, const std::string& name, const Value& value, CallArgs& args);
-void install_globals(Interpreter& interp, Scope& root);
+void install_globals(Scope& root);
 Value string_method(const std::string& s, const std::string& name);
 std::string python_percent_format(const std::string& format, const Value& args);
 std::string html_escape(const std::string& s);

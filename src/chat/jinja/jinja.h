@@ -4,7 +4,14 @@
 // transformers' tojson filter (json.dumps, ensure_ascii=False, unsorted keys).
 //
 // Templates and their inputs are untrusted: there is no file or OS access (include / import / extends
-// are errors), and loop iterations, nesting depth and output size are bounded by JinjaLimits.
+// are errors), and loop iterations, nesting depth, output size and copying work are bounded by
+// JinjaLimits. Rendering needs about 1 MiB of stack at the default depth limit.
+//
+// Not supported (an Error, or noted difference): recursive for loops, {% block %}, the groupby /
+// slice / striptags / wordwrap / urlize / xmlattr / pprint / random / filesizeformat filters, the
+// cycler / joiner / lipsum globals, integers beyond 64 bits, format specs in str.format, case mapping
+// outside Latin / Greek / Cyrillic, and jinja2's compile-time constant folding (slicing a literal
+// number renders '' there, is an error here). Python object reprs (functions, generators) differ.
 #pragma once
 
 #include <chrono>
