@@ -137,8 +137,11 @@ void Engine::drop_cancelled() {
             continue;
         }
         for (auto& sequence : (*it)->sequences) kv_.release(sequence->id);
+        report_finished(**it, RequestOutcome::Abort);
         it = running_.erase(it);
     }
+    for (auto& request : waiting_)
+        if (cancelled(request)) report_finished(*request, RequestOutcome::Abort);
     const auto removed = std::erase_if(waiting_, cancelled);
     if (removed) {
         std::lock_guard lock(mutex_);
@@ -310,23 +313,28 @@ void Engine::sample_next(ActiveRequest& request, Sequence& sequence, const float
     }
 }
 
+void Engine::report_finished(ActiveRequest& request, RequestOutcome outcome) {
+    if (!observer_) return;
+    RequestTimings timings;
+    timings.queue_seconds = request.ever_admitted ? seconds_between(request.submitted, request.first_scheduled) : 0;
+    timings.first_token_seconds = request.first_token ? seconds_between(request.submitted, *request.first_token) : 0;
+    timings.total_seconds = seconds_between(request.submitted, Clock::now());
+    observer_->on_request_finished(outcome, request.usage, timings);
+}
+
 void Engine::finish(ActiveRequest& request, std::optional<std::string> error) {
     for (auto& sequence : request.sequences) kv_.release(sequence->id);
+    RequestOutcome outcome = RequestOutcome::Error;
+    if (!error) {
+        const auto reason = request.sequences.front()->finish_reason;
+        outcome = reason == FinishReason::Length ? RequestOutcome::Length : RequestOutcome::Stop;
+    }
+    report_finished(request, outcome);
     GenerationEvent event;
     event.done = true;
     event.error = error;
     event.usage = request.usage;
     request.stream->push(std::move(event));
-    if (observer_) {
-        const auto now = Clock::now();
-        RequestTimings timings;
-        timings.queue_seconds = request.ever_admitted ? seconds_between(request.submitted, request.first_scheduled) : 0;
-        timings.first_token_seconds = request.first_token ? seconds_between(request.submitted, *request.first_token) : 0;
-        timings.total_seconds = seconds_between(request.submitted, now);
-        std::optional<FinishReason> reason;
-        if (!request.sequences.empty()) reason = request.sequences.front()->finish_reason;
-        observer_->on_request_finished(reason, error, request.usage, timings);
-    }
 }
 
 void Engine::step() {

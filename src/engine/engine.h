@@ -87,6 +87,7 @@ private:
     void fork_choices(ActiveRequest& request);
     void sample_next(ActiveRequest& request, Sequence& sequence, const float* logits, ChoiceDelta& delta);
     void finish(ActiveRequest& request, std::optional<std::string> error = std::nullopt);
+    void report_finished(ActiveRequest& request, RequestOutcome outcome);
     void publish_stats();
 
     Model& model_;

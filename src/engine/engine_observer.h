@@ -9,6 +9,9 @@
 
 namespace tempered {
 
+enum class RequestOutcome { Stop, Length, Abort, Error };
+const char* request_outcome_name(RequestOutcome outcome);
+
 struct RequestTimings {
     double queue_seconds = 0;        // submit -> first scheduled
     double first_token_seconds = 0;  // submit -> first token
@@ -22,9 +25,11 @@ public:
     virtual void on_first_token(double seconds_since_submit) = 0;
     virtual void on_inter_token(double seconds) = 0;
     virtual void on_preemption() = 0;
-    // A finished request: reason of its first choice (or an error), token counts, timings.
-    virtual void on_request_finished(std::optional<FinishReason> reason, const std::optional<std::string>& error,
-                                     const GenerationUsage& usage, const RequestTimings& timings) = 0;
+    // A finished request (its first choice's reason, an error, or abandoned by its client), with the
+    // tokens it used so far and its timings. Called before the client sees the request's last event,
+    // so metrics read right after a response already include it.
+    virtual void on_request_finished(RequestOutcome outcome, const GenerationUsage& usage,
+                                     const RequestTimings& timings) = 0;
 };
 
 }  // namespace tempered

@@ -1,8 +1,20 @@
 #include "engine/generation.h"
 
+#include "engine/engine_observer.h"
+
 namespace tempered {
 
 const char* finish_reason_name(FinishReason reason) { return reason == FinishReason::Stop ? "stop" : "length"; }
+
+const char* request_outcome_name(RequestOutcome outcome) {
+    switch (outcome) {
+        case RequestOutcome::Stop: return "stop";
+        case RequestOutcome::Length: return "length";
+        case RequestOutcome::Abort: return "abort";
+        case RequestOutcome::Error: return "error";
+    }
+    return "error";
+}
 
 std::optional<GenerationEvent> GenerationStream::next(std::chrono::milliseconds timeout) {
     std::unique_lock lock(mutex_);

@@ -53,6 +53,11 @@ ServingMetrics::ServingMetrics(std::string model_name, std::string kv_cache_dtyp
     aborted_.get();
     failed_.get();
     for (const char* reason : {"stop", "length", "abort", "error"}) request_success_.with({model_name_, reason});
+    // Every series exists from start-up (as in vLLM), so dashboards show 0 rather than "no data".
+    for (auto* counter : {&prompt_tokens_, &generation_tokens_, &preemptions_, &prefix_queries_, &prefix_hits_})
+        counter->with({model_name_});
+    for (auto* histogram : {&time_to_first_token_, &inter_token_latency_, &e2e_latency_, &queue_time_})
+        histogram->with({model_name_});
 }
 
 void ServingMetrics::watch_engine(std::function<EngineStats()> stats) {
@@ -91,18 +96,14 @@ void ServingMetrics::on_inter_token(double seconds) { inter_token_latency_.with(
 
 void ServingMetrics::on_preemption() { preemptions_.with({model_name_}).inc(); }
 
-void ServingMetrics::on_request_finished(std::optional<FinishReason> reason, const std::optional<std::string>& error,
-                                         const GenerationUsage& usage, const RequestTimings& timings) {
+void ServingMetrics::on_request_finished(RequestOutcome outcome, const GenerationUsage& usage,
+                                         const RequestTimings& timings) {
     prompt_tokens_.with({model_name_}).inc(static_cast<double>(usage.prompt_tokens));
     generation_tokens_.with({model_name_}).inc(static_cast<double>(usage.completion_tokens));
     e2e_latency_.with({model_name_}).observe(timings.total_seconds);
     queue_time_.with({model_name_}).observe(timings.queue_seconds);
-    if (error) {
-        failed_.get().inc();
-        request_success_.with({model_name_, "error"}).inc();
-        return;
-    }
-    request_success_.with({model_name_, reason ? finish_reason_name(*reason) : "stop"}).inc();
+    if (outcome == RequestOutcome::Error) failed_.get().inc();
+    request_success_.with({model_name_, request_outcome_name(outcome)}).inc();
 }
 
 }  // namespace tempered

@@ -31,8 +31,8 @@ public:
     void on_first_token(double seconds_since_submit) override;
     void on_inter_token(double seconds) override;
     void on_preemption() override;
-    void on_request_finished(std::optional<FinishReason> reason, const std::optional<std::string>& error,
-                             const GenerationUsage& usage, const RequestTimings& timings) override;
+    void on_request_finished(RequestOutcome outcome, const GenerationUsage& usage,
+                             const RequestTimings& timings) override;
 
 private:
     std::string model_name_;

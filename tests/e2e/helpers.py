@@ -203,6 +203,19 @@ def parse_sse_lines(lines):
     return events
 
 
+def first_text_chunk(lines, chat=False):
+    """Reads SSE lines up to the first chunk that carries generated text (the first chunk may carry only
+    the role or the sampling report). Keep `lines` (response.iter_lines()) referenced while the stream
+    should stay open: a half-read iterator that is dropped closes the connection."""
+    for line in lines:
+        if not line.startswith("data: ") or line == "data: [DONE]":
+            continue
+        for choice in json.loads(line[len("data: "):]).get("choices", []):
+            if (choice.get("delta", {}).get("content") if chat else choice.get("text")):
+                return True
+    return False
+
+
 def stream_events(client, path, body, headers=None):
     """POSTs body with stream=True and returns (status, headers, events)."""
     with client.stream("POST", path, json=body, headers=headers or {}) as response:

@@ -15,8 +15,8 @@ import pytest
 from openai.types import Completion, Model
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
-from helpers import (CONTEXT_LENGTH, MODEL_SHORT_NAME, chat_body, completion_body, finish_reasons, read_sse,
-                     stream_events, stream_text)
+from helpers import (CONTEXT_LENGTH, MODEL_SHORT_NAME, chat_body, completion_body, finish_reasons,
+                     first_text_chunk, stream_events, stream_text)
 
 STORY_PROMPT = "Once upon a time, in a small village by the sea, there lived"
 
@@ -171,13 +171,23 @@ def test_tokenize_count_matches_usage(sdk, http):
     assert completion.usage.prompt_tokens == tokens["count"]
 
 
-def test_request_id_is_echoed(http):
-    response = http.post("/v1/chat/completions", json=chat_body(max_tokens=2), headers={"X-Request-Id": "e2e-req-42"})
-    assert response.status_code == 200, response.text
-    assert response.headers.get("x-request-id") == "e2e-req-42"
-    error = http.post("/v1/chat/completions", json=chat_body(model="nope"), headers={"X-Request-Id": "e2e-req-43"})
-    assert error.status_code == 404
-    assert error.headers.get("x-request-id") == "e2e-req-43"
+REQUEST_ID_CASES = {
+    "chat-200": ("POST", "/v1/chat/completions", chat_body(max_tokens=2), 200),
+    "chat-stream-200": ("POST", "/v1/chat/completions", chat_body(max_tokens=2, stream=True), 200),
+    "completion-200": ("POST", "/v1/completions", completion_body(max_tokens=2), 200),
+    "chat-400": ("POST", "/v1/chat/completions", chat_body(max_tokens=2, temperature=7), 400),
+    "chat-404": ("POST", "/v1/chat/completions", chat_body(model="nope"), 404),
+    "models-200": ("GET", "/v1/models", None, 200),
+}
+
+
+@pytest.mark.parametrize("case", list(REQUEST_ID_CASES))
+def test_request_id_is_echoed(http, case):
+    method, path, body, status = REQUEST_ID_CASES[case]
+    request_id = f"e2e-{case}-42"
+    response = http.request(method, path, json=body, headers={"X-Request-Id": request_id})
+    assert response.status_code == status, response.text
+    assert response.headers.get("x-request-id") == request_id, dict(response.headers)
 
 
 @pytest.mark.parametrize("path", ["/health", "/get_load", "/server_info", "/model_info"])
@@ -209,8 +219,8 @@ def test_chat_completion_strict(sdk):
 
 def test_chat_text_parts_equal_string_content(sdk):
     as_string = greedy_chat(sdk, "Name three fruits.", max_tokens=12)
-    completion, _ = raw_chat(sdk, messages=[{"role": "user", "content": [{"type": "text", "text": "Name three fruits."}]}],
-                             temperature=0, max_tokens=12)
+    parts = [{"type": "text", "text": "Name three fruits."}]
+    completion, _ = raw_chat(sdk, messages=[{"role": "user", "content": parts}], temperature=0, max_tokens=12)
     assert completion.choices[0].message.content == as_string
 
 
@@ -386,9 +396,7 @@ def test_greedy_is_deterministic_under_concurrent_load(default_server, sdk):
                         ignore_eos=True)) as response:
                     assert response.status_code == 200
                     lines = response.iter_lines()
-                    for line in lines:
-                        if line.startswith("data: "):
-                            break
+                    assert first_text_chunk(lines)
                     started.wait()
                     for _ in lines:
                         pass
@@ -434,6 +442,39 @@ def test_chat_logprobs(sdk):
     without = raw_chat(sdk, messages=[{"role": "user", "content": "What is two plus two?"}], temperature=0,
                        max_tokens=2, logprobs=False)[1]
     assert without["choices"][0]["logprobs"] is None
+
+
+def test_logprobs_are_raw_model_logprobs(sdk):
+    """The first position's alternatives come from the model alone: the same at any temperature."""
+    def first_position(**sampling):
+        completion, _ = raw_chat(sdk, messages=[{"role": "user", "content": "Name a planet."}], max_tokens=1,
+                                 logprobs=True, top_logprobs=5, **sampling)
+        return [(t.token, t.logprob) for t in completion.choices[0].logprobs.content[0].top_logprobs]
+
+    greedy = first_position(temperature=0)
+    for sampling in ({"temperature": 1.7, "seed": 1}, {"temperature": 0.3, "seed": 2, "top_p": 0.5}):
+        other = first_position(**sampling)
+        assert [t for t, _ in other] == [t for t, _ in greedy], sampling
+        for (_, a), (_, b) in zip(other, greedy):
+            assert math.isclose(a, b, abs_tol=1e-4), (sampling, other, greedy)
+    completion, _ = raw_completion(sdk, prompt=STORY_PROMPT, max_tokens=1, logprobs=3, temperature=0)
+    hot, _ = raw_completion(sdk, prompt=STORY_PROMPT, max_tokens=1, logprobs=3, temperature=1.9, seed=4)
+    cold_top, hot_top = completion.choices[0].logprobs.top_logprobs[0], hot.choices[0].logprobs.top_logprobs[0]
+    common = set(cold_top) & set(hot_top)
+    assert len(common) >= 3, (cold_top, hot_top)
+    for token in common:
+        assert math.isclose(cold_top[token], hot_top[token], abs_tol=1e-4), (cold_top, hot_top)
+
+
+def test_min_tokens_delays_the_end(sdk):
+    messages = [{"role": "user", "content": "Is the sky blue? Answer yes or no."}]
+    short, _ = raw_chat(sdk, messages=messages, temperature=0, max_tokens=32)
+    assert short.choices[0].finish_reason == "stop", "the model did not stop early; pick another prompt"
+    natural = short.usage.completion_tokens
+    assert natural <= 16, short.choices[0].message.content
+    longer, _ = raw_chat(sdk, messages=messages, temperature=0, max_tokens=32,
+                         extra_body={"min_tokens": natural + 4})
+    assert longer.usage.completion_tokens >= natural + 4, (natural, longer.usage)
 
 
 def test_completion_logprobs(sdk):
@@ -530,15 +571,16 @@ def test_metrics_count_tokens_and_successes(default_server, sdk):
 
 def test_metrics_names_and_labels(default_server):
     metrics = default_server.metrics()
-    for name in ("vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc",
-                 "vllm:gpu_cache_usage_perc", "vllm:cache_config_info", "vllm:prompt_tokens_total",
-                 "vllm:generation_tokens_total", "vllm:num_preemptions_total", "vllm:prefix_cache_queries_total",
-                 "vllm:prefix_cache_hits_total", "vllm:time_to_first_token_seconds_count",
-                 "vllm:e2e_request_latency_seconds_count", "vllm:request_success_total",
-                 "tempered:requests_rejected_total", "tempered:requests_aborted_total",
-                 "tempered:sampling_param_source_total", "tempered:kv_cache_dtype_info",
-                 "tempered:kv_blocks_in_use"):
-        assert metrics.has(name), f"/metrics lacks {name}"
+    expected = ("vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc",
+                "vllm:gpu_cache_usage_perc", "vllm:cache_config_info", "vllm:prompt_tokens_total",
+                "vllm:generation_tokens_total", "vllm:num_preemptions_total", "vllm:prefix_cache_queries_total",
+                "vllm:prefix_cache_hits_total", "vllm:time_to_first_token_seconds_count",
+                "vllm:e2e_request_latency_seconds_count", "vllm:request_success_total",
+                "tempered:requests_rejected_total", "tempered:requests_aborted_total",
+                "tempered:sampling_param_source_total", "tempered:kv_cache_dtype_info",
+                "tempered:kv_blocks_in_use")
+    missing = [name for name in expected if not metrics.has(name)]
+    assert not missing, f"/metrics has no sample of {missing}"
     for name, labels, _ in metrics.samples:
         if name.startswith("vllm:"):
             assert labels.get("model_name") == MODEL_SHORT_NAME, (name, labels)

@@ -36,7 +36,7 @@ FROM_BOTH = {**FROM_MODEL, **FROM_PREFERRED}
 @dataclasses.dataclass
 class Setup:
     name: str
-    args: list            # with {gen} and {config} and {config_cli} standing for the files written below
+    args: list            # with @gen, @config and @config_cli standing for the files written below
     base: dict            # param -> (value, source) for what differs from OpenAI's defaults
     min_temperature: float = None   # policy {"temperature": {"min": ...}}
     greedy_use_default: bool = False  # policy {"temperature": {"greedy": "use_default"}}
@@ -45,21 +45,21 @@ class Setup:
 SETUPS = [
     Setup("no-flags", [], {}),
     Setup("openai-defaults", ["--sampling-defaults", "openai"], {}),
-    Setup("openai-ignores-model", ["--sampling-defaults", "openai", "--generation-config", "{gen}"], {}),
+    Setup("openai-ignores-model", ["--sampling-defaults", "openai", "--generation-config", "@gen"], {}),
     Setup("preferred", ["--preferred-sampling-params", json.dumps(PREFERRED)], FROM_PREFERRED),
-    Setup("model", ["--generation-config", "{gen}"], FROM_MODEL),
+    Setup("model", ["--generation-config", "@gen"], FROM_MODEL),
     Setup("preferred-and-model", ["--preferred-sampling-params", json.dumps(PREFERRED), "--generation-config",
-                                  "{gen}"], FROM_BOTH),
+                                  "@gen"], FROM_BOTH),
     Setup("policy-min", ["--preferred-sampling-params", json.dumps(PREFERRED),
                          "--sampling-policy", json.dumps({"temperature": {"min": 0.3}})],
           FROM_PREFERRED, min_temperature=0.3),
-    Setup("policy-greedy", ["--generation-config", "{gen}",
+    Setup("policy-greedy", ["--generation-config", "@gen",
                             "--sampling-policy", json.dumps({"temperature": {"greedy": "use_default"}})],
           FROM_MODEL, greedy_use_default=True),
-    Setup("config-file", ["--config", "{config}"], FROM_BOTH, min_temperature=0.3),
+    Setup("config-file", ["--config", "@config"], FROM_BOTH, min_temperature=0.3),
     # Command-line flags win over the file: preferred params and --sampling-defaults openai (which drops the
     # file's generation config).
-    Setup("config-file-cli-wins", ["--config", "{config_cli}", "--preferred-sampling-params",
+    Setup("config-file-cli-wins", ["--config", "@config_cli", "--preferred-sampling-params",
                                    json.dumps({"temperature": 0.5, "top_p": 0.9}), "--sampling-defaults", "openai"],
           {"temperature": (0.5, "preferred"), "top_p": (0.9, "preferred")}),
 ]
@@ -82,7 +82,7 @@ def sampling_files(tmp_path_factory):
 @pytest.fixture(scope="module", params=SETUPS, ids=[s.name for s in SETUPS])
 def setup(request, sampling_files):
     spec = request.param
-    args = [a.format(**sampling_files) if a.startswith("{") and a.endswith("}") else a for a in spec.args]
+    args = [sampling_files[a[1:]] if a.startswith("@") else a for a in spec.args]
     with running_server(model_args() + args, name=f"sampling-{spec.name}") as server:
         yield spec, server
 
@@ -236,12 +236,12 @@ def test_sampler_draws_the_reported_values(setup):
     differs_from_openai = False
     with server.client() as client:
         def sample(fields):
-            response = client.post("/v1/completions", json=completion_body(prompt, max_tokens=24, ignore_eos=True,
+            response = client.post("/v1/completions", json=completion_body(prompt, max_tokens=16, ignore_eos=True,
                                                                             **fields))
             assert response.status_code == 200, response.text
             return response.json()
 
-        leave_to_server = [{"seed": s} for s in (11, 12, 13)]
+        leave_to_server = [{"seed": s} for s in (11, 12)]
         if spec.greedy_use_default or spec.min_temperature is not None:
             leave_to_server.append({"seed": 14, "temperature": 0})  # the policy replaces this 0
         for fields in leave_to_server:

@@ -1,6 +1,7 @@
 """Errors of `tempered serve`: every 400 names its `param` in the OpenAI envelope; unknown models are 404
 `model_not_found`; over-long prompts are `context_length_exceeded`; big bodies 413; a full queue 429 with
 Retry-After; bad command-line values exit non-zero with a message naming the flag."""
+import json
 import subprocess
 import threading
 
@@ -8,8 +9,8 @@ import openai
 import pytest
 
 from helpers import (CONTEXT_LENGTH, MODEL_SHORT_NAME, MODEL_STEM, VOCAB_SIZE, assert_error, chat_body,
-                     completion_body, free_port, model_args, model_path, read_sse, running_server, tempered_bin,
-                     wait_for_metric)
+                     completion_body, first_text_chunk, free_port, model_args, model_path, running_server,
+                     tempered_bin, wait_for_metric)
 
 
 @pytest.fixture(scope="module")
@@ -201,46 +202,49 @@ def tiny_queue_server():
 
 def test_full_queue_is_429_with_retry_after(tiny_queue_server):
     server = tiny_queue_server
-    long_body = completion_body("Once upon a time", max_tokens=256, ignore_eos=True, stream=True)
-    results = {}
+    long_body = completion_body("Once upon a time", max_tokens=1024, ignore_eos=True, stream=True)
+    statuses = {}
+    release = threading.Event()
 
-    def long_stream(key, first_chunk):
+    def long_stream(key, started):
         with server.client() as client, client.stream("POST", "/v1/completions", json=long_body) as response:
-            results[key] = response.status_code
-            first_chunk.set()
-            if response.status_code == 200:
-                results[key + "-events"] = read_sse(response)
-            else:
-                response.read()
+            statuses[key] = response.status_code
+            lines = response.iter_lines()  # held until release: dropping it would close the connection
+            if key == "running" and response.status_code == 200:
+                assert first_text_chunk(lines)
+            started.set()
+            release.wait(120)
+        # Leaving the blocks disconnects: the server aborts the request.
 
-    running_started = threading.Event()
+    running_started, queued_started = threading.Event(), threading.Event()
     running = threading.Thread(target=long_stream, args=("running", running_started))
-    running.start()
-    assert running_started.wait(60), "the first request did not start"
-    assert wait_for_metric(server, "vllm:num_requests_running", lambda v: v == 1) == 1
-
-    queued_started = threading.Event()
     queued = threading.Thread(target=long_stream, args=("queued", queued_started))
-    queued.start()
-    assert wait_for_metric(server, "vllm:num_requests_waiting", lambda v: v == 1) == 1, \
-        "the second request should wait while max-running is 1"
+    try:
+        running.start()
+        assert running_started.wait(60), "the first request did not start"
+        assert statuses["running"] == 200
+        assert wait_for_metric(server, "vllm:num_requests_running", lambda v: v == 1) == 1
+        queued.start()
+        assert wait_for_metric(server, "vllm:num_requests_waiting", lambda v: v == 1) == 1, \
+            "the second request should wait while max-running is 1"
 
-    rejected_before = server.metrics().value("tempered:requests_rejected_total")
-    with server.client() as client:
-        for path, body in (("/v1/completions", completion_body("Hi", max_tokens=2)),
-                           ("/v1/chat/completions", chat_with()),
-                           ("/v1/chat/completions", chat_with(stream=True))):
-            response = client.post(path, json=body)
-            assert_error(response, 429)
-            retry_after = response.headers.get("retry-after")
-            assert retry_after is not None and retry_after.strip().isdigit(), response.headers
-    assert server.metrics().value("tempered:requests_rejected_total") - rejected_before == 3
-
-    running.join(120)
-    queued.join(120)
-    assert results["running"] == 200 and results["queued"] == 200, results
-    for key in ("running-events", "queued-events"):
-        assert results[key][-1] == "[DONE]"
+        rejected_before = server.metrics().value("tempered:requests_rejected_total")
+        with server.client() as client:
+            for path, body in (("/v1/completions", completion_body("Hi", max_tokens=2)),
+                               ("/v1/chat/completions", chat_with()),
+                               ("/v1/chat/completions", chat_with(stream=True))):
+                response = client.post(path, json=body)
+                assert_error(response, 429)
+                retry_after = response.headers.get("retry-after")
+                assert retry_after is not None and retry_after.strip().isdigit(), response.headers
+        assert server.metrics().value("tempered:requests_rejected_total") - rejected_before == 3
+    finally:
+        release.set()
+        running.join(120)
+        queued.join(120)
+    assert statuses.get("queued") == 200, statuses
+    assert wait_for_metric(server, "vllm:num_requests_running", lambda v: v == 0, timeout=10) == 0
+    assert wait_for_metric(server, "vllm:num_requests_waiting", lambda v: v == 0, timeout=10) == 0
     with server.client() as client:
         response = client.post("/v1/completions", json=completion_body("Hi", max_tokens=2))
         assert response.status_code == 200, "the server did not recover after the queue drained"
@@ -293,3 +297,25 @@ def test_bad_flag_value_exits_nonzero(flag):
     name = flag[0].lstrip("-")  # "--sampling-policy" may be named as is or as "sampling policy"
     assert name in stderr or name.replace("-", " ") in stderr.lower() or flag[1] in stderr, (
         f"the message does not name {flag}:\n{stderr}")
+
+
+# ---- --served-model-name and --log-format json
+
+def test_served_model_name_and_json_log():
+    args = ["--model", str(model_path()), "--served-model-name", "custom-name", "--log-format", "json"]
+    with running_server(args, name="json-log") as server, server.client() as client:
+        assert [m["id"] for m in client.get("/v1/models").json()["data"]] == ["custom-name"]
+        ok = client.post("/v1/completions", json=completion_body("Hi", model="custom-name", max_tokens=1),
+                         headers={"X-Request-Id": "json-log-req"})
+        assert ok.status_code == 200, ok.text
+        assert ok.json()["model"] == "custom-name"
+        assert_error(client.post("/v1/completions", json=completion_body("Hi", max_tokens=1)), 404,
+                     code="model_not_found")
+    lines = [line for line in server.log().splitlines() if line.strip()]
+    assert lines, "no log lines"
+    for line in lines:
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            pytest.fail(f"--log-format json wrote a line that is not JSON: {line!r}")
+        assert isinstance(entry, dict), line

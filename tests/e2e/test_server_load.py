@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from helpers import (Server, chat_body, completion_body, finish_reasons, httpx, model_args, parse_sse_lines,
-                     read_sse, running_server, wait_for_metric)
+from helpers import (Server, chat_body, completion_body, finish_reasons, first_text_chunk, httpx, model_args,
+                     parse_sse_lines, read_sse, running_server, wait_for_metric)
 
 
 def usage_of(events):
@@ -52,25 +52,31 @@ def test_64_concurrent_streams_complete(default_server):
 
 def test_disconnected_clients_release_kv_blocks(default_server):
     before = default_server.metrics()
-    opened = threading.Barrier(33, timeout=120)
+    generating = threading.Barrier(33, timeout=120)
+    release = threading.Event()
 
     def disconnect_after_first_token(i):
         body = completion_body(f"Disconnect test {i}: the history of", max_tokens=512, ignore_eos=True, stream=True)
         with default_server.client() as client, client.stream("POST", "/v1/completions", json=body) as response:
             assert response.status_code == 200
-            for line in response.iter_lines():
-                if line.startswith("data: ") and '"text"' in line:
-                    break
-            opened.wait()
+            lines = response.iter_lines()  # held: dropping a half-read iterator closes the connection
+            assert first_text_chunk(lines), "the stream ended without text"
+            generating.wait()
+            assert release.wait(60)
         # Leaving both blocks closes the connection mid-stream.
 
     with concurrent.futures.ThreadPoolExecutor(32) as pool:
         futures = [pool.submit(disconnect_after_first_token, i) for i in range(32)]
-        opened.wait()
-        in_use = default_server.metrics().value("tempered:kv_blocks_in_use")
+        try:
+            generating.wait()
+            running = wait_for_metric(default_server, "vllm:num_requests_running", lambda v: v == 32, timeout=10)
+            in_use = default_server.metrics().value("tempered:kv_blocks_in_use")
+        finally:
+            release.set()
         for future in futures:
             future.result()
-    assert in_use > 0, "32 streams were running but tempered:kv_blocks_in_use was 0"
+    assert running == 32, f"32 streams were generating but vllm:num_requests_running was {running}"
+    assert in_use >= 32, f"32 streams were running but tempered:kv_blocks_in_use was {in_use}"
     blocks = wait_for_metric(default_server, "tempered:kv_blocks_in_use", lambda v: v == 0, timeout=10)
     assert blocks == 0, f"tempered:kv_blocks_in_use is {blocks} 10 s after all 32 clients disconnected"
     assert wait_for_metric(default_server, "vllm:num_requests_running", lambda v: v == 0, timeout=5) == 0
@@ -86,7 +92,8 @@ def test_disconnected_clients_release_kv_blocks(default_server):
 
 @pytest.fixture(scope="module")
 def small_kv_server():
-    args = model_args() + ["--kv-cache-tokens", "1024", "--kv-cache-dtype", "bf16"]
+    # 200-token prompts in a 1024-token pool; with --max-batch-tokens 128 they prefill in chunks.
+    args = model_args() + ["--kv-cache-tokens", "1024", "--kv-cache-dtype", "bf16", "--max-batch-tokens", "128"]
     with running_server(args, name="small-kv") as server:
         yield server
 
@@ -129,7 +136,7 @@ def test_sigterm_drains_running_streams():
     server = Server(model_args() + ["--drain-timeout", "60"], name="drain")
     try:
         server.wait_ready()
-        max_tokens = 96
+        max_tokens = 64
         first_chunk = threading.Barrier(17, timeout=120)
         results = [None] * 16
 
