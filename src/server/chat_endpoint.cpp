@@ -163,7 +163,6 @@ http::HttpResponse OpenAiService::chat(const http::HttpRequest& http_request) {
         auto response = api::sse_response(producer, [streams](bool completed) {
             if (!completed) streams->cancel_all();
         });
-        if (http_request.has_header("X-Request-Id")) response.headers.emplace("X-Request-Id", request_id);
         return response;
     }
 
@@ -209,9 +208,7 @@ http::HttpResponse OpenAiService::chat(const http::HttpRequest& http_request) {
         api::chat_completion_json(meta, results, {usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens});
     if (report) body["sampling"] = sampling_json;
     log_finished(usage, outcome, first_token_s);
-    auto response = http::HttpResponse::json(200, api::dump_json(body));
-    if (http_request.has_header("X-Request-Id")) response.headers.emplace("X-Request-Id", request_id);
-    return response;
+    return http::HttpResponse::json(200, api::dump_json(body));
 }
 
 }  // namespace tempered

@@ -26,7 +26,15 @@ OpenAiService::OpenAiService(LoadedModel& model, Engine& engine, ServingMetrics&
 }
 
 void OpenAiService::register_routes(http::HttpServer& server) {
-    auto bind = [this](auto method) { return [this, method](const http::HttpRequest& r) { return (this->*method)(r); }; };
+    // Every response echoes the client's X-Request-Id, errors included, so logs on both sides join up.
+    auto bind = [this](auto method) {
+        return [this, method](const http::HttpRequest& request) {
+            http::HttpResponse response = (this->*method)(request);
+            if (const std::string id = request.header("X-Request-Id"); !id.empty() && !response.headers.count("X-Request-Id"))
+                response.headers.emplace("X-Request-Id", id);
+            return response;
+        };
+    };
     server.route("POST", "/v1/chat/completions", bind(&OpenAiService::chat));
     server.route("POST", "/v1/completions", bind(&OpenAiService::completions));
     server.route("GET", "/v1/models", bind(&OpenAiService::models));
@@ -37,9 +45,7 @@ void OpenAiService::register_routes(http::HttpServer& server) {
     server.route("GET", "/get_load", bind(&OpenAiService::get_load));
     server.route("GET", "/server_info", bind(&OpenAiService::server_info));
     server.route("GET", "/model_info", bind(&OpenAiService::server_info));
-    server.route("GET", "/metrics", [this](const http::HttpRequest&) {
-        return http::HttpResponse::text(200, metrics_.render(), std::string(metrics::Registry::kContentType));
-    });
+    server.route("GET", "/metrics", bind(&OpenAiService::metrics));
 }
 
 nlohmann::json OpenAiService::model_card() const {
@@ -102,6 +108,10 @@ http::HttpResponse OpenAiService::detokenize(const http::HttpRequest& request) c
         ids.push_back(static_cast<int32_t>(id.get<int64_t>()));
     }
     return json_response({{"prompt", model_.tokenizer->decode(ids)}});
+}
+
+http::HttpResponse OpenAiService::metrics(const http::HttpRequest&) const {
+    return http::HttpResponse::text(200, metrics_.render(), std::string(metrics::Registry::kContentType));
 }
 
 http::HttpResponse OpenAiService::get_load(const http::HttpRequest&) const {

@@ -46,6 +46,7 @@ private:
     http::HttpResponse tokenize(const http::HttpRequest& request) const;
     http::HttpResponse detokenize(const http::HttpRequest& request) const;
     http::HttpResponse get_load(const http::HttpRequest& request) const;
+    http::HttpResponse metrics(const http::HttpRequest& request) const;
     http::HttpResponse server_info(const http::HttpRequest& request) const;
 
     nlohmann::json model_card() const;
