@@ -187,7 +187,16 @@ bool Engine::admit(ActiveRequest& request, int64_t& budget, std::vector<Schedule
             if (observer_) observer_->on_prefix_lookup(static_cast<int64_t>(sequence->tokens.size()), cached);
         }
         const int64_t count = std::min(sequence->pending(), budget);
-        if (count <= 0 || !kv_.ensure_capacity(sequence->id, sequence->computed + count)) {
+        // Against thrashing: while others run, admit only a request whose whole prompt fits and still
+        // leaves every running sequence a block to grow into; otherwise it would be admitted, then
+        // preempted for them a few steps later, its prefill wasted.
+        const int64_t block_size = kv_.shape().block_size;
+        const int64_t blocks_to_finish_prompt =
+            (static_cast<int64_t>(sequence->tokens.size()) + block_size - 1) / block_size -
+            static_cast<int64_t>(kv_.block_table(sequence->id).size());
+        const bool crowded = !running_.empty() &&
+                             kv_.available_block_count() - blocks_to_finish_prompt < running_sequence_count();
+        if (count <= 0 || crowded || !kv_.ensure_capacity(sequence->id, sequence->computed + count)) {
             for (auto& s : request.sequences) {
                 kv_.release(s->id);
                 s->computed = 0;
@@ -201,6 +210,13 @@ bool Engine::admit(ActiveRequest& request, int64_t& budget, std::vector<Schedule
     request.ever_admitted = true;
     plan.insert(plan.end(), chunks.begin(), chunks.end());
     return true;
+}
+
+int64_t Engine::running_sequence_count() const {
+    int64_t count = 0;
+    for (const auto& request : running_)
+        for (const auto& sequence : request->sequences) count += sequence->finished ? 0 : 1;
+    return count;
 }
 
 std::vector<Engine::ScheduledChunk> Engine::schedule() {

@@ -84,6 +84,7 @@ private:
     bool make_room(ActiveRequest& for_request, Sequence& sequence, int64_t positions);
     void preempt(ActiveRequest& request);
     bool admit(ActiveRequest& request, int64_t& budget, std::vector<ScheduledChunk>& plan);
+    int64_t running_sequence_count() const;
     void fork_choices(ActiveRequest& request);
     void sample_next(ActiveRequest& request, Sequence& sequence, const float* logits, ChoiceDelta& delta);
     void finish(ActiveRequest& request, std::optional<std::string> error = std::nullopt);
