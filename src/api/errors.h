@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/result.h"
 #include "http/http_types.h"
 
 namespace tempered::api {
@@ -48,29 +49,9 @@ ApiError internal_error(std::string message);
 // 503: the server is starting, stopping or overloaded.
 ApiError service_unavailable(std::string message, std::optional<int> retry_after_seconds = std::nullopt);
 
-// The value of an API operation, or the ApiError to send instead (like core/result.h's Result).
+// The value of an API operation, or the ApiError to send instead.
 template <class T>
-class [[nodiscard]] ApiResult {
-public:
-    ApiResult(T value) : state_(std::move(value)) {}
-    ApiResult(ApiError error) : state_(std::move(error)) {}
-
-    bool ok() const { return state_.index() == 0; }
-    explicit operator bool() const { return ok(); }
-
-    T& value() & { return std::get<0>(state_); }
-    const T& value() const& { return std::get<0>(state_); }
-    T&& value() && { return std::get<0>(std::move(state_)); }
-    T* operator->() { return &value(); }
-    const T* operator->() const { return &value(); }
-    T& operator*() & { return value(); }
-    const T& operator*() const& { return value(); }
-
-    const ApiError& error() const { return std::get<1>(state_); }
-
-private:
-    std::variant<T, ApiError> state_;
-};
+using ApiResult = Result<T, ApiError>;
 
 }  // namespace tempered::api
 

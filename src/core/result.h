@@ -13,11 +13,12 @@ struct Error {
     std::string message;
 };
 
-template <class T>
+// `E` is the error type: Error here, api::ApiError (an HTTP status and OpenAI's fields) at the API.
+template <class T, class E = Error>
 class [[nodiscard]] Result {
 public:
     Result(T value) : state_(std::move(value)) {}
-    Result(Error error) : state_(std::move(error)) {}
+    Result(E error) : state_(std::move(error)) {}
 
     bool ok() const { return state_.index() == 0; }
     explicit operator bool() const { return ok(); }
@@ -30,10 +31,10 @@ public:
     T& operator*() & { return value(); }
     const T& operator*() const& { return value(); }
 
-    const Error& error() const { return std::get<1>(state_); }
+    const E& error() const { return std::get<1>(state_); }
 
 private:
-    std::variant<T, Error> state_;
+    std::variant<T, E> state_;
 };
 
 // Result<void>: success carries nothing.
