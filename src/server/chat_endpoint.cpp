@@ -3,6 +3,7 @@
 
 #include "api/sse.h"
 #include "chat/chat_template.h"
+#include "server/endpoint_support.h"
 #include "server/openai_service.h"
 #include "server/stream_set.h"
 
@@ -10,11 +11,6 @@ namespace tempered {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr std::chrono::milliseconds kPollInterval{50};
-
-api::FinishReason to_api(FinishReason reason) {
-    return reason == FinishReason::Length ? api::FinishReason::Length : api::FinishReason::Stop;
-}
 
 // The messages as the chat template sees them: the role, the text (text parts joined), name, tool calls.
 nlohmann::ordered_json template_messages(const api::ChatRequest& request) {
@@ -113,7 +109,7 @@ http::HttpResponse OpenAiService::chat(const http::HttpRequest& http_request) {
             }
             std::string outcome = "stop";
             while (!streams->all_done()) {
-                auto event = streams->next(kPollInterval);
+                auto event = streams->next(kStreamPollInterval);
                 if (!event) {
                     if (!writer.is_connection_alive()) {
                         streams->cancel_all();
@@ -136,7 +132,7 @@ http::HttpResponse OpenAiService::chat(const http::HttpRequest& http_request) {
                     chunk.index = delta.index;
                     chunk.delta.content = delta.text;
                     if (delta.finish) {
-                        chunk.finish_reason = to_api(*delta.finish);
+                        chunk.finish_reason = to_api_finish_reason(*delta.finish);
                         outcome = finish_reason_name(*delta.finish);
                     }
                     if (logprobs) {
@@ -176,7 +172,7 @@ http::HttpResponse OpenAiService::chat(const http::HttpRequest& http_request) {
     double first_token_s = -1;
     std::string outcome = "stop";
     while (!streams->all_done()) {
-        auto event = streams->next(kPollInterval);
+        auto event = streams->next(kStreamPollInterval);
         if (!event) {
             if (!http_request.is_connection_alive()) {
                 streams->cancel_all();
@@ -196,7 +192,7 @@ http::HttpResponse OpenAiService::chat(const http::HttpRequest& http_request) {
             api::ChatChoice& choice = results.at(static_cast<size_t>(delta.index));
             *choice.content += delta.text;
             if (delta.finish) {
-                choice.finish_reason = to_api(*delta.finish);
+                choice.finish_reason = to_api_finish_reason(*delta.finish);
                 if (delta.index == 0) outcome = finish_reason_name(*delta.finish);
             }
             if (logprobs)

@@ -2,6 +2,7 @@
 #include <chrono>
 
 #include "api/sse.h"
+#include "server/endpoint_support.h"
 #include "server/openai_service.h"
 #include "server/stream_set.h"
 
@@ -9,12 +10,7 @@ namespace tempered {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr std::chrono::milliseconds kPollInterval{50};
 constexpr int64_t kDefaultCompletionTokens = 16;  // OpenAI's default max_tokens for /v1/completions
-
-api::FinishReason to_api(FinishReason reason) {
-    return reason == FinishReason::Length ? api::FinishReason::Length : api::FinishReason::Stop;
-}
 
 // A choice being assembled: its text so far and, when asked, OpenAI's parallel logprob arrays.
 struct ChoiceText {
@@ -126,7 +122,7 @@ http::HttpResponse OpenAiService::completions(const http::HttpRequest& http_requ
         }
         if (delta.finish) {
             choice.finish = delta.finish;
-            chunk.finish_reason = to_api(*delta.finish);
+            chunk.finish_reason = to_api_finish_reason(*delta.finish);
         }
         return chunk;
     };
@@ -149,7 +145,7 @@ http::HttpResponse OpenAiService::completions(const http::HttpRequest& http_requ
             }
             std::string outcome = score_only ? "length" : "stop";
             while (!streams->all_done()) {
-                auto event = streams->next(kPollInterval);
+                auto event = streams->next(kStreamPollInterval);
                 if (!event) {
                     if (!writer.is_connection_alive()) {
                         streams->cancel_all();
@@ -192,7 +188,7 @@ http::HttpResponse OpenAiService::completions(const http::HttpRequest& http_requ
 
     std::string outcome = score_only ? "length" : "stop";
     while (!streams->all_done()) {
-        auto event = streams->next(kPollInterval);
+        auto event = streams->next(kStreamPollInterval);
         if (!event) {
             if (!http_request.is_connection_alive()) {
                 streams->cancel_all();
@@ -216,7 +212,7 @@ http::HttpResponse OpenAiService::completions(const http::HttpRequest& http_requ
         api::CompletionChoice choice;
         choice.index = static_cast<int>(c);
         choice.text = (*choices)[c].text;
-        choice.finish_reason = (*choices)[c].finish ? to_api(*(*choices)[c].finish) : api::FinishReason::Length;
+        choice.finish_reason = (*choices)[c].finish ? to_api_finish_reason(*(*choices)[c].finish) : api::FinishReason::Length;
         if (want_logprobs) choice.logprobs = (*choices)[c].logprobs;
         results.push_back(std::move(choice));
     }

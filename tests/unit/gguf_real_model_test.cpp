@@ -10,19 +10,13 @@
 
 #include "formats/gguf.h"
 
+#include "model_test_support.h"
+
 namespace tempered {
 namespace {
 
-std::string model_dir() {
-    if (const char* dir = std::getenv("TEMPERED_MODEL_DIR"); dir && *dir) return dir;
-    const char* home = std::getenv("HOME");
-    return std::string(home ? home : "") + "/.cache/tempered/models";
-}
-
-bool models_required() {
-    const char* required = std::getenv("TEMPERED_REQUIRE_MODELS");
-    return required && std::string(required) == "1";
-}
+std::string model_dir() { return testing::model_dir().string(); }
+using testing::models_required;
 
 nlohmann::json load_reference() {
     std::ifstream in(std::string(TEMPERED_SOURCE_DIR) + "/tests/fixtures/gguf/smollm2_reference.json");

@@ -19,21 +19,15 @@
 #include "tokenizer/streaming_detokenizer.h"
 #include "tokenizer/tokenizer.h"
 
+#include "model_test_support.h"
+
 namespace tempered {
 namespace {
 
 const std::string kFixtureDir = std::string(TEMPERED_SOURCE_DIR) + "/tests/fixtures/tokenizer/";
 
-std::string model_dir() {
-    if (const char* dir = std::getenv("TEMPERED_MODEL_DIR"); dir && *dir) return dir;
-    const char* home = std::getenv("HOME");
-    return std::string(home ? home : "") + "/.cache/tempered/models";
-}
-
-bool models_required() {
-    const char* required = std::getenv("TEMPERED_REQUIRE_MODELS");
-    return required && std::string(required) == "1";
-}
+std::string model_dir() { return testing::model_dir().string(); }
+using testing::models_required;
 
 std::string from_hex(const std::string& hex) {
     std::string bytes;
