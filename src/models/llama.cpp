@@ -1,12 +1,17 @@
 #include "models/llama.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <string>
 #include <vector>
 
+#include "core/aligned_buffer.h"
+#include "kernels/cpu/attention.h"
 #include "kernels/cpu/dequantize.h"
+#include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/matmul.h"
+#include "kernels/cpu/packed_weights.h"
 #include "kernels/cpu/ops.h"
 #include "models/weights.h"
 
@@ -32,10 +37,11 @@ struct LlamaWeights {
     WeightMatrix output;             // (vocab_size, embedding_dim); token_embeddings when tied
     std::vector<float> rope_inverse_frequencies;  // (rope_dims / 2): angle of pair i = position * this[i]
     std::vector<std::vector<float>> dequantized;  // owners of the matrices when ModelOptions::dequantize_weights
+    std::vector<AlignedBuffer> packed;            // owners of the matrices repacked for the integer kernels
 };
 
-// Points every matrix but the embedding table (looked up row by row, exactly) at a float32 copy.
-void dequantize_all(LlamaWeights& weights) {
+// Every matrix the forward pass multiplies by: all but the embedding table (looked up row by row).
+std::vector<WeightMatrix*> multiplied_matrices(LlamaWeights& weights) {
     std::vector<WeightMatrix*> matrices = {&weights.output};
     for (LlamaLayer& layer : weights.layers) {
         for (WeightMatrix* m : {&layer.query, &layer.key, &layer.value, &layer.attention_output, &layer.ffn_gate,
@@ -43,9 +49,42 @@ void dequantize_all(LlamaWeights& weights) {
             matrices.push_back(m);
         }
     }
+    return matrices;
+}
+
+// Points every multiplied matrix at a float32 copy.
+void dequantize_all(LlamaWeights& weights) {
+    const std::vector<WeightMatrix*> matrices = multiplied_matrices(weights);
     weights.dequantized.resize(matrices.size());
     for (size_t i = 0; i < matrices.size(); ++i) dequantize_matrix(*matrices[i], weights.dequantized[i]);
 }
+
+// Repacks every multiplied matrix the packed kernels support (packed_weights.h); the file's copy is no
+// longer read, except the embedding rows. The scalar ISA keeps the file layout: its row-order kernel is
+// the faster scalar one.
+void pack_all(LlamaWeights& weights, ThreadPool& pool) {
+    if (active_cpu_isa() == CpuIsa::Scalar) return;
+    std::vector<WeightMatrix*> matrices;
+    for (WeightMatrix* m : multiplied_matrices(weights))
+        if (packing_supports(*m)) matrices.push_back(m);
+    weights.packed.resize(matrices.size());
+    for (size_t i = 0; i < matrices.size(); ++i)
+        weights.packed[i] = AlignedBuffer(static_cast<size_t>(packed_bytes(*matrices[i])));
+    pool.parallel_for(static_cast<int64_t>(matrices.size()), [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) {
+            const auto index = static_cast<size_t>(i);
+            *matrices[index] = pack_weights(*matrices[index], weights.packed[index].data());
+        }
+    });
+}
+
+// One item of a step's attention: batch tokens [first, first + count) (consecutive positions of one
+// sequence, at most kMaxRunTokens) with the query heads of one KV head.
+struct AttentionWork {
+    int64_t first_token = 0;
+    int64_t token_count = 0;
+    int64_t kv_head = 0;
+};
 
 // Activations of one step, sized for `token_capacity` tokens and grown only when a batch is larger.
 struct LlamaRunState {
@@ -59,7 +98,9 @@ struct LlamaRunState {
     std::vector<float> projected;  // (tokens, embedding_dim): output of attention_output and ffn_down
     std::vector<float> gate;       // (tokens, ffn_dim), then silu(gate) * up
     std::vector<float> up;         // (tokens, ffn_dim)
-    std::vector<float> attention_scratch;  // (threads, scratch_floats()): see attend_heads
+    std::vector<float> attention_scratch;  // (threads, scratch_floats()): see attend()
+    std::vector<AttentionWork> attention_work;  // this step's attention items, the same for every layer
+    std::atomic<int64_t> next_attention_work{0};
 };
 
 Result<LlamaWeights> load_weights(const GgufFile& file, const ModelConfig& config) {
@@ -123,6 +164,7 @@ public:
         if (tokens == 0) return Ok{};
         reserve_tokens(tokens);
         embed(batch);
+        plan_attention(batch);
         for (int64_t layer = 0; layer < config_.layer_count; ++layer) {
             attention_block(batch, cache, layer);
             ffn_block(tokens, weights_.layers[static_cast<size_t>(layer)]);
@@ -132,8 +174,10 @@ public:
     }
 
 private:
-    // Per thread, for attend_heads: (group, context_length) scores and (group + 1, head_dim) floats.
+    // Per thread: attend_run's scratch, or for head sizes it does not take, attend_heads': (group,
+    // context_length) scores and (group + 1, head_dim) floats.
     int64_t scratch_floats() const {
+        if (attention_run_supports(config_.head_dim)) return attention_scratch_floats(config_.group_size(), config_.head_dim);
         return config_.group_size() * config_.context_length + (config_.group_size() + 1) * config_.head_dim;
     }
 
@@ -224,6 +268,7 @@ private:
         }
 
         const AttentionStep step{&batch, &cache, layer_index};
+        state_.next_attention_work.store(0);
         pool_.run_on_all([this, &step](int thread) { attend(step, thread); });
         matmul(layer.attention_output, state_.attention.data(), tokens, state_.projected.data(), pool_);
         add_to_residual(tokens);
@@ -237,28 +282,56 @@ private:
         int64_t layer_index;
     };
 
-    // Thread `thread`'s share of the (token, KV head) pairs: each attends with its group of query heads
-    // over the token's own sequence.
+    // Splits the batch into runs of consecutive positions of one sequence (a prefill chunk is one run,
+    // each decoding sequence a run of one), at most kMaxRunTokens long, times the KV heads. Longest
+    // contexts go first, so that threads taking items in turn finish together.
+    void plan_attention(const Batch& batch) {
+        std::vector<AttentionWork>& work = state_.attention_work;
+        work.clear();
+        for (int64_t t = 0; t < batch.size();) {
+            int64_t end = t + 1;
+            while (end < batch.size() && end - t < kMaxRunTokens &&
+                   batch.tokens[static_cast<size_t>(end)].sequence == batch.tokens[static_cast<size_t>(t)].sequence &&
+                   batch.tokens[static_cast<size_t>(end)].position == batch.tokens[static_cast<size_t>(end - 1)].position + 1) {
+                ++end;
+            }
+            for (int64_t h = 0; h < config_.kv_head_count; ++h) work.push_back({t, end - t, h});
+            t = end;
+        }
+        std::stable_sort(work.begin(), work.end(), [&batch](const AttentionWork& a, const AttentionWork& b) {
+            return batch.tokens[static_cast<size_t>(a.first_token)].position > batch.tokens[static_cast<size_t>(b.first_token)].position;
+        });
+    }
+
+    // Items of the step's attention plan, taken in turn by the threads.
     void attend(const AttentionStep& step, int thread) {
         const Batch& batch = *step.batch;
         KvCache& cache = *step.cache;
-        const int64_t layer_index = step.layer_index;
-        const KvCache::LayerStorage storage = cache.layer_storage(layer_index);
+        const KvCache::LayerStorage storage = cache.layer_storage(step.layer_index);
         const KvCacheShape& shape = cache.shape();
         const int64_t head_dim = config_.head_dim, group = config_.group_size();
         const int64_t element_bytes = static_cast<int64_t>(dtype_traits(shape.type).block_bytes);
         const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
-        const int64_t items = batch.size() * config_.kv_head_count, threads = pool_.size();
         float* scratch = &state_.attention_scratch[static_cast<size_t>(thread * scratch_floats())];
-        for (int64_t item = items * thread / threads; item < items * (thread + 1) / threads; ++item) {
-            const int64_t t = item / config_.kv_head_count, kv_head = item % config_.kv_head_count;
-            const BatchToken& token = batch.tokens[static_cast<size_t>(t)];
-            const int64_t head_offset = kv_head * head_dim * element_bytes;
+        const auto items = static_cast<int64_t>(state_.attention_work.size());
+        for (int64_t i = state_.next_attention_work.fetch_add(1); i < items; i = state_.next_attention_work.fetch_add(1)) {
+            const AttentionWork& item = state_.attention_work[static_cast<size_t>(i)];
+            const BatchToken& first = batch.tokens[static_cast<size_t>(item.first_token)];
+            const int64_t head_offset = item.kv_head * head_dim * element_bytes;
             const KvHeadView view{storage.keys + head_offset, storage.values + head_offset, storage.block_stride,
                                   shape.slot_bytes(), shape.block_size, shape.type};
-            const int64_t first_query = t * config_.q_dim() + kv_head * group * head_dim;
-            attend_heads(&state_.query[first_query], group, head_dim, view, cache.block_table(token.sequence),
-                         token.position + 1, scale, scratch, &state_.attention[first_query]);
+            const int64_t first_query = item.first_token * config_.q_dim() + item.kv_head * group * head_dim;
+            if (attention_run_supports(head_dim)) {
+                const AttentionRun run{&state_.query[first_query], &state_.attention[first_query], config_.q_dim(),
+                                       item.token_count, group, head_dim, first.position};
+                attend_run(run, view, cache.block_table(first.sequence), scale, scratch);
+                continue;
+            }
+            for (int64_t t = 0; t < item.token_count; ++t) {
+                const int64_t query = first_query + t * config_.q_dim();
+                attend_heads(&state_.query[query], group, head_dim, view, cache.block_table(first.sequence),
+                             first.position + t + 1, scale, scratch, &state_.attention[query]);
+            }
         }
     }
 
@@ -297,7 +370,10 @@ Result<std::unique_ptr<Model>> load_llama(const GgufFile& file, ModelConfig conf
                                           ThreadPool& pool) {
     auto weights = load_weights(file, config);
     if (!weights) return weights.error();
-    if (options.dequantize_weights) dequantize_all(weights.value());
+    if (options.dequantize_weights)
+        dequantize_all(weights.value());
+    else
+        pack_all(weights.value(), pool);
     return std::unique_ptr<Model>(new LlamaModel(std::move(config), std::move(weights.value()), pool));
 }
 

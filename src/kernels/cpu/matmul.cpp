@@ -5,6 +5,7 @@
 
 #include "kernels/cpu/dequantize.h"
 #include "kernels/cpu/matmul_kernels.h"
+#include "kernels/cpu/packed_weights.h"
 #include "kernels/cpu/quantize_activations.h"
 
 namespace tempered {
@@ -42,6 +43,17 @@ RowKernel row_kernel(CpuIsa isa) {
     return matmul_q8_rows_scalar;
 }
 
+using PackedKernel = void (*)(const WeightMatrix&, const QuantizedActivations&, float*, int64_t, int64_t);
+
+PackedKernel packed_kernel(CpuIsa isa) {
+    switch (isa) {
+        case CpuIsa::Avx512: return matmul_packed_groups_avx512;
+        case CpuIsa::Avx2: return matmul_packed_groups_avx2;
+        case CpuIsa::Scalar: break;
+    }
+    return matmul_packed_groups_scalar;
+}
+
 // Scratch for the quantized activations, reused across calls: the forward pass allocates nothing
 // once the largest batch has been seen.
 QuantizedActivations& activation_scratch() {
@@ -63,6 +75,18 @@ void matmul_reference_q8(const WeightMatrix& weights, const float* x, int64_t ba
 
 void matmul_with_isa(const WeightMatrix& weights, const float* x, int64_t batch, float* y, ThreadPool& pool,
                      CpuIsa isa) {
+    if (weights.layout == WeightLayout::Packed16) {
+        QuantizedActivations& activations = activation_scratch();
+        if (isa == CpuIsa::Scalar)
+            quantize_activations(x, batch, weights.cols, activations);
+        else
+            quantize_activations_avx2(x, batch, weights.cols, activations);
+        const PackedKernel kernel = packed_kernel(isa);
+        pool.parallel_for(weights.rows / kPackedRows, [&](int64_t begin, int64_t end) {
+            kernel(weights, activations, y, begin, end);
+        });
+        return;
+    }
     if (!integer_kernel_supports(weights.type)) {
         const auto kernel = isa == CpuIsa::Scalar ? matmul_float_rows_scalar : matmul_float_rows_avx2;
         pool.parallel_for(weights.rows, [&](int64_t begin, int64_t end) { kernel(weights, x, batch, y, begin, end); });

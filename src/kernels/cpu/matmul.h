@@ -9,17 +9,24 @@
 
 namespace tempered {
 
-// A weight matrix as stored in the file: `rows` rows of `cols` elements of `type`, row-major.
+// How a weight matrix's bytes are ordered.
+enum class WeightLayout {
+    Gguf,      // as in the file: row after row of `type` blocks
+    Packed16,  // repacked at load, 16 rows interleaved (packed_weights.h)
+};
+
+// A weight matrix: `rows` rows of `cols` elements of `type`.
 struct WeightMatrix {
     DType type = DType::F32;
     const void* data = nullptr;
     int64_t rows = 0;  // output features
     int64_t cols = 0;  // input features
+    WeightLayout layout = WeightLayout::Gguf;
 };
 
 // y (batch, W.rows) = x (batch, W.cols) · W^T, using the fastest kernel this CPU supports
-// (active_cpu_isa()). Q4_1, Q8_0, Q4_K, Q5_K and Q6_K weights take the integer kernels: x is quantized
-// to 8 bits in blocks of 32 first. Other types dequantize each row and take float kernels whose sum
+// (active_cpu_isa()). Packed weights (Q4_1, Q8_0) and GGUF-layout Q4_1, Q8_0, Q4_K, Q5_K and Q6_K
+// take the integer kernels: x is quantized to 8 bits in blocks of 32 first. Other types dequantize each row and take float kernels whose sum
 // order differs from matmul_reference's (see matmul_kernels.h for both definitions).
 // Each output element is reduced in the same order whatever `batch` is or however the rows are
 // split across threads (batch invariance).

@@ -12,6 +12,8 @@ void resize_activations(int64_t batch, int64_t cols, QuantizedActivations& out) 
     if (out.q.size() < blocks * kActivationBlock) out.q.resize(blocks * kActivationBlock);
     if (out.scale.size() < blocks) out.scale.resize(blocks);
     if (out.lane_sums.size() < blocks * kActivationLanes) out.lane_sums.resize(blocks * kActivationLanes);
+    if (out.sum.size() < blocks) out.sum.resize(blocks);
+    if (out.scaled_sum.size() < blocks) out.scaled_sum.resize(blocks);
 }
 
 void quantize_activations(const float* x, int64_t batch, int64_t cols, QuantizedActivations& out) {
@@ -29,6 +31,10 @@ void quantize_activations(const float* x, int64_t batch, int64_t cols, Quantized
         float* sums = &out.lane_sums[static_cast<size_t>(block * kActivationLanes)];
         for (int l = 0; l < kActivationLanes; ++l)
             sums[l] = static_cast<float>(q[4 * l] + q[4 * l + 1] + q[4 * l + 2] + q[4 * l + 3]);
+        int32_t total = 0;
+        for (int i = 0; i < kActivationBlock; ++i) total += q[i];
+        out.sum[static_cast<size_t>(block)] = total;
+        out.scaled_sum[static_cast<size_t>(block)] = d * static_cast<float>(total);
     }
 }
 

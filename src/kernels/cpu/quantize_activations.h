@@ -2,8 +2,10 @@
 // quantized weights run on integers (the approach of the fast engines).
 //
 // Definition, per block of 32 floats x: amax = max |x|; d = amax / 127; q = round-half-even(x * (1/d))
-// (q = 0 when d = 0). lane_sums[l] = q[4l] + q[4l+1] + q[4l+2] + q[4l+3], as an exact float: the Q4_1
-// kernels need it for the weights' min term. Every implementation gives identical bits.
+// (q = 0 when d = 0). lane_sums[l] = q[4l] + q[4l+1] + q[4l+2] + q[4l+3], as an exact float: the
+// row-order kernels need it for the weights' min term. sum = the block's 32 quants added (exact), and
+// scaled_sum = d * float(sum): the packed kernels' min term and Q8_0's offset correction. Every
+// implementation gives identical bits.
 #pragma once
 
 #include <cstdint>
@@ -21,12 +23,16 @@ struct QuantizedActivations {
     std::vector<int8_t> q;           // (batch, cols)
     std::vector<float> scale;        // (batch, blocks_per_row)
     std::vector<float> lane_sums;    // (batch, blocks_per_row, kActivationLanes)
+    std::vector<int32_t> sum;        // (batch, blocks_per_row)
+    std::vector<float> scaled_sum;   // (batch, blocks_per_row)
 
     const int8_t* block_q(int64_t row, int64_t block) const { return &q[(row * blocks_per_row + block) * 32]; }
     float block_scale(int64_t row, int64_t block) const { return scale[row * blocks_per_row + block]; }
     const float* block_lane_sums(int64_t row, int64_t block) const {
         return &lane_sums[(row * blocks_per_row + block) * kActivationLanes];
     }
+    int32_t block_sum(int64_t row, int64_t block) const { return sum[row * blocks_per_row + block]; }
+    float block_scaled_sum(int64_t row, int64_t block) const { return scaled_sum[row * blocks_per_row + block]; }
 };
 
 // x (batch, cols) -> out; reuses out's storage. cols must be a multiple of 32.

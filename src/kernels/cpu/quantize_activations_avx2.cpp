@@ -32,6 +32,12 @@ void quantize_activations_avx2(const float* x, int64_t batch, int64_t cols, Quan
         out.scale[static_cast<size_t>(block)] = d;
         const __m256i sums = _mm256_madd_epi16(_mm256_maddubs_epi16(byte_ones, q), word_ones);
         _mm256_storeu_ps(&out.lane_sums[static_cast<size_t>(block * kActivationLanes)], _mm256_cvtepi32_ps(sums));
+        __m128i total = _mm_add_epi32(_mm256_castsi256_si128(sums), _mm256_extracti128_si256(sums, 1));
+        total = _mm_add_epi32(total, _mm_shuffle_epi32(total, _MM_SHUFFLE(1, 0, 3, 2)));
+        total = _mm_add_epi32(total, _mm_shuffle_epi32(total, _MM_SHUFFLE(2, 3, 0, 1)));
+        const int32_t sum = _mm_cvtsi128_si32(total);
+        out.sum[static_cast<size_t>(block)] = sum;
+        out.scaled_sum[static_cast<size_t>(block)] = d * static_cast<float>(sum);
     }
 }
 

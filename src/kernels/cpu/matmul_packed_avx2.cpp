@@ -1,0 +1,108 @@
+// AVX2 kernel over packed weights (packed_weights.h). A 256-bit register holds half a tile row group
+// (8 rows x 4 weights), so each group is done as two halves of 8 rows. Without VNNI the byte products
+// go through vpmaddubsw: Q4_1's 4-bit weights keep every 16-bit partial sum exact (8 x 2 x 15 x 127 <
+// 2^15); Q8_0 uses the sign trick and widens to 32 bits after each step.
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "kernels/cpu/packed_weights.h"
+
+namespace tempered {
+namespace {
+
+__m256i broadcast_4_bytes(const int8_t* p) {
+    int32_t value;
+    std::memcpy(&value, p, 4);
+    return _mm256_set1_epi32(value);
+}
+
+__m256i load_256(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+
+__m256 load_halves(const uint8_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+
+// Rows [8h, 8h + 8) of one Q4_1 row group against activation rows [b0, b0 + T).
+template <int T>
+void q4_1_half(const uint8_t* group_tiles, int64_t blocks, int h, const QuantizedActivations& x, int64_t b0,
+               float* y, int64_t y_stride) {
+    constexpr int64_t kTileBytes = 320;
+    const __m256i low_nibbles = _mm256_set1_epi8(0x0F), word_ones = _mm256_set1_epi16(1);
+    __m256 acc[T];
+    for (auto& a : acc) a = _mm256_setzero_ps();
+    for (int64_t j = 0; j < blocks; ++j) {
+        const uint8_t* tile = group_tiles + j * kTileBytes;
+        __m256i w[8];
+        for (int c = 0; c < 4; ++c) {
+            const __m256i bytes = load_256(tile + 64 * c + 32 * h);
+            w[2 * c] = _mm256_and_si256(bytes, low_nibbles);
+            w[2 * c + 1] = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), low_nibbles);
+        }
+        const __m256 d = load_halves(tile + 256 + 16 * h), m = load_halves(tile + 288 + 16 * h);
+        for (int t = 0; t < T; ++t) {
+            const int8_t* xq = x.block_q(b0 + t, j);
+            __m256i sum16 = _mm256_maddubs_epi16(w[0], broadcast_4_bytes(xq));
+            for (int i = 1; i < 8; ++i) sum16 = _mm256_add_epi16(sum16, _mm256_maddubs_epi16(w[i], broadcast_4_bytes(xq + 4 * i)));
+            const __m256i p = _mm256_madd_epi16(sum16, word_ones);
+            const float dx = x.block_scale(b0 + t, j);
+            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_mul_ps(d, _mm256_set1_ps(dx)), acc[t]);
+            acc[t] = _mm256_fmadd_ps(m, _mm256_set1_ps(x.block_scaled_sum(b0 + t, j)), acc[t]);
+        }
+    }
+    for (int t = 0; t < T; ++t) _mm256_storeu_ps(y + (b0 + t) * y_stride + 8 * h, acc[t]);
+}
+
+// The same for Q8_0: stored bytes are q + 128; flipping the top bit gives q as a signed byte.
+template <int T>
+void q8_0_half(const uint8_t* group_tiles, int64_t blocks, int h, const QuantizedActivations& x, int64_t b0,
+               float* y, int64_t y_stride) {
+    constexpr int64_t kTileBytes = 544;
+    const __m256i top_bit = _mm256_set1_epi8(static_cast<char>(0x80)), word_ones = _mm256_set1_epi16(1);
+    __m256 acc[T];
+    for (auto& a : acc) a = _mm256_setzero_ps();
+    for (int64_t j = 0; j < blocks; ++j) {
+        const uint8_t* tile = group_tiles + j * kTileBytes;
+        const __m256 d = load_halves(tile + 512 + 16 * h);
+        for (int t = 0; t < T; ++t) {
+            const int8_t* xq = x.block_q(b0 + t, j);
+            __m256i p = _mm256_setzero_si256();
+            for (int c = 0; c < 8; ++c) {
+                const __m256i w = _mm256_xor_si256(load_256(tile + 64 * c + 32 * h), top_bit);
+                // |w| * (x with w's sign): vpmaddubsw's unsigned operand must be the weights' magnitude.
+                const __m256i products = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w),
+                                                              _mm256_sign_epi8(broadcast_4_bytes(xq + 4 * c), w));
+                p = _mm256_add_epi32(p, _mm256_madd_epi16(products, word_ones));
+            }
+            const float dx = x.block_scale(b0 + t, j);
+            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_mul_ps(d, _mm256_set1_ps(dx)), acc[t]);
+        }
+    }
+    for (int t = 0; t < T; ++t) _mm256_storeu_ps(y + (b0 + t) * y_stride + 8 * h, acc[t]);
+}
+
+template <int T>
+void group_tile(DType type, const uint8_t* tiles, int64_t blocks, const QuantizedActivations& x, int64_t b0,
+                float* y, int64_t y_stride) {
+    for (int h = 0; h < 2; ++h) {
+        if (type == DType::Q4_1)
+            q4_1_half<T>(tiles, blocks, h, x, b0, y, y_stride);
+        else
+            q8_0_half<T>(tiles, blocks, h, x, b0, y, y_stride);
+    }
+}
+
+}  // namespace
+
+void matmul_packed_groups_avx2(const WeightMatrix& packed, const QuantizedActivations& x, float* y,
+                               int64_t group_begin, int64_t group_end) {
+    const int64_t blocks = x.blocks_per_row;
+    const int64_t tile_bytes = packed_tile_bytes(packed.type);
+    for (int64_t g = group_begin; g < group_end; ++g) {
+        const uint8_t* tiles = static_cast<const uint8_t*>(packed.data) + g * blocks * tile_bytes;
+        float* out = y + g * kPackedRows;
+        int64_t b = 0;
+        for (; b + 4 <= x.batch; b += 4) group_tile<4>(packed.type, tiles, blocks, x, b, out, packed.rows);
+        for (; b < x.batch; ++b) group_tile<1>(packed.type, tiles, blocks, x, b, out, packed.rows);
+    }
+}
+
+}  // namespace tempered

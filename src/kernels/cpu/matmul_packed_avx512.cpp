@@ -1,0 +1,125 @@
+// AVX-512 VNNI kernel over packed weights (packed_weights.h): each vpdpbusd multiplies 4 weights of 16
+// rows by 4 activations broadcast to every lane, so one 512-bit register accumulates the dot products of
+// a whole row group. A tile's weights are unpacked once and used for up to 8 activation rows.
+#include <immintrin.h>
+
+#include <cstring>
+
+#pragma GCC diagnostic ignored "-Wuninitialized"  // GCC 12's AVX-512 headers; see matmul_q8_avx512.cpp
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#include "kernels/cpu/packed_weights.h"
+
+namespace tempered {
+namespace {
+
+constexpr int64_t kPrefetchTiles = 8;
+
+__m512i broadcast_4_bytes(const int8_t* p) {
+    int32_t value;
+    std::memcpy(&value, p, 4);
+    return _mm512_set1_epi32(value);
+}
+
+template <DType kType>
+struct PackedFormat;
+
+template <>
+struct PackedFormat<DType::Q4_1> {
+    static constexpr int64_t kTileBytes = 320;
+    static void unpack(const uint8_t* tile, __m512i w[8], __m512& d, __m512& m) {
+        const __m512i low_nibbles = _mm512_set1_epi8(0x0F);
+        for (int c = 0; c < 4; ++c) {
+            const __m512i bytes = _mm512_loadu_si512(tile + 64 * c);
+            w[2 * c] = _mm512_and_si512(bytes, low_nibbles);
+            w[2 * c + 1] = _mm512_and_si512(_mm512_srli_epi16(bytes, 4), low_nibbles);
+        }
+        d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(tile + 256)));
+        m = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(tile + 288)));
+    }
+    // p: the block's integer dot products of the 16 rows.
+    static __m512 accumulate(__m512i p, __m512 d, __m512 m, const QuantizedActivations& x, int64_t b, int64_t j,
+                             __m512 acc) {
+        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(d, _mm512_set1_ps(x.block_scale(b, j))), acc);
+        return _mm512_fmadd_ps(m, _mm512_set1_ps(x.block_scaled_sum(b, j)), acc);
+    }
+};
+
+template <>
+struct PackedFormat<DType::Q8_0> {
+    static constexpr int64_t kTileBytes = 544;
+    static void unpack(const uint8_t* tile, __m512i w[8], __m512& d, __m512&) {
+        for (int c = 0; c < 8; ++c) w[c] = _mm512_loadu_si512(tile + 64 * c);
+        d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(tile + 512)));
+    }
+    // The stored quants are q + 128: subtract 128 * (sum of the activation block) for the signed product.
+    static __m512 accumulate(__m512i p, __m512 d, __m512, const QuantizedActivations& x, int64_t b, int64_t j,
+                             __m512 acc) {
+        p = _mm512_sub_epi32(p, _mm512_set1_epi32(128 * x.block_sum(b, j)));
+        return _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(d, _mm512_set1_ps(x.block_scale(b, j))), acc);
+    }
+};
+
+// Row group `group` against activation rows [b0, b0 + T).
+template <DType kType, int T>
+void group_tile(const uint8_t* group_tiles, int64_t blocks, const QuantizedActivations& x, int64_t b0, float* y,
+                int64_t y_stride) {
+    using Format = PackedFormat<kType>;
+    __m512 acc[T];
+    for (auto& a : acc) a = _mm512_setzero_ps();
+    for (int64_t j = 0; j < blocks; ++j) {
+        const uint8_t* tile = group_tiles + j * Format::kTileBytes;
+        // The tiles after this one come next (the group's, then the next group's): fetch them early.
+        for (int64_t line = 0; line < Format::kTileBytes; line += 64)
+            _mm_prefetch(reinterpret_cast<const char*>(tile + kPrefetchTiles * Format::kTileBytes + line), _MM_HINT_T0);
+        __m512i w[8];
+        __m512 d, m;
+        Format::unpack(tile, w, d, m);
+        for (int t = 0; t < T; ++t) {
+            const int8_t* xq = x.block_q(b0 + t, j);
+            // Two independent chains halve the latency of the eight dependent vpdpbusd.
+            __m512i even = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w[0], broadcast_4_bytes(xq));
+            __m512i odd = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w[1], broadcast_4_bytes(xq + 4));
+            for (int i = 2; i < 8; i += 2) {
+                even = _mm512_dpbusd_epi32(even, w[i], broadcast_4_bytes(xq + 4 * i));
+                odd = _mm512_dpbusd_epi32(odd, w[i + 1], broadcast_4_bytes(xq + 4 * i + 4));
+            }
+            acc[t] = Format::accumulate(_mm512_add_epi32(even, odd), d, m, x, b0 + t, j, acc[t]);
+        }
+    }
+    for (int t = 0; t < T; ++t) _mm512_storeu_ps(y + (b0 + t) * y_stride, acc[t]);
+}
+
+template <DType kType>
+void groups(const WeightMatrix& packed, const QuantizedActivations& x, float* y, int64_t group_begin,
+            int64_t group_end) {
+    const int64_t blocks = x.blocks_per_row;
+    const auto* data = static_cast<const uint8_t*>(packed.data);
+    for (int64_t g = group_begin; g < group_end; ++g) {
+        const uint8_t* tiles = data + g * blocks * PackedFormat<kType>::kTileBytes;
+        float* out = y + g * kPackedRows;
+        int64_t b = 0;
+        for (; b + 8 <= x.batch; b += 8) group_tile<kType, 8>(tiles, blocks, x, b, out, packed.rows);
+        if (b + 4 <= x.batch) {
+            group_tile<kType, 4>(tiles, blocks, x, b, out, packed.rows);
+            b += 4;
+        }
+        if (b + 2 <= x.batch) {
+            group_tile<kType, 2>(tiles, blocks, x, b, out, packed.rows);
+            b += 2;
+        }
+        if (b < x.batch) group_tile<kType, 1>(tiles, blocks, x, b, out, packed.rows);
+    }
+}
+
+}  // namespace
+
+void matmul_packed_groups_avx512(const WeightMatrix& packed, const QuantizedActivations& x, float* y,
+                                 int64_t group_begin, int64_t group_end) {
+    if (packed.type == DType::Q4_1)
+        groups<DType::Q4_1>(packed, x, y, group_begin, group_end);
+    else
+        groups<DType::Q8_0>(packed, x, y, group_begin, group_end);
+}
+
+}  // namespace tempered

@@ -1,0 +1,122 @@
+// Packing into the 16-row layout, element access, and the scalar kernel: the plain statement of the
+// layout and arithmetic described in packed_weights.h.
+#include "kernels/cpu/packed_weights.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "core/half.h"
+#include "kernels/cpu/quant_blocks.h"
+
+namespace tempered {
+namespace {
+
+constexpr int64_t kQ4_1TileBytes = 320;
+constexpr int64_t kQ8_0TileBytes = 544;
+constexpr int64_t kQ4_1ScalesOffset = 256, kQ4_1MinsOffset = 288, kQ8_0ScalesOffset = 512;
+
+int64_t blocks_per_row(const WeightMatrix& matrix) { return matrix.cols / kQ8BlockElements; }
+
+uint8_t* tile_at(const WeightMatrix& matrix, uint8_t* base, int64_t group, int64_t block) {
+    return base + (group * blocks_per_row(matrix) + block) * packed_tile_bytes(matrix.type);
+}
+
+const uint8_t* tile_at(const WeightMatrix& packed, int64_t group, int64_t block) {
+    return static_cast<const uint8_t*>(packed.data) +
+           (group * blocks_per_row(packed) + block) * packed_tile_bytes(packed.type);
+}
+
+uint16_t half_at(const uint8_t* p, int64_t index) {
+    uint16_t value;
+    std::memcpy(&value, p + 2 * index, 2);
+    return value;
+}
+
+void pack_q4_1_tile(const BlockQ4_1* const rows[kPackedRows], int64_t block, uint8_t* tile) {
+    for (int r = 0; r < kPackedRows; ++r) {
+        const BlockQ4_1& b = rows[r][block];
+        int q[32];
+        for (int i = 0; i < 16; ++i) {
+            q[i] = b.qs[i] & 0x0F;
+            q[i + 16] = b.qs[i] >> 4;
+        }
+        for (int c = 0; c < 4; ++c)
+            for (int k = 0; k < 4; ++k) tile[64 * c + 4 * r + k] = static_cast<uint8_t>(q[8 * c + k] | q[8 * c + 4 + k] << 4);
+        std::memcpy(tile + kQ4_1ScalesOffset + 2 * r, &b.d, 2);
+        std::memcpy(tile + kQ4_1MinsOffset + 2 * r, &b.m, 2);
+    }
+}
+
+void pack_q8_0_tile(const BlockQ8_0* const rows[kPackedRows], int64_t block, uint8_t* tile) {
+    for (int r = 0; r < kPackedRows; ++r) {
+        const BlockQ8_0& b = rows[r][block];
+        for (int c = 0; c < 8; ++c)
+            for (int k = 0; k < 4; ++k) tile[64 * c + 4 * r + k] = static_cast<uint8_t>(b.qs[4 * c + k] + 128);
+        std::memcpy(tile + kQ8_0ScalesOffset + 2 * r, &b.d, 2);
+    }
+}
+
+}  // namespace
+
+bool packing_supports(const WeightMatrix& matrix) {
+    return matrix.layout == WeightLayout::Gguf && (matrix.type == DType::Q4_1 || matrix.type == DType::Q8_0) &&
+           matrix.rows > 0 && matrix.rows % kPackedRows == 0 && matrix.cols > 0 && matrix.cols % kQ8BlockElements == 0;
+}
+
+int64_t packed_tile_bytes(DType type) { return type == DType::Q4_1 ? kQ4_1TileBytes : kQ8_0TileBytes; }
+
+int64_t packed_bytes(const WeightMatrix& matrix) {
+    return matrix.rows / kPackedRows * blocks_per_row(matrix) * packed_tile_bytes(matrix.type);
+}
+
+WeightMatrix pack_weights(const WeightMatrix& matrix, void* out) {
+    const auto* data = static_cast<const uint8_t*>(matrix.data);
+    const auto row_bytes = static_cast<int64_t>(*dtype_row_bytes(matrix.type, static_cast<uint64_t>(matrix.cols)));
+    for (int64_t g = 0; g < matrix.rows / kPackedRows; ++g) {
+        const uint8_t* rows[kPackedRows];
+        for (int r = 0; r < kPackedRows; ++r) rows[r] = data + (g * kPackedRows + r) * row_bytes;
+        for (int64_t j = 0; j < blocks_per_row(matrix); ++j) {
+            uint8_t* tile = tile_at(matrix, static_cast<uint8_t*>(out), g, j);
+            if (matrix.type == DType::Q4_1)
+                pack_q4_1_tile(reinterpret_cast<const BlockQ4_1* const*>(rows), j, tile);
+            else
+                pack_q8_0_tile(reinterpret_cast<const BlockQ8_0* const*>(rows), j, tile);
+        }
+    }
+    WeightMatrix packed = matrix;
+    packed.data = out;
+    packed.layout = WeightLayout::Packed16;
+    return packed;
+}
+
+PackedWeight packed_weight(const WeightMatrix& packed, int64_t row, int64_t col) {
+    const uint8_t* tile = tile_at(packed, row / kPackedRows, col / kQ8BlockElements);
+    const int r = static_cast<int>(row % kPackedRows), e = static_cast<int>(col % kQ8BlockElements);
+    if (packed.type == DType::Q4_1) {
+        const uint8_t byte = tile[64 * (e / 8) + 4 * r + e % 4];
+        return {(e % 8) < 4 ? byte & 0x0F : byte >> 4, half_to_float(half_at(tile + kQ4_1ScalesOffset, r)),
+                half_to_float(half_at(tile + kQ4_1MinsOffset, r))};
+    }
+    return {tile[64 * (e / 4) + 4 * r + e % 4] - 128, half_to_float(half_at(tile + kQ8_0ScalesOffset, r)), 0.0f};
+}
+
+void matmul_packed_groups_scalar(const WeightMatrix& packed, const QuantizedActivations& x, float* y,
+                                 int64_t group_begin, int64_t group_end) {
+    const bool has_min = packed.type == DType::Q4_1;
+    for (int64_t row = group_begin * kPackedRows; row < group_end * kPackedRows; ++row) {
+        for (int64_t b = 0; b < x.batch; ++b) {
+            float acc = 0.0f;
+            for (int64_t j = 0; j < x.blocks_per_row; ++j) {
+                const int8_t* xq = x.block_q(b, j);
+                int32_t p = 0;
+                for (int i = 0; i < kQ8BlockElements; ++i) p += packed_weight(packed, row, j * kQ8BlockElements + i).q * xq[i];
+                const PackedWeight scales = packed_weight(packed, row, j * kQ8BlockElements);
+                acc = std::fma(static_cast<float>(p), scales.d * x.block_scale(b, j), acc);
+                if (has_min) acc = std::fma(scales.m, x.block_scaled_sum(b, j), acc);
+            }
+            y[b * packed.rows + row] = acc;
+        }
+    }
+}
+
+}  // namespace tempered

@@ -1,0 +1,151 @@
+// attend_run (kernels/cpu/attention.h): the scalar instantiation equals the causal attention formula,
+// evaluated in double, over a shuffled paged layout; AVX2 and AVX-512 equal the scalar one bit for bit.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "core/half.h"
+#include "kernel_test_support.h"
+#include "kernels/cpu/attention.h"
+#include "kernels/cpu/attention_kernel.h"
+
+namespace tempered {
+namespace {
+
+TEST(Attention, CanonicalExpIsWithinTwoUlpOfExp) {
+    for (float x = -87.0f; x <= 10.0f; x += 0.01234f) {
+        const double expected = std::exp(static_cast<double>(x));
+        EXPECT_NEAR(attention_detail::canonical_exp(x), expected, 2.5e-7 * expected) << x;
+    }
+    EXPECT_EQ(attention_detail::canonical_exp(0.0f), 1.0f);
+    EXPECT_GT(attention_detail::canonical_exp(-std::numeric_limits<float>::infinity()), 0.0f);  // clamped, finite
+}
+
+// One layer of a paged cache holding `length` positions of kv_heads heads; the tests read KV head 1.
+struct PagedLayer {
+    static constexpr int64_t kKvHeads = 2;
+    DType type;
+    int64_t head_dim, block_size, length;
+    std::vector<int32_t> block_table;
+    std::vector<uint8_t> keys, values;
+    std::vector<float> stored_keys, stored_values;  // (length, head_dim) of KV head 1, as the cache rounds them
+
+    int64_t element_bytes() const { return type == DType::F32 ? 4 : 2; }
+    int64_t slot_bytes() const { return kKvHeads * head_dim * element_bytes(); }
+    int64_t block_bytes() const { return block_size * slot_bytes(); }
+    KvHeadView view() const {
+        const int64_t head_offset = head_dim * element_bytes();
+        return KvHeadView{keys.data() + head_offset, values.data() + head_offset, block_bytes(), slot_bytes(),
+                          block_size, type};
+    }
+};
+
+PagedLayer make_layer(DType type, int64_t head_dim, int64_t block_size, int64_t length, std::mt19937& rng) {
+    PagedLayer layer{type, head_dim, block_size, length, {}, {}, {}, {}, {}};
+    const int64_t blocks = (length + block_size - 1) / block_size;
+    for (int64_t b = 0; b < blocks; ++b) layer.block_table.push_back(static_cast<int32_t>(b));
+    std::shuffle(layer.block_table.begin(), layer.block_table.end(), rng);
+    layer.keys.resize(static_cast<size_t>(blocks * layer.block_bytes()));
+    layer.values.resize(layer.keys.size());
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> key(static_cast<size_t>(head_dim)), value(key.size());
+    for (int64_t p = 0; p < length; ++p) {
+        for (auto& x : key) x = 2.0f * normal(rng);
+        for (auto& x : value) x = normal(rng);
+        const int64_t offset = layer.block_table[static_cast<size_t>(p / block_size)] * layer.block_bytes() +
+                               (p % block_size) * layer.slot_bytes() + head_dim * layer.element_bytes();
+        float_to_kv(type, key.data(), &layer.keys[static_cast<size_t>(offset)], head_dim);
+        float_to_kv(type, value.data(), &layer.values[static_cast<size_t>(offset)], head_dim);
+        const size_t at = layer.stored_keys.size();
+        layer.stored_keys.resize(at + key.size());
+        layer.stored_values.resize(at + key.size());
+        kv_to_float(type, &layer.keys[static_cast<size_t>(offset)], &layer.stored_keys[at], head_dim);
+        kv_to_float(type, &layer.values[static_cast<size_t>(offset)], &layer.stored_values[at], head_dim);
+    }
+    return layer;
+}
+
+struct RunCase {
+    int64_t first_position, tokens;
+};
+
+TEST(Attention, ScalarRunEqualsCausalFormulaAndEveryIsaEqualsScalar) {
+    constexpr int64_t kHeads = 3, kHeadDim = 64;
+    std::mt19937 rng(21);
+    for (DType type : {DType::F32, DType::F16, DType::BF16}) {
+        for (int64_t block_size : {16, 8, 32}) {
+            for (RunCase c : {RunCase{0, 1}, RunCase{0, 7}, RunCase{5, 1}, RunCase{37, 32}, RunCase{16, 16}, RunCase{100, 3}}) {
+                const int64_t length = c.first_position + c.tokens;
+                const PagedLayer layer = make_layer(type, kHeadDim, block_size, length, rng);
+                std::normal_distribution<float> normal(0.0f, 1.0f);
+                const int64_t token_stride = 2 * kHeads * kHeadDim;  // queries of other heads in between
+                std::vector<float> q(static_cast<size_t>(c.tokens * token_stride));
+                for (auto& x : q) x = normal(rng);
+                std::vector<float> scratch(static_cast<size_t>(attention_scratch_floats(kHeads, kHeadDim)));
+                const float scale = 0.125f;
+                std::vector<float> expected_bits(q.size(), 0.0f);
+                AttentionRun run{q.data(), expected_bits.data(), token_stride, c.tokens, kHeads, kHeadDim, c.first_position};
+                attend_run_with_isa(run, layer.view(), layer.block_table, scale, scratch.data(), CpuIsa::Scalar);
+
+                for (int64_t t = 0; t < c.tokens; ++t) {
+                    const int64_t visible = c.first_position + t + 1;
+                    for (int64_t h = 0; h < kHeads; ++h) {
+                        const float* qh = &q[static_cast<size_t>(t * token_stride + h * kHeadDim)];
+                        std::vector<double> weights(static_cast<size_t>(visible));
+                        double max_score = -1e300;
+                        for (int64_t p = 0; p < visible; ++p) {
+                            double dot = 0.0;
+                            for (int64_t i = 0; i < kHeadDim; ++i) dot += static_cast<double>(qh[i]) * layer.stored_keys[p * kHeadDim + i];
+                            weights[p] = dot * scale;
+                            max_score = std::max(max_score, weights[p]);
+                        }
+                        double total = 0.0;
+                        for (double& w : weights) total += (w = std::exp(w - max_score));
+                        for (int64_t i = 0; i < kHeadDim; ++i) {
+                            double value = 0.0;
+                            for (int64_t p = 0; p < visible; ++p) value += weights[p] / total * layer.stored_values[p * kHeadDim + i];
+                            ASSERT_NEAR(expected_bits[static_cast<size_t>(t * token_stride + h * kHeadDim + i)], value, 2e-5)
+                                << dtype_name(type) << " block " << block_size << " first " << c.first_position
+                                << " token " << t << " head " << h << " element " << i;
+                        }
+                    }
+                }
+                for (CpuIsa isa : supported_isas()) {
+                    std::vector<float> actual(q.size(), 0.0f);
+                    run.out = actual.data();
+                    attend_run_with_isa(run, layer.view(), layer.block_table, scale, scratch.data(), isa);
+                    EXPECT_EQ(count_bit_differences(actual, expected_bits), 0)
+                        << cpu_isa_name(isa) << " " << dtype_name(type) << " block " << block_size << " first "
+                        << c.first_position << " tokens " << c.tokens;
+                }
+            }
+        }
+    }
+}
+
+// A token's output depends only on its own query and position, not on the run it is computed in.
+TEST(Attention, TokenOutputDoesNotDependOnItsRun) {
+    constexpr int64_t kHeads = 3, kHeadDim = 64, kTokens = 20, kFirst = 11;
+    std::mt19937 rng(23);
+    const PagedLayer layer = make_layer(DType::F16, kHeadDim, 16, kFirst + kTokens, rng);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    const int64_t stride = kHeads * kHeadDim;
+    std::vector<float> q(static_cast<size_t>(kTokens * stride));
+    for (auto& x : q) x = normal(rng);
+    std::vector<float> scratch(static_cast<size_t>(attention_scratch_floats(kHeads, kHeadDim)));
+    std::vector<float> whole(q.size()), single(q.size());
+    attend_run(AttentionRun{q.data(), whole.data(), stride, kTokens, kHeads, kHeadDim, kFirst}, layer.view(),
+               layer.block_table, 0.125f, scratch.data());
+    for (int64_t t = 0; t < kTokens; ++t) {
+        attend_run(AttentionRun{&q[static_cast<size_t>(t * stride)], &single[static_cast<size_t>(t * stride)], stride, 1,
+                                kHeads, kHeadDim, kFirst + t},
+                   layer.view(), layer.block_table, 0.125f, scratch.data());
+    }
+    EXPECT_EQ(count_bit_differences(whole, single), 0);
+}
+
+}  // namespace
+}  // namespace tempered
