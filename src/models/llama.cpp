@@ -98,6 +98,8 @@ struct LlamaRunState {
     std::vector<float> projected;  // (tokens, embedding_dim): output of attention_output and ffn_down
     std::vector<float> gate;       // (tokens, ffn_dim), then silu(gate) * up
     std::vector<float> up;         // (tokens, ffn_dim)
+    std::vector<float> rope_cos;   // (tokens, rope_dims / 2): cosines of each token's rotary angles
+    std::vector<float> rope_sin;   // (tokens, rope_dims / 2)
     std::vector<float> attention_scratch;  // (threads, scratch_floats()): see attend()
     std::vector<AttentionWork> attention_work;  // this step's attention items, the same for every layer
     std::atomic<int64_t> next_attention_work{0};
@@ -165,6 +167,7 @@ public:
         reserve_tokens(tokens);
         embed(batch);
         plan_attention(batch);
+        compute_rope_angles(batch);
         for (int64_t layer = 0; layer < config_.layer_count; ++layer) {
             attention_block(batch, cache, layer);
             ffn_block(tokens, weights_.layers[static_cast<size_t>(layer)]);
@@ -215,6 +218,8 @@ private:
         state_.projected.resize(n * static_cast<size_t>(config_.embedding_dim));
         state_.gate.resize(n * static_cast<size_t>(config_.ffn_dim));
         state_.up.resize(n * static_cast<size_t>(config_.ffn_dim));
+        state_.rope_cos.resize(n * static_cast<size_t>(config_.rope_dims / 2));
+        state_.rope_sin.resize(n * static_cast<size_t>(config_.rope_dims / 2));
         state_.token_capacity = tokens;
     }
 
@@ -224,6 +229,15 @@ private:
         for (int64_t t = 0; t < batch.size(); ++t) {
             const auto* row = static_cast<const uint8_t*>(table.data) + row_bytes * static_cast<uint64_t>(batch.tokens[t].token);
             dequantize_row(table.type, row, &state_.residual[t * config_.embedding_dim], config_.embedding_dim);
+        }
+    }
+
+    // Every layer and head rotates a token by the same angles: compute them once per step.
+    void compute_rope_angles(const Batch& batch) {
+        const int64_t pairs = config_.rope_dims / 2;
+        for (int64_t t = 0; t < batch.size(); ++t) {
+            rope_angles(static_cast<float>(batch.tokens[static_cast<size_t>(t)].position),
+                        weights_.rope_inverse_frequencies.data(), pairs, &state_.rope_cos[t * pairs], &state_.rope_sin[t * pairs]);
         }
     }
 
@@ -243,23 +257,24 @@ private:
         const LlamaLayer& layer = weights_.layers[static_cast<size_t>(layer_index)];
         const int64_t tokens = batch.size(), head_dim = config_.head_dim;
         normalize(tokens, layer.attention_norm);
-        matmul(layer.query, state_.normed.data(), tokens, state_.query.data(), pool_);
-        matmul(layer.key, state_.normed.data(), tokens, state_.key.data(), pool_);
-        matmul(layer.value, state_.normed.data(), tokens, state_.value.data(), pool_);
+        const WeightMatrix* projections[] = {&layer.query, &layer.key, &layer.value};
+        float* const outputs[] = {state_.query.data(), state_.key.data(), state_.value.data()};
+        matmul_many(projections, state_.normed.data(), tokens, outputs, pool_);
 
         // Rotate queries and keys by position, then store this step's keys and values in the cache.
         const KvCache::LayerStorage storage = cache.layer_storage(layer_index);
         const KvCacheShape& shape = cache.shape();
         for (int64_t t = 0; t < tokens; ++t) {
             const BatchToken& token = batch.tokens[static_cast<size_t>(t)];
-            const float position = static_cast<float>(token.position);
+            const float* cos_angles = &state_.rope_cos[t * (config_.rope_dims / 2)];
+            const float* sin_angles = &state_.rope_sin[t * (config_.rope_dims / 2)];
             for (int64_t h = 0; h < config_.head_count; ++h) {
-                rope(&state_.query[t * config_.q_dim() + h * head_dim], config_.rope_dims, position,
-                     weights_.rope_inverse_frequencies.data(), config_.rope_style);
+                rope_rotate(&state_.query[t * config_.q_dim() + h * head_dim], config_.rope_dims, cos_angles, sin_angles,
+                            config_.rope_style);
             }
             for (int64_t h = 0; h < config_.kv_head_count; ++h) {
-                rope(&state_.key[t * config_.kv_dim() + h * head_dim], config_.rope_dims, position,
-                     weights_.rope_inverse_frequencies.data(), config_.rope_style);
+                rope_rotate(&state_.key[t * config_.kv_dim() + h * head_dim], config_.rope_dims, cos_angles, sin_angles,
+                            config_.rope_style);
             }
             const int32_t block = cache.block_table(token.sequence)[static_cast<size_t>(token.position / shape.block_size)];
             const int64_t offset = block * storage.block_stride + (token.position % shape.block_size) * shape.slot_bytes();
@@ -337,8 +352,9 @@ private:
 
     void ffn_block(int64_t tokens, const LlamaLayer& layer) {
         normalize(tokens, layer.ffn_norm);
-        matmul(layer.ffn_gate, state_.normed.data(), tokens, state_.gate.data(), pool_);
-        matmul(layer.ffn_up, state_.normed.data(), tokens, state_.up.data(), pool_);
+        const WeightMatrix* projections[] = {&layer.ffn_gate, &layer.ffn_up};
+        float* const outputs[] = {state_.gate.data(), state_.up.data()};
+        matmul_many(projections, state_.normed.data(), tokens, outputs, pool_);
         swiglu(state_.gate.data(), state_.up.data(), state_.gate.data(), tokens * config_.ffn_dim);
         matmul(layer.ffn_down, state_.gate.data(), tokens, state_.projected.data(), pool_);
         add_to_residual(tokens);

@@ -72,6 +72,24 @@ TEST(Ops, RopeBothStylesRotatePairsByPositionTimesFrequency) {
     }
 }
 
+// The model computes each token's angles once (rope_angles) and rotates every head with them.
+TEST(Ops, RopeInTwoStepsEqualsRopeBitExactly) {
+    for (RopeStyle style : {RopeStyle::AdjacentPairs, RopeStyle::Halves}) {
+        for (int64_t rotary_dims : {64, 32}) {
+            const auto frequencies = inverse_frequencies(rotary_dims, 10000.0);
+            const auto x = random_vector(64, 4);
+            for (float position : {0.0f, 5.0f, 1234.0f}) {
+                auto one_step = x, two_steps = x;
+                rope(one_step.data(), rotary_dims, position, frequencies.data(), style);
+                std::vector<float> cos_angles(static_cast<size_t>(rotary_dims / 2)), sin_angles(cos_angles.size());
+                rope_angles(position, frequencies.data(), rotary_dims / 2, cos_angles.data(), sin_angles.data());
+                rope_rotate(two_steps.data(), rotary_dims, cos_angles.data(), sin_angles.data(), style);
+                EXPECT_EQ(one_step, two_steps);
+            }
+        }
+    }
+}
+
 // What attention relies on: q(p) · k(s) depends only on p - s.
 TEST(Ops, RopeDotProductsDependOnRelativePosition) {
     const auto frequencies = inverse_frequencies(64, 100000.0);

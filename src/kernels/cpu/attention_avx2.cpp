@@ -58,6 +58,21 @@ struct Avx2Vec {
         const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
         return _mm256_mul_ps(p, _mm256_castsi256_ps(bits));
     }
+    // Cached keys or values as float; exact, so equal to ops.h's kv_to_float. n: a multiple of 16.
+    static void kv_to_float(DType type, const void* src, float* dst, int64_t n) {
+        const auto* halves = static_cast<const uint16_t*>(src);
+        if (type == DType::F16) {
+            for (int64_t i = 0; i < n; i += 8)
+                _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(halves + i))));
+        } else if (type == DType::BF16) {
+            for (int64_t i = 0; i < n; i += 8) {
+                const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(halves + i)));
+                _mm256_storeu_ps(dst + i, _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16)));
+            }
+        } else {
+            tempered::kv_to_float(type, src, dst, n);
+        }
+    }
     static Type exp(Type v) { return {exp8(v.low), exp8(v.high)}; }
 };
 

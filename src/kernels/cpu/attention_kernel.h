@@ -1,7 +1,7 @@
 // The attention arithmetic of attention.h, written once over a vector type of 16 floats. `Vec`
 // provides: zero, set1, load, store, add, sub, mul, fma (a * b + c, one rounding), max, hmax, hsum
 // (((v[i] + v[i+8]) then + [i+4], + [i+2], + [i+1]: one fixed order), keep_first (lanes >= count set
-// to a fill value) and exp (canonical_exp below, lane by lane). Only headers; included by
+// to a fill value), exp (canonical_exp below, lane by lane) and kv_to_float (exact, as ops.h's). Only headers; included by
 // attention_scalar.cpp, attention_avx2.cpp and attention_avx512.cpp, each with its own Vec.
 #pragma once
 
@@ -63,7 +63,8 @@ inline Scratch carve(float* scratch, int64_t rows, int64_t head_dim) {
 }
 
 // Positions [base, base + count) of one KV head, as float; lanes past count are zero.
-inline void load_chunk(const KvHeadView& kv, std::span<const int32_t> block_table, int64_t base, int64_t count,
+template <typename Vec>
+void load_chunk(const KvHeadView& kv, std::span<const int32_t> block_table, int64_t base, int64_t count,
                        int64_t head_dim, const Scratch& s) {
     std::fill(s.keys_transposed, s.keys_transposed + kChunk * head_dim, 0.0f);
     std::fill(s.values, s.values + kChunk * head_dim, 0.0f);
@@ -72,9 +73,9 @@ inline void load_chunk(const KvHeadView& kv, std::span<const int32_t> block_tabl
         const int64_t position = base + k;
         const int64_t offset = block_table[static_cast<size_t>(position / kv.block_size)] * kv.block_stride +
                                (position % kv.block_size) * kv.slot_stride;
-        kv_to_float(kv.type, kv.keys + offset, key, head_dim);
+        Vec::kv_to_float(kv.type, kv.keys + offset, key, head_dim);
         for (int64_t d = 0; d < head_dim; ++d) s.keys_transposed[d * kChunk + k] = key[d];
-        kv_to_float(kv.type, kv.values + offset, s.values + k * head_dim, head_dim);
+        Vec::kv_to_float(kv.type, kv.values + offset, s.values + k * head_dim, head_dim);
     }
 }
 
@@ -120,7 +121,7 @@ void attend_run(const AttentionRun& run, const KvHeadView& kv, std::span<const i
     std::fill(s.output, s.output + rows * head_dim, 0.0f);
     const int64_t length = run.first_position + run.tokens;  // positions the last token sees
     for (int64_t base = 0; base < length; base += kChunk) {
-        load_chunk(kv, block_table, base, std::min<int64_t>(kChunk, length - base), head_dim, s);
+        load_chunk<Vec>(kv, block_table, base, std::min<int64_t>(kChunk, length - base), head_dim, s);
         for (int64_t t = 0; t < run.tokens; ++t) {
             const int64_t visible = std::min<int64_t>(kChunk, run.first_position + t + 1 - base);
             if (visible <= 0) continue;  // this chunk is wholly in the token's future

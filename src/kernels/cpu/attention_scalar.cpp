@@ -48,6 +48,7 @@ struct ScalarVec {
         for (int64_t i = std::max<int64_t>(count, 0); i < 16; ++i) out[i] = fill;
         return out;
     }
+    static void kv_to_float(DType type, const void* src, float* dst, int64_t n) { tempered::kv_to_float(type, src, dst, n); }
     static Type exp(const Type& v) {
         Type out;
         for (int i = 0; i < 16; ++i) out[i] = attention_detail::canonical_exp(v[i]);

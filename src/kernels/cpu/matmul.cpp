@@ -105,6 +105,34 @@ void matmul_with_isa(const WeightMatrix& weights, const float* x, int64_t batch,
     });
 }
 
+void matmul_many(std::span<const WeightMatrix* const> weights, const float* x, int64_t batch,
+                 std::span<float* const> y, ThreadPool& pool) {
+    const CpuIsa isa = active_cpu_isa();
+    const bool all_packed = std::all_of(weights.begin(), weights.end(), [&](const WeightMatrix* w) {
+        return w->layout == WeightLayout::Packed16 && w->cols == weights[0]->cols;
+    });
+    if (!all_packed || isa == CpuIsa::Scalar) {
+        for (size_t i = 0; i < weights.size(); ++i) matmul_with_isa(*weights[i], x, batch, y[i], pool, isa);
+        return;
+    }
+    QuantizedActivations& activations = activation_scratch();
+    quantize_activations_avx2(x, batch, weights[0]->cols, activations);
+    const PackedKernel kernel = packed_kernel(isa);
+    int64_t total_groups = 0;
+    for (const WeightMatrix* w : weights) total_groups += w->rows / kPackedRows;
+    // Global group g belongs to the first matrix whose cumulative group count exceeds it.
+    pool.parallel_for(total_groups, [&](int64_t begin, int64_t end) {
+        int64_t first_group = 0;
+        for (size_t i = 0; i < weights.size() && begin < end; ++i) {
+            const int64_t groups = weights[i]->rows / kPackedRows;
+            const int64_t local_begin = std::max<int64_t>(begin - first_group, 0);
+            const int64_t local_end = std::min<int64_t>(end - first_group, groups);
+            if (local_begin < local_end) kernel(*weights[i], activations, y[i], local_begin, local_end);
+            first_group += groups;
+        }
+    });
+}
+
 void matmul(const WeightMatrix& weights, const float* x, int64_t batch, float* y, ThreadPool& pool) {
     matmul_with_isa(weights, x, batch, y, pool, active_cpu_isa());
 }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "core/dtype.h"
 #include "core/thread_pool.h"
@@ -31,6 +32,11 @@ struct WeightMatrix {
 // Each output element is reduced in the same order whatever `batch` is or however the rows are
 // split across threads (batch invariance).
 void matmul(const WeightMatrix& weights, const float* x, int64_t batch, float* y, ThreadPool& pool);
+
+// y_i (batch, W_i.rows) = x (batch, cols) · W_i^T for several matrices of the same input width (a
+// layer's Q, K and V; gate and up): x is quantized once and the threads split all rows in one pass.
+void matmul_many(std::span<const WeightMatrix* const> weights, const float* x, int64_t batch,
+                 std::span<float* const> y, ThreadPool& pool);
 
 // The same with the kernels of `isa`, which the CPU must support. For tests and benchmarks.
 void matmul_with_isa(const WeightMatrix& weights, const float* x, int64_t batch, float* y, ThreadPool& pool,

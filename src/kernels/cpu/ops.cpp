@@ -42,6 +42,25 @@ void rmsnorm(const float* x, const float* weight, float* y, int64_t n, float eps
     for (int64_t i = 0; i < n; ++i) y[i] = x[i] * scale * weight[i];
 }
 
+void rope_angles(float position, const float* inverse_frequencies, int64_t pairs, float* cos_angles, float* sin_angles) {
+    for (int64_t i = 0; i < pairs; ++i) {
+        const float angle = position * inverse_frequencies[i];
+        cos_angles[i] = std::cos(angle);
+        sin_angles[i] = std::sin(angle);
+    }
+}
+
+void rope_rotate(float* x, int64_t rotary_dims, const float* cos_angles, const float* sin_angles, RopeStyle style) {
+    const int64_t pairs = rotary_dims / 2;
+    for (int64_t i = 0; i < pairs; ++i) {
+        float* first = style == RopeStyle::AdjacentPairs ? &x[2 * i] : &x[i];
+        float* second = style == RopeStyle::AdjacentPairs ? &x[2 * i + 1] : &x[i + pairs];
+        const float a = *first, b = *second;
+        *first = a * cos_angles[i] - b * sin_angles[i];
+        *second = a * sin_angles[i] + b * cos_angles[i];
+    }
+}
+
 void rope(float* x, int64_t rotary_dims, float position, const float* inverse_frequencies, RopeStyle style) {
     const int64_t pairs = rotary_dims / 2;
     for (int64_t i = 0; i < pairs; ++i) {
