@@ -241,33 +241,61 @@ private:
         }
     }
 
+    // body(begin, end) over the batch's tokens: split across the threads when the batch is large
+    // enough to pay for waking them (prefill), in the calling thread otherwise (decode).
+    template <typename Body>
+    void for_tokens(int64_t tokens, const Body& body) {
+        constexpr int64_t kParallelTokens = 8;
+        if (tokens < kParallelTokens) {
+            body(int64_t{0}, tokens);
+            return;
+        }
+        pool_.parallel_for(tokens, body);
+    }
+
     void normalize(int64_t tokens, const std::vector<float>& weight) {
         const int64_t dim = config_.embedding_dim;
-        for (int64_t t = 0; t < tokens; ++t) {
-            rmsnorm(&state_.residual[t * dim], weight.data(), &state_.normed[t * dim], dim, config_.rms_epsilon);
-        }
+        for_tokens(tokens, [&](int64_t begin, int64_t end) {
+            for (int64_t t = begin; t < end; ++t)
+                rmsnorm(&state_.residual[t * dim], weight.data(), &state_.normed[t * dim], dim, config_.rms_epsilon);
+        });
     }
 
     void add_to_residual(int64_t tokens) {
-        const int64_t count = tokens * config_.embedding_dim;
-        for (int64_t i = 0; i < count; ++i) state_.residual[i] += state_.projected[i];
+        const int64_t dim = config_.embedding_dim;
+        for_tokens(tokens, [&](int64_t begin, int64_t end) {
+            for (int64_t i = begin * dim; i < end * dim; ++i) state_.residual[i] += state_.projected[i];
+        });
     }
 
     void attention_block(const Batch& batch, KvCache& cache, int64_t layer_index) {
         const LlamaLayer& layer = weights_.layers[static_cast<size_t>(layer_index)];
-        const int64_t tokens = batch.size(), head_dim = config_.head_dim;
+        const int64_t tokens = batch.size();
         normalize(tokens, layer.attention_norm);
         const WeightMatrix* projections[] = {&layer.query, &layer.key, &layer.value};
         float* const outputs[] = {state_.query.data(), state_.key.data(), state_.value.data()};
         matmul_many(projections, state_.normed.data(), tokens, outputs, pool_);
 
         // Rotate queries and keys by position, then store this step's keys and values in the cache.
+        for_tokens(tokens, [&](int64_t begin, int64_t end) { rotate_and_cache(batch, cache, layer_index, begin, end); });
+
+        const AttentionStep step{&batch, &cache, layer_index};
+        state_.next_attention_work.store(0);
+        pool_.run_on_all([this, &step](int thread) { attend(step, thread); });
+        matmul(layer.attention_output, state_.attention.data(), tokens, state_.projected.data(), pool_);
+        add_to_residual(tokens);
+    }
+
+    // Tokens [begin, end): rotary embedding of their queries and keys, then their keys and values
+    // into the cache.
+    void rotate_and_cache(const Batch& batch, KvCache& cache, int64_t layer_index, int64_t begin, int64_t end) {
         const KvCache::LayerStorage storage = cache.layer_storage(layer_index);
         const KvCacheShape& shape = cache.shape();
-        for (int64_t t = 0; t < tokens; ++t) {
+        const int64_t head_dim = config_.head_dim, pairs = config_.rope_dims / 2;
+        for (int64_t t = begin; t < end; ++t) {
             const BatchToken& token = batch.tokens[static_cast<size_t>(t)];
-            const float* cos_angles = &state_.rope_cos[t * (config_.rope_dims / 2)];
-            const float* sin_angles = &state_.rope_sin[t * (config_.rope_dims / 2)];
+            const float* cos_angles = &state_.rope_cos[t * pairs];
+            const float* sin_angles = &state_.rope_sin[t * pairs];
             for (int64_t h = 0; h < config_.head_count; ++h) {
                 rope_rotate(&state_.query[t * config_.q_dim() + h * head_dim], config_.rope_dims, cos_angles, sin_angles,
                             config_.rope_style);
@@ -281,12 +309,6 @@ private:
             float_to_kv(shape.type, &state_.key[t * config_.kv_dim()], storage.keys + offset, config_.kv_dim());
             float_to_kv(shape.type, &state_.value[t * config_.kv_dim()], storage.values + offset, config_.kv_dim());
         }
-
-        const AttentionStep step{&batch, &cache, layer_index};
-        state_.next_attention_work.store(0);
-        pool_.run_on_all([this, &step](int thread) { attend(step, thread); });
-        matmul(layer.attention_output, state_.attention.data(), tokens, state_.projected.data(), pool_);
-        add_to_residual(tokens);
     }
 
     // What attend() needs, behind one pointer: a lambda of two captures fits std::function's inline
@@ -355,7 +377,11 @@ private:
         const WeightMatrix* projections[] = {&layer.ffn_gate, &layer.ffn_up};
         float* const outputs[] = {state_.gate.data(), state_.up.data()};
         matmul_many(projections, state_.normed.data(), tokens, outputs, pool_);
-        swiglu(state_.gate.data(), state_.up.data(), state_.gate.data(), tokens * config_.ffn_dim);
+        const int64_t ffn_dim = config_.ffn_dim;
+        for_tokens(tokens, [&](int64_t begin, int64_t end) {
+            swiglu(&state_.gate[begin * ffn_dim], &state_.up[begin * ffn_dim], &state_.gate[begin * ffn_dim],
+                   (end - begin) * ffn_dim);
+        });
         matmul(layer.ffn_down, state_.gate.data(), tokens, state_.projected.data(), pool_);
         add_to_residual(tokens);
     }

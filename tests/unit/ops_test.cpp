@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
+#include <limits>
 #include <cmath>
 #include <complex>
 #include <numeric>
@@ -10,6 +12,8 @@
 
 #include "core/half.h"
 #include "kernels/cpu/ops.h"
+#include "kernels/cpu/dispatch.h"
+#include "kernels/cpu/elementwise_simd.h"
 
 namespace tempered {
 namespace {
@@ -129,6 +133,37 @@ TEST(Ops, SwigluIsSiluOfGateTimesUp) {
         const double g = gate[i];
         EXPECT_NEAR(out[i], g / (1.0 + std::exp(-g)) * up[i], 1e-5);
     }
+}
+
+TEST(Ops, VectorSwigluEqualsScalarBitExactly) {
+    const auto gate = random_vector(1003, 17, 12.0f), up = random_vector(1003, 18);
+    std::vector<float> scalar(gate.size()), avx2(gate.size()), avx512(gate.size());
+    swiglu_scalar(gate.data(), up.data(), scalar.data(), 1003);
+    if (cpu_supports(CpuIsa::Avx2)) {
+        swiglu_avx2(gate.data(), up.data(), avx2.data(), 1003);
+        EXPECT_EQ(avx2, scalar);
+    }
+    if (cpu_supports(CpuIsa::Avx512)) {
+        swiglu_avx512(gate.data(), up.data(), avx512.data(), 1003);
+        EXPECT_EQ(avx512, scalar);
+    }
+}
+
+// F16C's conversion against the scalar round-to-nearest-even one, on every float class but NaN.
+TEST(Ops, F16cHalfConversionEqualsScalarBitExactly) {
+    if (!cpu_supports(CpuIsa::Avx2)) GTEST_SKIP() << "no AVX2";
+    std::mt19937 rng(19);
+    std::vector<float> values = {0.0f, -0.0f, 65504.0f, 65520.0f, 1e10f, -1e10f, 5.96e-8f, 2.98e-8f, 2.99e-8f,
+                                 1e-9f, 6.1e-5f, std::numeric_limits<float>::infinity(),
+                                 -std::numeric_limits<float>::infinity()};
+    std::uniform_int_distribution<uint32_t> bits;
+    while (values.size() < 200000) {
+        const float value = std::bit_cast<float>(bits(rng));
+        if (!std::isnan(value)) values.push_back(value);
+    }
+    std::vector<uint16_t> fast(values.size());
+    float_to_half_avx2(values.data(), fast.data(), static_cast<int64_t>(values.size()));
+    for (size_t i = 0; i < values.size(); ++i) ASSERT_EQ(fast[i], float_to_half(values[i])) << values[i];
 }
 
 TEST(Ops, KvConversionsRoundTrip) {

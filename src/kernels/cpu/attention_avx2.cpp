@@ -2,6 +2,7 @@
 #include <immintrin.h>
 
 #include "kernels/cpu/attention_kernel.h"
+#include "kernels/cpu/exp_avx.h"
 
 namespace tempered {
 namespace {
@@ -46,18 +47,6 @@ struct Avx2Vec {
         const __m256 f = _mm256_set1_ps(fill);
         return {_mm256_blendv_ps(f, v.low, low_mask), _mm256_blendv_ps(f, v.high, high_mask)};
     }
-    static __m256 exp8(__m256 x) {  // canonical_exp, lane by lane
-        using namespace attention_detail;
-        x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(kExpMin)), _mm256_set1_ps(kExpMax));
-        const __m256 magic = _mm256_set1_ps(kRoundMagic);
-        const __m256 n = _mm256_sub_ps(_mm256_fmadd_ps(x, _mm256_set1_ps(kLog2e), magic), magic);
-        __m256 r = _mm256_fmadd_ps(n, _mm256_set1_ps(-kLn2High), x);
-        r = _mm256_fmadd_ps(n, _mm256_set1_ps(-kLn2Low), r);
-        __m256 p = _mm256_set1_ps(kExpCoefficients[0]);
-        for (int i = 1; i < 7; ++i) p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kExpCoefficients[i]));
-        const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-        return _mm256_mul_ps(p, _mm256_castsi256_ps(bits));
-    }
     // Cached keys or values as float; exact, so equal to ops.h's kv_to_float. n: a multiple of 16.
     static void kv_to_float(DType type, const void* src, float* dst, int64_t n) {
         const auto* halves = static_cast<const uint16_t*>(src);
@@ -73,7 +62,7 @@ struct Avx2Vec {
             tempered::kv_to_float(type, src, dst, n);
         }
     }
-    static Type exp(Type v) { return {exp8(v.low), exp8(v.high)}; }
+    static Type exp(Type v) { return {canonical_exp_avx2(v.low), canonical_exp_avx2(v.high)}; }
 };
 
 }  // namespace

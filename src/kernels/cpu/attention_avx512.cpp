@@ -5,6 +5,7 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
 #include "kernels/cpu/attention_kernel.h"
+#include "kernels/cpu/exp_avx.h"
 
 namespace tempered {
 namespace {
@@ -47,17 +48,7 @@ struct Avx512Vec {
             tempered::kv_to_float(type, src, dst, n);
         }
     }
-    static Type exp(Type x) {  // canonical_exp, lane by lane
-        using namespace attention_detail;
-        x = _mm512_min_ps(_mm512_max_ps(x, set1(kExpMin)), set1(kExpMax));
-        const Type n = _mm512_sub_ps(_mm512_fmadd_ps(x, set1(kLog2e), set1(kRoundMagic)), set1(kRoundMagic));
-        Type r = _mm512_fmadd_ps(n, set1(-kLn2High), x);
-        r = _mm512_fmadd_ps(n, set1(-kLn2Low), r);
-        Type p = set1(kExpCoefficients[0]);
-        for (int i = 1; i < 7; ++i) p = _mm512_fmadd_ps(p, r, set1(kExpCoefficients[i]));
-        const __m512i bits = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
-        return _mm512_mul_ps(p, _mm512_castsi512_ps(bits));
-    }
+    static Type exp(Type x) { return canonical_exp_avx512(x); }
 };
 
 }  // namespace

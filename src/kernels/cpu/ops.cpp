@@ -7,6 +7,9 @@
 #include <memory>
 
 #include "core/half.h"
+#include "kernels/cpu/dispatch.h"
+#include "kernels/cpu/elementwise_simd.h"
+#include "kernels/cpu/fast_exp.h"
 
 namespace tempered {
 namespace {
@@ -85,8 +88,17 @@ void softmax(float* x, int64_t n) {
     for (int64_t i = 0; i < n; ++i) x[i] *= inverse_sum;
 }
 
+void swiglu_scalar(const float* gate, const float* up, float* out, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) out[i] = gate[i] / (1.0f + canonical_exp(-gate[i])) * up[i];
+}
+
 void swiglu(const float* gate, const float* up, float* out, int64_t n) {
-    for (int64_t i = 0; i < n; ++i) out[i] = silu(gate[i]) * up[i];
+    switch (active_cpu_isa()) {
+        case CpuIsa::Avx512: return swiglu_avx512(gate, up, out, n);
+        case CpuIsa::Avx2: return swiglu_avx2(gate, up, out, n);
+        case CpuIsa::Scalar: break;
+    }
+    swiglu_scalar(gate, up, out, n);
 }
 
 void kv_to_float(DType type, const void* src, float* dst, int64_t n) {
@@ -114,6 +126,7 @@ void float_to_kv(DType type, const float* src, void* dst, int64_t n) {
             std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
             return;
         case DType::F16:
+            if (active_cpu_isa() != CpuIsa::Scalar) return float_to_half_avx2(src, static_cast<uint16_t*>(dst), n);
             for (int64_t i = 0; i < n; ++i) static_cast<uint16_t*>(dst)[i] = float_to_half(src[i]);
             return;
         case DType::BF16:

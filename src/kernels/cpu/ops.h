@@ -32,14 +32,14 @@ void rope_rotate(float* x, int64_t rotary_dims, const float* cos_angles, const f
 // x (n) = softmax(x), in place; max-subtracted, so large logits do not overflow.
 void softmax(float* x, int64_t n);
 
-inline float silu(float x) { return x / (1.0f + __builtin_expf(-x)); }
-
-// out (n) = silu(gate) * up, the SwiGLU feed-forward activation. out may alias gate or up.
+// out (n) = silu(gate) * up = gate / (1 + exp(-gate)) * up, the SwiGLU feed-forward activation, with
+// fast_exp.h's canonical_exp. out may alias gate or up. Vectorised where the CPU allows; the same bits.
 void swiglu(const float* gate, const float* up, float* out, int64_t n);
+void swiglu_scalar(const float* gate, const float* up, float* out, int64_t n);
 
 // dst (n) = src (n) of a KV storage type (F32, F16 or BF16); other types are a caller bug.
 void kv_to_float(DType type, const void* src, float* dst, int64_t n);
-// dst (n) of a KV storage type = src (n), rounded to nearest even.
+// dst (n) of a KV storage type = src (n), rounded to nearest even (F16C where the CPU has it).
 void float_to_kv(DType type, const float* src, void* dst, int64_t n);
 
 // Keys and values of one layer of a paged KV cache, seen from one KV head. The key of the position in

@@ -1,0 +1,31 @@
+// AVX2 versions of ops.h's element-wise kernels, equal to the scalar ones bit for bit.
+#include <immintrin.h>
+
+#include "core/half.h"
+#include "kernels/cpu/elementwise_simd.h"
+#include "kernels/cpu/exp_avx.h"
+#include "kernels/cpu/fast_exp.h"
+
+namespace tempered {
+
+void swiglu_avx2(const float* gate, const float* up, float* out, int64_t n) {
+    const __m256 one = _mm256_set1_ps(1.0f), zero = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 g = _mm256_loadu_ps(gate + i);
+        const __m256 silu = _mm256_div_ps(g, _mm256_add_ps(one, canonical_exp_avx2(_mm256_sub_ps(zero, g))));
+        _mm256_storeu_ps(out + i, _mm256_mul_ps(silu, _mm256_loadu_ps(up + i)));
+    }
+    for (; i < n; ++i) out[i] = gate[i] / (1.0f + canonical_exp(-gate[i])) * up[i];
+}
+
+void float_to_half_avx2(const float* src, uint16_t* dst, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m128i halves = _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), halves);
+    }
+    for (; i < n; ++i) dst[i] = float_to_half(src[i]);
+}
+
+}  // namespace tempered

@@ -1,0 +1,24 @@
+// AVX-512 versions of ops.h's element-wise kernels, equal to the scalar ones bit for bit.
+#include <immintrin.h>
+
+#pragma GCC diagnostic ignored "-Wuninitialized"  // GCC 12's AVX-512 headers; see matmul_q8_avx512.cpp
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#include "kernels/cpu/elementwise_simd.h"
+#include "kernels/cpu/exp_avx.h"
+#include "kernels/cpu/fast_exp.h"
+
+namespace tempered {
+
+void swiglu_avx512(const float* gate, const float* up, float* out, int64_t n) {
+    const __m512 one = _mm512_set1_ps(1.0f), zero = _mm512_setzero_ps();
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const __m512 g = _mm512_loadu_ps(gate + i);
+        const __m512 silu = _mm512_div_ps(g, _mm512_add_ps(one, canonical_exp_avx512(_mm512_sub_ps(zero, g))));
+        _mm512_storeu_ps(out + i, _mm512_mul_ps(silu, _mm512_loadu_ps(up + i)));
+    }
+    for (; i < n; ++i) out[i] = gate[i] / (1.0f + canonical_exp(-gate[i])) * up[i];
+}
+
+}  // namespace tempered
