@@ -14,31 +14,36 @@ bool more_likely(const Candidate& a, const Candidate& b) {
     return a.value != b.value ? a.value > b.value : a.token < b.token;
 }
 
-// candidates: logits sorted most likely first -> probabilities, in place.
-void to_probabilities(std::vector<Candidate>& candidates) {
-    const float max_logit = candidates.front().value;
-    float sum = 0.0f;
-    for (auto& c : candidates) {
-        c.value = std::exp(c.value - max_logit);
-        sum += c.value;
+// Most likely first over a prefix of the candidates long enough to hold `mass` (a share of `total`,
+// the sum of every candidate's weight): a vocabulary-sized sort only when the distribution is flat.
+size_t sort_prefix_holding(std::vector<Candidate>& candidates, float mass, float total) {
+    size_t sorted = std::min<size_t>(64, candidates.size());
+    while (true) {
+        const auto middle = candidates.begin() + static_cast<std::ptrdiff_t>(sorted);
+        std::nth_element(candidates.begin(), middle, candidates.end(), more_likely);
+        std::sort(candidates.begin(), middle, more_likely);
+        float prefix = 0.0f;
+        for (size_t i = 0; i < sorted; ++i) prefix += candidates[i].value;
+        if (prefix >= mass * total || sorted == candidates.size()) return sorted;
+        sorted = sorted * 8 >= candidates.size() / 2 ? candidates.size() : sorted * 8;
     }
-    for (auto& c : candidates) c.value /= sum;
 }
 
-void keep_top_p(std::vector<Candidate>& candidates, float top_p) {
+// Weights sorted most likely first (at least up to the cut): keeps the smallest prefix whose mass
+// reaches top_p of `total`, and at least one candidate.
+void keep_top_p(std::vector<Candidate>& candidates, float top_p, float total) {
     if (top_p >= 1.0f) return;
+    sort_prefix_holding(candidates, top_p, total);
     float mass = 0.0f;
     size_t keep = 0;
-    while (keep < candidates.size() && (keep == 0 || mass < top_p)) mass += candidates[keep++].value;
+    while (keep < candidates.size() && (keep == 0 || mass < top_p * total)) mass += candidates[keep++].value;
     candidates.resize(keep);
 }
 
+// Drops candidates whose weight is below min_p of the most likely one's (weight 1), keeping order.
 void keep_min_p(std::vector<Candidate>& candidates, float min_p) {
     if (min_p <= 0.0f) return;
-    const float threshold = min_p * candidates.front().value;
-    size_t keep = 1;
-    while (keep < candidates.size() && candidates[keep].value >= threshold) ++keep;
-    candidates.resize(keep);
+    std::erase_if(candidates, [min_p](const Candidate& c) { return c.value < min_p; });
 }
 
 }  // namespace
@@ -81,15 +86,19 @@ int32_t sample_token(std::span<const float> logits, const SamplingParams& params
     const auto best = std::min_element(candidates.begin(), candidates.end(), more_likely);
     if (params.temperature <= 0.0f || params.top_k == 1 || !std::isfinite(best->value)) return best->token;
 
-    for (auto& c : candidates) c.value /= params.temperature;
+    // Weights exp((logit - best) / T): the best has weight 1, so min_p compares with min_p itself and
+    // nothing is normalised; only top_k and top_p need order, and only over the head of the list.
+    const float best_value = best->value;
+    for (auto& c : candidates) c.value = std::exp((c.value - best_value) / params.temperature);
     if (params.top_k > 0 && static_cast<size_t>(params.top_k) < candidates.size()) {
         std::partial_sort(candidates.begin(), candidates.begin() + params.top_k, candidates.end(), more_likely);
         candidates.resize(static_cast<size_t>(params.top_k));
-    } else {
-        std::sort(candidates.begin(), candidates.end(), more_likely);
     }
-    to_probabilities(candidates);
-    keep_top_p(candidates, params.top_p);
+    if (params.top_p < 1.0f) {
+        float all = 0.0f;
+        for (const auto& c : candidates) all += c.value;
+        keep_top_p(candidates, params.top_p, all);
+    }
     keep_min_p(candidates, params.min_p);
 
     float total = 0.0f;

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <vector>
@@ -75,6 +76,38 @@ TEST(Sampler, TopPKeepsSmallestSetReachingTheMass) {
     EXPECT_EQ(histogram(logits, params, 2000).size(), 2u);
     params.top_p = 0.85f;
     EXPECT_EQ(histogram(logits, params, 4000).size(), 3u);
+}
+
+// A vocabulary-sized, nearly flat distribution: the nucleus spans thousands of tokens, beyond the
+// sampler's first sorted prefix. Every draw must come from the nucleus a full sort defines.
+TEST(Sampler, TopPOverAFlatVocabularyMatchesTheFullySortedNucleus) {
+    constexpr int kVocab = 49152;
+    std::vector<float> logits(kVocab);
+    for (int i = 0; i < kVocab; ++i) logits[static_cast<size_t>(i)] = 0.5f * std::sin(0.37f * static_cast<float>(i));
+    SamplingParams params;
+    params.top_p = 0.5f;
+    std::vector<std::pair<double, int32_t>> sorted;
+    double total = 0.0;
+    for (int i = 0; i < kVocab; ++i) {
+        sorted.push_back({std::exp(static_cast<double>(logits[static_cast<size_t>(i)])), i});
+        total += sorted.back().first;
+    }
+    std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    std::vector<bool> in_nucleus(kVocab, false);
+    double mass = 0.0, cutoff_logit = 0.0;
+    for (size_t i = 0; i < sorted.size() && mass < 0.5 * total; ++i) {
+        mass += sorted[i].first;
+        in_nucleus[static_cast<size_t>(sorted[i].second)] = true;
+        cutoff_logit = std::log(sorted[i].first);
+    }
+    const auto counts = histogram(logits, params, 200);
+    EXPECT_GT(counts.size(), 150u);  // the draws spread over the wide nucleus
+    for (const auto& [token, count] : counts) {
+        // Only a token at the nucleus' edge may differ, by float rounding of the running mass.
+        if (!in_nucleus[static_cast<size_t>(token)]) {
+            EXPECT_NEAR(logits[static_cast<size_t>(token)], cutoff_logit, 1e-3) << token;
+        }
+    }
 }
 
 TEST(Sampler, MinPDropsTokensFarBelowTheBest) {
