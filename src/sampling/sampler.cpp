@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 
+#include "kernels/cpu/ops.h"
+
 namespace tempered {
 namespace {
 
@@ -72,24 +74,89 @@ int32_t greedy_token(std::span<const float> logits) {
     return best;
 }
 
+namespace {
+
+// The largest value; eight lanes so that the compiler vectorises it (max is exact in any order).
+float max_value(const std::vector<float>& values) {
+    float lanes[8];
+    std::fill(lanes, lanes + 8, -std::numeric_limits<float>::infinity());
+    size_t i = 0;
+    for (; i + 8 <= values.size(); i += 8)
+        for (int j = 0; j < 8; ++j) lanes[j] = std::max(lanes[j], values[i + j]);
+    float best = *std::max_element(lanes, lanes + 8);
+    for (; i < values.size(); ++i) best = std::max(best, values[i]);
+    return best;
+}
+
+// Draws a token with probability weight / total by token id, in a fixed order: 256-token blocks are
+// summed in eight lanes, the block holding the target is found, then scanned token by token.
+int32_t draw_by_weight(const std::vector<float>& weights, SamplerRng& rng) {
+    constexpr size_t kBlock = 256;
+    const size_t blocks = (weights.size() + kBlock - 1) / kBlock;
+    thread_local std::vector<float> block_sums;
+    block_sums.resize(blocks);
+    float total = 0.0f;
+    for (size_t b = 0; b < blocks; ++b) {
+        const size_t begin = b * kBlock, end = std::min(weights.size(), begin + kBlock);
+        float lanes[8] = {};
+        size_t i = begin;
+        for (; i + 8 <= end; i += 8)
+            for (int j = 0; j < 8; ++j) lanes[j] += weights[i + j];
+        float sum = ((lanes[0] + lanes[4]) + (lanes[2] + lanes[6])) + ((lanes[1] + lanes[5]) + (lanes[3] + lanes[7]));
+        for (; i < end; ++i) sum += weights[i];
+        block_sums[b] = sum;
+        total += sum;
+    }
+    const float target = rng.next_unit_float() * total;
+    float mass = 0.0f;
+    int32_t last_with_weight = 0;
+    for (size_t b = 0; b < blocks; ++b) {
+        if (block_sums[b] > 0.0f && target >= mass + block_sums[b] && b + 1 < blocks) {
+            mass += block_sums[b];
+            continue;
+        }
+        const size_t begin = b * kBlock, end = std::min(weights.size(), begin + kBlock);
+        for (size_t i = begin; i < end; ++i) {
+            if (weights[i] <= 0.0f) continue;
+            mass += weights[i];
+            last_with_weight = static_cast<int32_t>(i);
+            if (target < mass) return last_with_weight;
+        }
+    }
+    return last_with_weight;  // rounding left target at the very top
+}
+
+}  // namespace
+
 int32_t sample_token(std::span<const float> logits, const SamplingParams& params, SamplerRng& rng,
                      SamplerWorkspace& workspace) {
-    auto& candidates = workspace.candidates;
-    candidates.resize(logits.size());
-    for (size_t i = 0; i < logits.size(); ++i) {
-        const float logit = std::isnan(logits[i]) ? -std::numeric_limits<float>::infinity() : logits[i];
-        candidates[i] = {static_cast<int32_t>(i), logit};
-    }
+    std::vector<float>& weights = workspace.weights;
+    weights.resize(logits.size());
+    for (size_t i = 0; i < logits.size(); ++i)
+        weights[i] = std::isnan(logits[i]) ? -std::numeric_limits<float>::infinity() : logits[i];
     for (const auto& [token, bias] : params.logit_bias) {
-        if (token >= 0 && static_cast<size_t>(token) < candidates.size()) candidates[static_cast<size_t>(token)].value += bias;
+        if (token >= 0 && static_cast<size_t>(token) < weights.size()) weights[static_cast<size_t>(token)] += bias;
     }
-    const auto best = std::min_element(candidates.begin(), candidates.end(), more_likely);
-    if (params.temperature <= 0.0f || params.top_k == 1 || !std::isfinite(best->value)) return best->token;
+    const float best_value = max_value(weights);
+    const auto best = static_cast<int32_t>(std::find(weights.begin(), weights.end(), best_value) - weights.begin());
+    if (params.temperature <= 0.0f || params.top_k == 1 || !std::isfinite(best_value)) return best;
 
     // Weights exp((logit - best) / T): the best has weight 1, so min_p compares with min_p itself and
-    // nothing is normalised; only top_k and top_p need order, and only over the head of the list.
-    const float best_value = best->value;
-    for (auto& c : candidates) c.value = std::exp((c.value - best_value) / params.temperature);
+    // nothing is normalised. Only top_k and top_p need an order, and only over the head of the list.
+    exp_of_scaled_difference(weights.data(), best_value, 1.0f / params.temperature, weights.data(),
+                             static_cast<int64_t>(weights.size()));
+    const bool truncates_by_rank =
+        (params.top_k > 0 && static_cast<size_t>(params.top_k) < weights.size()) || params.top_p < 1.0f;
+    if (!truncates_by_rank) {
+        if (params.min_p > 0.0f)
+            for (float& w : weights) w = w < params.min_p ? 0.0f : w;
+        return draw_by_weight(weights, rng);
+    }
+
+    auto& candidates = workspace.candidates;
+    candidates.clear();
+    for (size_t i = 0; i < weights.size(); ++i)  // a weight of 0 can never be drawn
+        if (weights[i] > 0.0f) candidates.push_back({static_cast<int32_t>(i), weights[i]});
     if (params.top_k > 0 && static_cast<size_t>(params.top_k) < candidates.size()) {
         std::partial_sort(candidates.begin(), candidates.begin() + params.top_k, candidates.end(), more_likely);
         candidates.resize(static_cast<size_t>(params.top_k));

@@ -35,9 +35,10 @@ private:
 struct SamplerWorkspace {
     struct Candidate {
         int32_t token;
-        float value;  // a logit, then a probability
+        float value;  // a weight exp((logit - best) / T)
     };
-    std::vector<Candidate> candidates;  // (vocab)
+    std::vector<float> weights;         // (vocab): logits, then their weights, by token id
+    std::vector<Candidate> candidates;  // the tokens with weight, when top_k / top_p need them in order
 };
 
 // The next token for `logits` (vocab). rng is advanced by exactly one draw unless the choice is greedy.

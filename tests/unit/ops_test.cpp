@@ -14,6 +14,7 @@
 #include "kernels/cpu/ops.h"
 #include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/elementwise_simd.h"
+#include "kernels/cpu/fast_exp.h"
 
 namespace tempered {
 namespace {
@@ -146,6 +147,23 @@ TEST(Ops, VectorSwigluEqualsScalarBitExactly) {
     if (cpu_supports(CpuIsa::Avx512)) {
         swiglu_avx512(gate.data(), up.data(), avx512.data(), 1003);
         EXPECT_EQ(avx512, scalar);
+    }
+}
+
+TEST(Ops, VectorExpOfScaledDifferenceEqualsScalarBitExactly) {
+    auto x = random_vector(1003, 21, 40.0f);
+    x[5] = -std::numeric_limits<float>::infinity();  // a banned logit: weight exactly 0
+    std::vector<float> scalar(x.size());
+    for (size_t i = 0; i < x.size(); ++i) scalar[i] = canonical_exp((x[i] - 3.5f) * 1.25f);
+    EXPECT_EQ(scalar[5], 0.0f);
+    for (CpuIsa isa : {CpuIsa::Avx2, CpuIsa::Avx512}) {
+        if (!cpu_supports(isa)) continue;
+        std::vector<float> fast(x.size());
+        if (isa == CpuIsa::Avx2)
+            exp_of_scaled_difference_avx2(x.data(), 3.5f, 1.25f, fast.data(), 1003);
+        else
+            exp_of_scaled_difference_avx512(x.data(), 3.5f, 1.25f, fast.data(), 1003);
+        EXPECT_EQ(fast, scalar) << cpu_isa_name(isa);
     }
 }
 

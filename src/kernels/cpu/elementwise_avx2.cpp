@@ -19,6 +19,14 @@ void swiglu_avx2(const float* gate, const float* up, float* out, int64_t n) {
     for (; i < n; ++i) out[i] = gate[i] / (1.0f + canonical_exp(-gate[i])) * up[i];
 }
 
+void exp_of_scaled_difference_avx2(const float* x, float subtract, float multiply, float* out, int64_t n) {
+    const __m256 offset = _mm256_set1_ps(subtract), scale = _mm256_set1_ps(multiply);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(out + i, canonical_exp_avx2(_mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), offset), scale)));
+    for (; i < n; ++i) out[i] = canonical_exp((x[i] - subtract) * multiply);
+}
+
 void float_to_half_avx2(const float* src, uint16_t* dst, int64_t n) {
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) {

@@ -21,4 +21,12 @@ void swiglu_avx512(const float* gate, const float* up, float* out, int64_t n) {
     for (; i < n; ++i) out[i] = gate[i] / (1.0f + canonical_exp(-gate[i])) * up[i];
 }
 
+void exp_of_scaled_difference_avx512(const float* x, float subtract, float multiply, float* out, int64_t n) {
+    const __m512 offset = _mm512_set1_ps(subtract), scale = _mm512_set1_ps(multiply);
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(out + i, canonical_exp_avx512(_mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(x + i), offset), scale)));
+    for (; i < n; ++i) out[i] = canonical_exp((x[i] - subtract) * multiply);
+}
+
 }  // namespace tempered

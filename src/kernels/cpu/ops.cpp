@@ -101,6 +101,15 @@ void swiglu(const float* gate, const float* up, float* out, int64_t n) {
     swiglu_scalar(gate, up, out, n);
 }
 
+void exp_of_scaled_difference(const float* x, float subtract, float multiply, float* out, int64_t n) {
+    switch (active_cpu_isa()) {
+        case CpuIsa::Avx512: return exp_of_scaled_difference_avx512(x, subtract, multiply, out, n);
+        case CpuIsa::Avx2: return exp_of_scaled_difference_avx2(x, subtract, multiply, out, n);
+        case CpuIsa::Scalar: break;
+    }
+    for (int64_t i = 0; i < n; ++i) out[i] = canonical_exp((x[i] - subtract) * multiply);
+}
+
 void kv_to_float(DType type, const void* src, float* dst, int64_t n) {
     switch (type) {
         case DType::F32:

@@ -37,6 +37,10 @@ void softmax(float* x, int64_t n);
 void swiglu(const float* gate, const float* up, float* out, int64_t n);
 void swiglu_scalar(const float* gate, const float* up, float* out, int64_t n);
 
+// out (n) = canonical_exp((x - subtract) * multiply) (fast_exp.h), e.g. a sampler's weights
+// exp((logit - best) / T). out may alias x. Vectorised where the CPU allows; the same bits.
+void exp_of_scaled_difference(const float* x, float subtract, float multiply, float* out, int64_t n);
+
 // dst (n) = src (n) of a KV storage type (F32, F16 or BF16); other types are a caller bug.
 void kv_to_float(DType type, const void* src, float* dst, int64_t n);
 // dst (n) of a KV storage type = src (n), rounded to nearest even (F16C where the CPU has it).
