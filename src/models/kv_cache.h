@@ -16,6 +16,9 @@
 
 namespace tempered {
 
+// Inside a block, values are stored position by position, (slot, kv_head, head_dim), and keys
+// transposed, (kv_head, head_dim, slot): attention then reads one dimension of 16 consecutive keys as
+// one vector instead of transposing every key it reads (kernels/cpu/attention.h).
 struct KvCacheShape {
     int64_t layer_count = 0;
     int64_t kv_head_count = 0;
@@ -23,13 +26,31 @@ struct KvCacheShape {
     int64_t block_size = 16;    // positions per block
     DType type = DType::F16;    // F16, BF16 or F32; never quantized
 
-    // Bytes of one block of keys (or of values) of one layer: (block_size, kv_head_count, head_dim).
+    // Bytes of one block of keys (or of values) of one layer: block_size * kv_head_count * head_dim.
     int64_t block_bytes() const;
-    int64_t slot_bytes() const;  // one position: (kv_head_count, head_dim)
+    int64_t slot_bytes() const;  // one position's values: (kv_head_count, head_dim)
+    int64_t element_bytes() const;
+    // Byte offsets inside a block of element d of KV head h at slot s.
+    int64_t key_offset(int64_t slot, int64_t kv_head, int64_t d) const {
+        return ((kv_head * head_dim + d) * block_size + slot) * element_bytes();
+    }
+    int64_t value_offset(int64_t slot, int64_t kv_head, int64_t d) const {
+        return ((slot * kv_head_count + kv_head) * head_dim + d) * element_bytes();
+    }
 };
 
 KvCacheShape kv_cache_shape(const ModelConfig& config, DType type, int64_t block_size = 16);
 bool kv_type_supported(DType type);
+
+// Stores one position's keys and values (kv_head_count * head_dim floats each), converted to the
+// cache's type, into slot `slot` of block `block` of one layer.
+struct KvLayerView {
+    uint8_t* keys;
+    uint8_t* values;
+    int64_t block_stride;
+};
+void store_kv_position(const KvCacheShape& shape, const KvLayerView& layer, int32_t block, int64_t slot,
+                       const float* key, const float* value);
 
 class KvCache {
 public:

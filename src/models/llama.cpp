@@ -305,9 +305,9 @@ private:
                             config_.rope_style);
             }
             const int32_t block = cache.block_table(token.sequence)[static_cast<size_t>(token.position / shape.block_size)];
-            const int64_t offset = block * storage.block_stride + (token.position % shape.block_size) * shape.slot_bytes();
-            float_to_kv(shape.type, &state_.key[t * config_.kv_dim()], storage.keys + offset, config_.kv_dim());
-            float_to_kv(shape.type, &state_.value[t * config_.kv_dim()], storage.values + offset, config_.kv_dim());
+            store_kv_position(shape, KvLayerView{storage.keys, storage.values, storage.block_stride}, block,
+                              token.position % shape.block_size, &state_.key[t * config_.kv_dim()],
+                              &state_.value[t * config_.kv_dim()]);
         }
     }
 
@@ -347,15 +347,14 @@ private:
         const KvCache::LayerStorage storage = cache.layer_storage(step.layer_index);
         const KvCacheShape& shape = cache.shape();
         const int64_t head_dim = config_.head_dim, group = config_.group_size();
-        const int64_t element_bytes = static_cast<int64_t>(dtype_traits(shape.type).block_bytes);
         const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
         float* scratch = &state_.attention_scratch[static_cast<size_t>(thread * scratch_floats())];
         const auto items = static_cast<int64_t>(state_.attention_work.size());
         for (int64_t i = state_.next_attention_work.fetch_add(1); i < items; i = state_.next_attention_work.fetch_add(1)) {
             const AttentionWork& item = state_.attention_work[static_cast<size_t>(i)];
             const BatchToken& first = batch.tokens[static_cast<size_t>(item.first_token)];
-            const int64_t head_offset = item.kv_head * head_dim * element_bytes;
-            const KvHeadView view{storage.keys + head_offset, storage.values + head_offset, storage.block_stride,
+            const KvHeadView view{storage.keys + shape.key_offset(0, item.kv_head, 0),
+                                  storage.values + shape.value_offset(0, item.kv_head, 0), storage.block_stride,
                                   shape.slot_bytes(), shape.block_size, shape.type};
             const int64_t first_query = item.first_token * config_.q_dim() + item.kv_head * group * head_dim;
             if (attention_run_supports(head_dim)) {

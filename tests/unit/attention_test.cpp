@@ -11,6 +11,7 @@
 #include "kernel_test_support.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/attention_kernel.h"
+#include "models/kv_cache.h"
 
 namespace tempered {
 namespace {
@@ -37,10 +38,10 @@ struct PagedLayer {
     int64_t element_bytes() const { return type == DType::F32 ? 4 : 2; }
     int64_t slot_bytes() const { return kKvHeads * head_dim * element_bytes(); }
     int64_t block_bytes() const { return block_size * slot_bytes(); }
+    KvCacheShape shape() const { return KvCacheShape{1, kKvHeads, head_dim, block_size, type}; }
     KvHeadView view() const {
-        const int64_t head_offset = head_dim * element_bytes();
-        return KvHeadView{keys.data() + head_offset, values.data() + head_offset, block_bytes(), slot_bytes(),
-                          block_size, type};
+        return KvHeadView{keys.data() + shape().key_offset(0, 1, 0), values.data() + shape().value_offset(0, 1, 0),
+                          block_bytes(), slot_bytes(), block_size, type};
     }
 };
 
@@ -56,15 +57,22 @@ PagedLayer make_layer(DType type, int64_t head_dim, int64_t block_size, int64_t 
     for (int64_t p = 0; p < length; ++p) {
         for (auto& x : key) x = 2.0f * normal(rng);
         for (auto& x : value) x = normal(rng);
-        const int64_t offset = layer.block_table[static_cast<size_t>(p / block_size)] * layer.block_bytes() +
-                               (p % block_size) * layer.slot_bytes() + head_dim * layer.element_bytes();
-        float_to_kv(type, key.data(), &layer.keys[static_cast<size_t>(offset)], head_dim);
-        float_to_kv(type, value.data(), &layer.values[static_cast<size_t>(offset)], head_dim);
-        const size_t at = layer.stored_keys.size();
-        layer.stored_keys.resize(at + key.size());
-        layer.stored_values.resize(at + key.size());
-        kv_to_float(type, &layer.keys[static_cast<size_t>(offset)], &layer.stored_keys[at], head_dim);
-        kv_to_float(type, &layer.values[static_cast<size_t>(offset)], &layer.stored_values[at], head_dim);
+        // The position's keys and values for both KV heads; the tests read head 1.
+        std::vector<float> both_keys(2 * key.size(), -7.0f), both_values(2 * key.size(), -7.0f);
+        std::copy(key.begin(), key.end(), both_keys.begin() + head_dim);
+        std::copy(value.begin(), value.end(), both_values.begin() + head_dim);
+        const int32_t block = layer.block_table[static_cast<size_t>(p / block_size)];
+        store_kv_position(layer.shape(), KvLayerView{layer.keys.data(), layer.values.data(), layer.block_bytes()}, block,
+                          p % block_size, both_keys.data(), both_values.data());
+        for (int64_t d = 0; d < head_dim; ++d) {  // as the cache rounds them
+            float rounded_key, rounded_value;
+            kv_to_float(type, &layer.keys[static_cast<size_t>(block * layer.block_bytes() + layer.shape().key_offset(p % block_size, 1, d))],
+                        &rounded_key, 1);
+            kv_to_float(type, &layer.values[static_cast<size_t>(block * layer.block_bytes() + layer.shape().value_offset(p % block_size, 1, d))],
+                        &rounded_value, 1);
+            layer.stored_keys.push_back(rounded_key);
+            layer.stored_values.push_back(rounded_value);
+        }
     }
     return layer;
 }

@@ -200,8 +200,8 @@ TEST(Ops, KvConversionsRoundTrip) {
     }
 }
 
-// Keys and values of `length` positions of one sequence, written to a paged layout with a shuffled
-// block table and two KV heads per slot; attend_heads for the three query heads sharing KV head 1 must
+// Keys and values of `length` positions of one sequence, written to the paged layout of kv_cache.h
+// (keys transposed in a block) with a shuffled block table and two KV heads per slot; attend_heads for the three query heads sharing KV head 1 must
 // equal the textbook formula for each of them.
 TEST(Ops, AttendHeadsMatchesFormulaOverPagedBlocks) {
     constexpr int64_t kHeadDim = 16, kKvHeads = 2, kBlockSize = 8, kBlocks = 7, kGroup = 3;
@@ -217,15 +217,19 @@ TEST(Ops, AttendHeadsMatchesFormulaOverPagedBlocks) {
             const auto q = random_vector(kGroup * kHeadDim, 12, 2.0f);
             std::vector<float> k_stored(k.size()), v_stored(v.size());  // as rounded by the cache type
             for (int64_t p = 0; p < length; ++p) {
-                const int64_t offset = block_table[static_cast<size_t>(p / kBlockSize)] * block_bytes +
-                                       (p % kBlockSize) * slot_bytes + kHeadDim * element_bytes;  // KV head 1
-                float_to_kv(type, &k[p * kHeadDim], &keys[offset], kHeadDim);
-                float_to_kv(type, &v[p * kHeadDim], &values[offset], kHeadDim);
-                kv_to_float(type, &keys[offset], &k_stored[p * kHeadDim], kHeadDim);
-                kv_to_float(type, &values[offset], &v_stored[p * kHeadDim], kHeadDim);
+                const int64_t block = block_table[static_cast<size_t>(p / kBlockSize)] * block_bytes;
+                const int64_t slot = p % kBlockSize;
+                const int64_t value_offset = block + slot * slot_bytes + kHeadDim * element_bytes;  // KV head 1
+                float_to_kv(type, &v[p * kHeadDim], &values[value_offset], kHeadDim);
+                kv_to_float(type, &values[value_offset], &v_stored[p * kHeadDim], kHeadDim);
+                for (int64_t d = 0; d < kHeadDim; ++d) {  // element d of head 1's key: ((1 * head_dim + d) * block_size + slot)
+                    const int64_t key_offset = block + ((kHeadDim + d) * kBlockSize + slot) * element_bytes;
+                    float_to_kv(type, &k[p * kHeadDim + d], &keys[key_offset], 1);
+                    kv_to_float(type, &keys[key_offset], &k_stored[p * kHeadDim + d], 1);
+                }
             }
-            const KvHeadView view{keys.data() + kHeadDim * element_bytes, values.data() + kHeadDim * element_bytes,
-                                  block_bytes, slot_bytes, kBlockSize, type};
+            const KvHeadView view{keys.data() + kHeadDim * kBlockSize * element_bytes,
+                                  values.data() + kHeadDim * element_bytes, block_bytes, slot_bytes, kBlockSize, type};
             const float scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
             std::vector<float> scratch(static_cast<size_t>(kGroup * length + (kGroup + 1) * kHeadDim));
             std::vector<float> out(kGroup * kHeadDim);

@@ -47,20 +47,29 @@ inline Scratch carve(float* scratch, int64_t rows, int64_t head_dim) {
     return s;
 }
 
-// Positions [base, base + count) of one KV head, as float; lanes past count are zero.
+// Positions [base, base + count) of one KV head, as float. Lanes past count hold whatever was there:
+// their scores are masked and their values never read.
 template <typename Vec>
 void load_chunk(const KvHeadView& kv, std::span<const int32_t> block_table, int64_t base, int64_t count,
-                       int64_t head_dim, const Scratch& s) {
-    std::fill(s.keys_transposed, s.keys_transposed + kChunk * head_dim, 0.0f);
-    std::fill(s.values, s.values + kChunk * head_dim, 0.0f);
-    float key[512];  // head_dim <= 512 (attention_run_supports)
+                int64_t head_dim, const Scratch& s) {
+    const int64_t element = kv.element_bytes();
+    auto block_of = [&](int64_t position) { return block_table[static_cast<size_t>(position / kv.block_size)]; };
+    if (kv.block_size % kChunk == 0) {
+        // The chunk lies in one block, whose keys are transposed: each dimension is 16 consecutive slots.
+        const uint8_t* first = kv.keys + block_of(base) * kv.block_stride + (base % kv.block_size) * element;
+        for (int64_t d = 0; d < head_dim; ++d)
+            Vec::kv_to_float(kv.type, first + d * kv.block_size * element, s.keys_transposed + d * kChunk, kChunk);
+    } else {
+        float key[512];  // head_dim <= 512 (attention_run_supports)
+        for (int64_t k = 0; k < count; ++k) {
+            gather_key(kv, block_of(base + k), (base + k) % kv.block_size, head_dim, key);
+            for (int64_t d = 0; d < head_dim; ++d) s.keys_transposed[d * kChunk + k] = key[d];
+        }
+    }
     for (int64_t k = 0; k < count; ++k) {
         const int64_t position = base + k;
-        const int64_t offset = block_table[static_cast<size_t>(position / kv.block_size)] * kv.block_stride +
-                               (position % kv.block_size) * kv.slot_stride;
-        Vec::kv_to_float(kv.type, kv.keys + offset, key, head_dim);
-        for (int64_t d = 0; d < head_dim; ++d) s.keys_transposed[d * kChunk + k] = key[d];
-        Vec::kv_to_float(kv.type, kv.values + offset, s.values + k * head_dim, head_dim);
+        Vec::kv_to_float(kv.type, kv.values + block_of(position) * kv.block_stride + (position % kv.block_size) * kv.slot_stride,
+                         s.values + k * head_dim, head_dim);
     }
 }
 

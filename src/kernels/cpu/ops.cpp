@@ -146,23 +146,27 @@ void float_to_kv(DType type, const float* src, void* dst, int64_t n) {
     }
 }
 
+void gather_key(const KvHeadView& kv, int64_t block, int64_t slot, int64_t head_dim, float* out) {
+    const int64_t element = kv.element_bytes();
+    const uint8_t* first = kv.keys + block * kv.block_stride + slot * element;
+    for (int64_t d = 0; d < head_dim; ++d) kv_to_float(kv.type, first + d * kv.block_size * element, &out[d], 1);
+}
+
 void attend_heads(const float* q, int64_t heads, int64_t head_dim, const KvHeadView& kv,
                   std::span<const int32_t> block_table, int64_t length, float scale, float* scratch, float* out) {
     float* scores = scratch;                   // (heads, length)
     float* row = scratch + heads * length;     // (head_dim): one key or value, as float
     float* accumulator = row + head_dim;       // (heads, head_dim)
-    auto slot_offset = [&](int64_t position) {
-        const int64_t block = block_table[static_cast<size_t>(position / kv.block_size)];
-        return block * kv.block_stride + (position % kv.block_size) * kv.slot_stride;
-    };
+    auto block_of = [&](int64_t position) { return block_table[static_cast<size_t>(position / kv.block_size)]; };
     for (int64_t p = 0; p < length; ++p) {
-        kv_to_float(kv.type, kv.keys + slot_offset(p), row, head_dim);
+        gather_key(kv, block_of(p), p % kv.block_size, head_dim, row);
         for (int64_t h = 0; h < heads; ++h) scores[h * length + p] = scale * dot(q + h * head_dim, row, head_dim);
     }
     for (int64_t h = 0; h < heads; ++h) softmax(scores + h * length, length);
     std::fill(accumulator, accumulator + heads * head_dim, 0.0f);
     for (int64_t p = 0; p < length; ++p) {
-        kv_to_float(kv.type, kv.values + slot_offset(p), row, head_dim);
+        kv_to_float(kv.type, kv.values + block_of(p) * kv.block_stride + (p % kv.block_size) * kv.slot_stride, row,
+                    head_dim);
         for (int64_t h = 0; h < heads; ++h) {
             const float weight = scores[h * length + p];
             float* acc = accumulator + h * head_dim;

@@ -46,16 +46,23 @@ void kv_to_float(DType type, const void* src, float* dst, int64_t n);
 // dst (n) of a KV storage type = src (n), rounded to nearest even (F16C where the CPU has it).
 void float_to_kv(DType type, const float* src, void* dst, int64_t n);
 
-// Keys and values of one layer of a paged KV cache, seen from one KV head. The key of the position in
-// slot s of block b starts at keys + b * block_stride + s * slot_stride (bytes); values likewise.
+// Keys and values of one layer of a paged KV cache, seen from one KV head (layout: KvCacheShape in
+// models/kv_cache.h). For the position in slot s of block b, element d of the key is at
+// keys + b * block_stride + (d * block_size + s) * element bytes (keys are transposed in a block), and
+// the value starts at values + b * block_stride + s * slot_stride.
 struct KvHeadView {
     const uint8_t* keys = nullptr;
     const uint8_t* values = nullptr;
     int64_t block_stride = 0;  // bytes between consecutive blocks
-    int64_t slot_stride = 0;   // bytes between consecutive slots of a block
+    int64_t slot_stride = 0;   // bytes between consecutive values of a block
     int64_t block_size = 0;    // slots per block
     DType type = DType::F16;
+
+    int64_t element_bytes() const { return type == DType::F32 ? 4 : 2; }
 };
+
+// The key of slot `slot` of block `block` (head_dim elements), as float.
+void gather_key(const KvHeadView& kv, int64_t block, int64_t slot, int64_t head_dim, float* out);
 
 // For each of `heads` query heads sharing one KV head (a GQA group):
 // out[h] (head_dim) = softmax(scale * q[h] · K^T) · V over positions [0, length) of one sequence, whose
