@@ -22,5 +22,7 @@ scripts/build.sh asan
 
 echo "== end-to-end tests"
 TEMPERED_BIN=build/tempered .venv/bin/python -m pytest -q tests/e2e
+echo "== bench/side_by_side.sh --smoke (checks that the script runs; measures nothing)"
+TEMPERED_BIN=build/tempered bench/side_by_side.sh --smoke
 echo "== malformed GGUF corpus under ASan"
 TEMPERED_BIN=build-asan/tempered .venv/bin/python -m pytest -q tests/e2e/test_gguf_inspect.py

@@ -6,8 +6,11 @@
 
 namespace tempered {
 
+void add_bench_command(CLI::App& app, int& exit_code);
 void add_inspect_command(CLI::App& app, int& exit_code);
 void add_run_command(CLI::App& app, int& exit_code);
 void add_serve_command(CLI::App& app, int& exit_code);
+void add_model_bench_command(CLI::App& app, int& exit_code);
+void add_membench_command(CLI::App& app, int& exit_code);
 
 }  // namespace tempered

@@ -7,9 +7,12 @@ int main(int argc, char** argv) {
     CLI::App app{"tempered: an LLM inference server that is open about how it samples"};
     app.require_subcommand(1);
     int exit_code = 0;
+    tempered::add_bench_command(app, exit_code);
     tempered::add_inspect_command(app, exit_code);
     tempered::add_run_command(app, exit_code);
     tempered::add_serve_command(app, exit_code);
+    tempered::add_model_bench_command(app, exit_code);
+    tempered::add_membench_command(app, exit_code);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& error) {
