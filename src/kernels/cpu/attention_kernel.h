@@ -73,6 +73,26 @@ void load_chunk(const KvHeadView& kv, std::span<const int32_t> block_table, int6
     }
 }
 
+// Asks the memory system for the keys and values of positions [base, base + count) while the current
+// chunk is computed: a decoding sequence's blocks are scattered, so the hardware prefetcher cannot
+// guess them, and without this attention waits on memory.
+inline void prefetch_chunk(const KvHeadView& kv, std::span<const int32_t> block_table, int64_t base, int64_t count,
+                           int64_t head_dim) {
+    const int64_t element = kv.element_bytes();
+    for (int64_t k = 0; k < count; ++k) {
+        const int64_t position = base + k;
+        const int64_t block = block_table[static_cast<size_t>(position / kv.block_size)];
+        const auto* value = reinterpret_cast<const char*>(kv.values + block * kv.block_stride +
+                                                          (position % kv.block_size) * kv.slot_stride);
+        for (int64_t line = 0; line < head_dim * element; line += 64) __builtin_prefetch(value + line);
+        if (k % kChunk != 0 && kv.block_size % kChunk == 0) continue;
+        // Keys: one line holds 32 (f16) consecutive slots of a dimension, so touch each dimension once
+        // per chunk.
+        const auto* keys = reinterpret_cast<const char*>(kv.keys + block * kv.block_stride + (position % kv.block_size) * element);
+        for (int64_t d = 0; d < head_dim; ++d) __builtin_prefetch(keys + d * kv.block_size * element);
+    }
+}
+
 // One query row of a run, as the row block update sees it.
 struct RowRef {
     const float* q;   // (head_dim)
@@ -142,7 +162,10 @@ void attend_run(const AttentionRun& run, const KvHeadView& kv, std::span<const i
     std::fill(s.denominator, s.denominator + rows, 0.0f);
     std::fill(s.output, s.output + rows * head_dim, 0.0f);
     const int64_t length = run.first_position + run.tokens;  // positions the last token sees
+    prefetch_chunk(kv, block_table, 0, std::min<int64_t>(kChunk, length), head_dim);
     for (int64_t base = 0; base < length; base += kChunk) {
+        if (base + kChunk < length)
+            prefetch_chunk(kv, block_table, base + kChunk, std::min<int64_t>(kChunk, length - base - kChunk), head_dim);
         load_chunk<Vec>(kv, block_table, base, std::min<int64_t>(kChunk, length - base), head_dim, s);
         RowRef block[kRowBlock];
         int filled = 0;
