@@ -97,4 +97,18 @@ void ThreadPool::parallel_for(int64_t count, const std::function<void(int64_t, i
     });
 }
 
+void ThreadPool::parallel_for_dynamic(int64_t count, int64_t grain,
+                                      const std::function<void(int64_t, int64_t)>& body) {
+    grain = std::max<int64_t>(grain, 1);
+    if (workers_.empty() || count <= grain) {
+        if (count > 0) body(0, count);
+        return;
+    }
+    std::atomic<int64_t> next{0};  // lives until run_on_all returns, when every thread is done with it
+    run_on_all([&](int) {
+        for (int64_t begin = next.fetch_add(grain); begin < count; begin = next.fetch_add(grain))
+            body(begin, std::min(begin + grain, count));
+    });
+}
+
 }  // namespace tempered

@@ -30,6 +30,10 @@ public:
     // Splits [0, count) into size() contiguous ranges, one per thread: body(begin, end).
     void parallel_for(int64_t count, const std::function<void(int64_t begin, int64_t end)>& body);
 
+    // Splits [0, count) into ranges of `grain` that the threads take in turn until none is left, so a
+    // thread slowed down by something else (an interrupt, the HTTP threads) does not hold up the rest.
+    void parallel_for_dynamic(int64_t count, int64_t grain, const std::function<void(int64_t begin, int64_t end)>& body);
+
 private:
     void worker_loop(int thread_index);
 

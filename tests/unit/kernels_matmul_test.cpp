@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <chrono>
 #include <cmath>
@@ -268,6 +269,22 @@ TEST(ThreadPool, RunsEveryRangeOnceAcrossManyCalls) {
         int64_t total = 0;
         for (int h : hits) total += h;
         EXPECT_EQ(total, 2000 / 7 * 3 + 3 + (2000 - 2000 / 7 - 1) * 1000) << threads;
+    }
+}
+
+TEST(ThreadPool, DynamicRangesCoverEveryIndexExactlyOnce) {
+    for (int threads : {1, 2, 3}) {
+        ThreadPool pool(threads);
+        for (int64_t count : {0, 1, 5, 97, 1000}) {
+            for (int64_t grain : {1, 3, 64, 5000}) {
+                std::vector<std::atomic<int>> hits(static_cast<size_t>(count));
+                pool.parallel_for_dynamic(count, grain, [&](int64_t begin, int64_t end) {
+                    EXPECT_LE(end - begin, grain);
+                    for (int64_t i = begin; i < end; ++i) hits[static_cast<size_t>(i)].fetch_add(1);
+                });
+                for (const auto& h : hits) EXPECT_EQ(h.load(), 1) << threads << " " << count << " " << grain;
+            }
+        }
     }
 }
 

@@ -43,6 +43,10 @@ RowKernel row_kernel(CpuIsa isa) {
     return matmul_q8_rows_scalar;
 }
 
+// Row groups per range the threads take in turn: about eight ranges per thread balance a thread slowed
+// by other work without paying an atomic per group.
+int64_t packed_grain(int64_t groups, const ThreadPool& pool) { return std::max<int64_t>(1, groups / (8 * pool.size())); }
+
 using PackedKernel = void (*)(const WeightMatrix&, const QuantizedActivations&, float*, int64_t, int64_t);
 
 PackedKernel packed_kernel(CpuIsa isa) {
@@ -82,7 +86,8 @@ void matmul_with_isa(const WeightMatrix& weights, const float* x, int64_t batch,
         else
             quantize_activations_avx2(x, batch, weights.cols, activations);
         const PackedKernel kernel = packed_kernel(isa);
-        pool.parallel_for(weights.rows / kPackedRows, [&](int64_t begin, int64_t end) {
+        const int64_t groups = weights.rows / kPackedRows;
+        pool.parallel_for_dynamic(groups, packed_grain(groups, pool), [&](int64_t begin, int64_t end) {
             kernel(weights, activations, y, begin, end);
         });
         return;
@@ -121,7 +126,7 @@ void matmul_many(std::span<const WeightMatrix* const> weights, const float* x, i
     int64_t total_groups = 0;
     for (const WeightMatrix* w : weights) total_groups += w->rows / kPackedRows;
     // Global group g belongs to the first matrix whose cumulative group count exceeds it.
-    pool.parallel_for(total_groups, [&](int64_t begin, int64_t end) {
+    pool.parallel_for_dynamic(total_groups, packed_grain(total_groups, pool), [&](int64_t begin, int64_t end) {
         int64_t first_group = 0;
         for (size_t i = 0; i < weights.size() && begin < end; ++i) {
             const int64_t groups = weights[i]->rows / kPackedRows;
