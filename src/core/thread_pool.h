@@ -32,6 +32,7 @@ public:
 
     // Splits [0, count) into ranges of `grain` that the threads take in turn until none is left, so a
     // thread slowed down by something else (an interrupt, the HTTP threads) does not hold up the rest.
+    // A pool of one thread, or a count within one grain, runs body(0, count) on the caller.
     void parallel_for_dynamic(int64_t count, int64_t grain, const std::function<void(int64_t begin, int64_t end)>& body);
 
 private:
