@@ -279,7 +279,9 @@ TEST(ThreadPool, DynamicRangesCoverEveryIndexExactlyOnce) {
             for (int64_t grain : {1, 3, 64, 5000}) {
                 std::vector<std::atomic<int>> hits(static_cast<size_t>(count));
                 pool.parallel_for_dynamic(count, grain, [&](int64_t begin, int64_t end) {
-                    if (threads > 1) EXPECT_LE(end - begin, grain);  // one thread takes the whole range
+                    if (threads > 1) {  // one thread takes the whole range
+                        EXPECT_LE(end - begin, grain);
+                    }
                     for (int64_t i = begin; i < end; ++i) hits[static_cast<size_t>(i)].fetch_add(1);
                 });
                 for (const auto& h : hits) EXPECT_EQ(h.load(), 1) << threads << " " << count << " " << grain;
