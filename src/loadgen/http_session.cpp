@@ -29,6 +29,12 @@ void set_timeouts(httplib::Client& client, Duration timeout) {
     client.set_write_timeout(std::chrono::duration_cast<std::chrono::microseconds>(timeout));
 }
 
+// A kept-alive connection the server has since closed (an idle timeout while prompts were being sized,
+// or a per-connection request limit) fails as soon as it is used, before any byte of an answer: such a
+// request never reached the server's model, so it is sent once more on a fresh connection, as HTTP
+// clients do. A failure after the answer began is reported, never retried.
+bool stale_connection(httplib::Error error) { return error == httplib::Error::Read || error == httplib::Error::Write; }
+
 }  // namespace
 
 struct HttpSession::Impl {
@@ -46,12 +52,20 @@ HttpSession::~HttpSession() = default;
 
 Result<HttpReply> HttpSession::get(std::string_view route) {
     auto reply = impl_->client.Get(url_.path(route));
+    if (!reply && stale_connection(reply.error())) {
+        impl_->client.stop();
+        reply = impl_->client.Get(url_.path(route));
+    }
     if (!reply) return Error{describe(reply.error(), url_)};
     return HttpReply{reply->status, reply->body};
 }
 
 Result<HttpReply> HttpSession::post_json(std::string_view route, const std::string& body) {
     auto reply = impl_->client.Post(url_.path(route), body, "application/json");
+    if (!reply && stale_connection(reply.error())) {
+        impl_->client.stop();
+        reply = impl_->client.Post(url_.path(route), body, "application/json");
+    }
     if (!reply) return Error{describe(reply.error(), url_)};
     return HttpReply{reply->status, reply->body};
 }
@@ -63,7 +77,9 @@ Result<int> HttpSession::post_json_streaming(std::string_view route, const std::
     request.body = body;
     request.set_header("Content-Type", "application/json");
     request.set_header("Accept", "application/json, text/event-stream");
+    bool answered = false;
     request.response_handler = [&](const httplib::Response& response) {
+        answered = true;
         if (handlers.on_status) handlers.on_status(response.status);
         return true;
     };
@@ -72,7 +88,14 @@ Result<int> HttpSession::post_json_streaming(std::string_view route, const std::
     };
     httplib::Response response;
     httplib::Error error = httplib::Error::Success;
-    if (!impl_->client.send(request, response, error)) return Error{describe(error, url_)};
+    bool sent = impl_->client.send(request, response, error);
+    if (!sent && !answered && stale_connection(error)) {
+        impl_->client.stop();
+        response = httplib::Response{};
+        error = httplib::Error::Success;
+        sent = impl_->client.send(request, response, error);
+    }
+    if (!sent) return Error{describe(error, url_)};
     return response.status;
 }
 
