@@ -47,20 +47,19 @@ struct Avx2Vec {
         const __m256 f = _mm256_set1_ps(fill);
         return {_mm256_blendv_ps(f, v.low, low_mask), _mm256_blendv_ps(f, v.high, high_mask)};
     }
-    // Cached keys or values as float; exact, so equal to ops.h's kv_to_float. n: a multiple of 16.
-    static void kv_to_float(DType type, const void* src, float* dst, int64_t n) {
-        const auto* halves = static_cast<const uint16_t*>(src);
-        if (type == DType::F16) {
-            for (int64_t i = 0; i < n; i += 8)
-                _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(halves + i))));
-        } else if (type == DType::BF16) {
-            for (int64_t i = 0; i < n; i += 8) {
-                const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(halves + i)));
-                _mm256_storeu_ps(dst + i, _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16)));
-            }
-        } else {
-            tempered::kv_to_float(type, src, dst, n);
+    // 16 cache elements as floats: exact, so equal to ops.h's kv_to_float.
+    static __m256 load8(DType type, const uint8_t* p) {
+        if (type == DType::F16) return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+        if (type == DType::BF16) {
+            const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+            return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
         }
+        return _mm256_loadu_ps(reinterpret_cast<const float*>(p));
+    }
+    template <DType kType>
+    static Type load_kv(const uint8_t* p) {
+        constexpr int64_t kHalfBytes = kType == DType::F32 ? 32 : 16;
+        return {load8(kType, p), load8(kType, p + kHalfBytes)};
     }
     static Type exp(Type v) { return {canonical_exp_avx2(v.low), canonical_exp_avx2(v.high)}; }
 };

@@ -33,19 +33,16 @@ struct Avx512Vec {
         const __mmask16 mask = static_cast<__mmask16>((1u << kept) - 1u);
         return _mm512_mask_blend_ps(mask, _mm512_set1_ps(fill), v);
     }
-    // Cached keys or values as float; exact, so equal to ops.h's kv_to_float. n: a multiple of 16.
-    static void kv_to_float(DType type, const void* src, float* dst, int64_t n) {
-        const auto* halves = static_cast<const uint16_t*>(src);
-        if (type == DType::F16) {
-            for (int64_t i = 0; i < n; i += 8)
-                _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(halves + i))));
-        } else if (type == DType::BF16) {
-            for (int64_t i = 0; i < n; i += 8) {
-                const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(halves + i)));
-                _mm256_storeu_ps(dst + i, _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16)));
-            }
+    // 16 cache elements as floats: exact, so equal to ops.h's kv_to_float.
+    template <DType kType>
+    static Type load_kv(const uint8_t* p) {
+        if constexpr (kType == DType::F16) {
+            return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+        } else if constexpr (kType == DType::BF16) {
+            const __m512i wide = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+            return _mm512_castsi512_ps(_mm512_slli_epi32(wide, 16));
         } else {
-            tempered::kv_to_float(type, src, dst, n);
+            return _mm512_loadu_ps(reinterpret_cast<const float*>(p));
         }
     }
     static Type exp(Type x) { return canonical_exp_avx512(x); }

@@ -1,5 +1,6 @@
 // The attention arithmetic of attention.h, written once over a vector type of 16 floats. `Vec`
-// provides: zero, set1, load, store, add, sub, mul, fma (a * b + c, one rounding), max, hmax, hsum
+// provides: zero, set1, load, store, load_kv<type> (16 cache elements as floats, exactly), add, sub,
+// mul, fma (a * b + c, one rounding), max, hmax, hsum
 // (((v[i] + v[i+8]) then + [i+4], + [i+2], + [i+1]: one fixed order), keep_first (lanes >= count set
 // to a fill value), exp (fast_exp.h's canonical_exp, lane by lane) and kv_to_float (exact, as ops.h's). Only headers; included by
 // attention_scalar.cpp, attention_avx2.cpp and attention_avx512.cpp, each with its own Vec.
@@ -47,30 +48,53 @@ inline Scratch carve(float* scratch, int64_t rows, int64_t head_dim) {
     return s;
 }
 
-// Positions [base, base + count) of one KV head, as float. Lanes past count hold whatever was there:
-// their scores are masked and their values never read.
-template <typename Vec>
-void load_chunk(const KvHeadView& kv, std::span<const int32_t> block_table, int64_t base, int64_t count,
-                int64_t head_dim, const Scratch& s) {
-    const int64_t element = kv.element_bytes();
-    auto block_of = [&](int64_t position) { return block_table[static_cast<size_t>(position / kv.block_size)]; };
-    if (kv.block_size % kChunk == 0) {
-        // The chunk lies in one block, whose keys are transposed: each dimension is 16 consecutive slots.
-        const uint8_t* first = kv.keys + block_of(base) * kv.block_stride + (base % kv.block_size) * element;
-        for (int64_t d = 0; d < head_dim; ++d)
-            Vec::kv_to_float(kv.type, first + d * kv.block_size * element, s.keys_transposed + d * kChunk, kChunk);
-    } else {
-        float key[512];  // head_dim <= 512 (attention_run_supports)
-        for (int64_t k = 0; k < count; ++k) {
-            gather_key(kv, block_of(base + k), (base + k) % kv.block_size, head_dim, key);
-            for (int64_t d = 0; d < head_dim; ++d) s.keys_transposed[d * kChunk + k] = key[d];
-        }
-    }
+// Where update_rows reads one chunk: dimension d of the chunk's 16 keys is 16 consecutive elements of
+// `type` at keys + d * key_stride, and position k's value row starts at values + k * value_stride.
+struct ChunkView {
+    const uint8_t* keys;
+    int64_t key_stride;
+    const uint8_t* values;
+    int64_t value_stride;
+};
+
+// The chunk straight from the cache, when it lies in one block (block_size a multiple of 16): the
+// block's keys are transposed, so each dimension already is 16 consecutive slots. Lanes past the
+// sequence's end hold whatever the block held: their scores are masked and their values never read.
+inline ChunkView cache_chunk(const KvHeadView& kv, std::span<const int32_t> block_table, int64_t base) {
+    const int64_t element = kv.element_bytes(), slot = base % kv.block_size;
+    const int64_t block = block_table[static_cast<size_t>(base / kv.block_size)] * kv.block_stride;
+    return ChunkView{kv.keys + block + slot * element, kv.block_size * element,
+                     kv.values + block + slot * kv.slot_stride, kv.slot_stride};
+}
+
+// The chunk converted once into the scratch as float32, for runs with more rows than one row block
+// (prefill): each row block would otherwise convert the same keys and values again.
+template <typename Vec, DType kType>
+ChunkView converted_chunk(const ChunkView& chunk, int64_t count, int64_t head_dim, const Scratch& s) {
+    constexpr int64_t kElement = kType == DType::F32 ? 4 : 2;
+    for (int64_t d = 0; d < head_dim; ++d)
+        Vec::store(s.keys_transposed + d * kChunk, Vec::template load_kv<kType>(chunk.keys + d * chunk.key_stride));
+    for (int64_t k = 0; k < count; ++k)
+        for (int64_t d = 0; d < head_dim; d += kChunk)
+            Vec::store(s.values + k * head_dim + d, Vec::template load_kv<kType>(chunk.values + k * chunk.value_stride + d * kElement));
+    return ChunkView{reinterpret_cast<const uint8_t*>(s.keys_transposed), kChunk * 4,
+                     reinterpret_cast<const uint8_t*>(s.values), head_dim * 4};
+}
+
+// Otherwise positions [base, base + count) gathered into the scratch as float32.
+inline ChunkView gathered_chunk(const KvHeadView& kv, std::span<const int32_t> block_table, int64_t base,
+                                int64_t count, int64_t head_dim, const Scratch& s) {
+    float key[512];  // head_dim <= 512 (attention_run_supports)
     for (int64_t k = 0; k < count; ++k) {
         const int64_t position = base + k;
-        Vec::kv_to_float(kv.type, kv.values + block_of(position) * kv.block_stride + (position % kv.block_size) * kv.slot_stride,
-                         s.values + k * head_dim, head_dim);
+        const int64_t block = block_table[static_cast<size_t>(position / kv.block_size)];
+        gather_key(kv, block, position % kv.block_size, head_dim, key);
+        for (int64_t d = 0; d < head_dim; ++d) s.keys_transposed[d * kChunk + k] = key[d];
+        kv_to_float(kv.type, kv.values + block * kv.block_stride + (position % kv.block_size) * kv.slot_stride,
+                    s.values + k * head_dim, head_dim);
     }
+    return ChunkView{reinterpret_cast<const uint8_t*>(s.keys_transposed), kChunk * 4,
+                     reinterpret_cast<const uint8_t*>(s.values), head_dim * 4};
 }
 
 // Asks the memory system for the keys and values of positions [base, base + count) while the current
@@ -103,15 +127,16 @@ struct RowRef {
 // R query rows against one chunk (online softmax). Per row, the arithmetic never depends on R or on
 // the other rows: scores are four fma chains over d (d mod 4) added as (c0 + c1) + (c2 + c3), times
 // scale; the output takes the weighted values in position order.
-template <typename Vec, int R>
-void update_rows(const RowRef* rows, int64_t head_dim, float scale, const Scratch& s) {
+template <typename Vec, DType kType, int R>
+void update_rows(const RowRef* rows, int64_t head_dim, float scale, const Scratch& s, const ChunkView& chunk) {
     using V = typename Vec::Type;
+    constexpr int64_t kElement = kType == DType::F32 ? 4 : 2;
     V chains[R][4];
     for (auto& row_chains : chains)
         for (auto& chain : row_chains) chain = Vec::zero();
     for (int64_t d = 0; d < head_dim; d += 4) {
         for (int c = 0; c < 4; ++c) {
-            const V key = Vec::load(s.keys_transposed + (d + c) * kChunk);
+            const V key = Vec::template load_kv<kType>(chunk.keys + (d + c) * chunk.key_stride);
             for (int r = 0; r < R; ++r) chains[r][c] = Vec::fma(Vec::set1(rows[r].q[d + c]), key, chains[r][c]);
         }
     }
@@ -135,7 +160,7 @@ void update_rows(const RowRef* rows, int64_t head_dim, float scale, const Scratc
         V acc[R];
         for (int r = 0; r < R; ++r) acc[r] = Vec::mul(Vec::load(s.output + rows[r].row * head_dim + d), Vec::set1(correction[r]));
         for (int64_t k = 0; k < most_visible; ++k) {
-            const V value = Vec::load(s.values + k * head_dim + d);
+            const V value = Vec::template load_kv<kType>(chunk.values + k * chunk.value_stride + d * kElement);
             for (int r = 0; r < R; ++r)
                 if (k < rows[r].visible) acc[r] = Vec::fma(Vec::set1(s.weights[r * kChunk + k]), value, acc[r]);
         }
@@ -143,14 +168,34 @@ void update_rows(const RowRef* rows, int64_t head_dim, float scale, const Scratc
     }
 }
 
-template <typename Vec>
-void update_row_block(const RowRef* rows, int count, int64_t head_dim, float scale, const Scratch& s) {
+template <typename Vec, DType kType>
+void update_row_block(const RowRef* rows, int count, int64_t head_dim, float scale, const Scratch& s,
+                      const ChunkView& chunk) {
     switch (count) {
-        case 4: return update_rows<Vec, 4>(rows, head_dim, scale, s);
-        case 3: return update_rows<Vec, 3>(rows, head_dim, scale, s);
-        case 2: return update_rows<Vec, 2>(rows, head_dim, scale, s);
-        default: return update_rows<Vec, 1>(rows, head_dim, scale, s);
+        case 4: return update_rows<Vec, kType, 4>(rows, head_dim, scale, s, chunk);
+        case 3: return update_rows<Vec, kType, 3>(rows, head_dim, scale, s, chunk);
+        case 2: return update_rows<Vec, kType, 2>(rows, head_dim, scale, s, chunk);
+        default: return update_rows<Vec, kType, 1>(rows, head_dim, scale, s, chunk);
     }
+}
+
+// Every row of the run that sees part of the chunk at `base`, four at a time.
+template <typename Vec, DType kType>
+void attend_chunk(const AttentionRun& run, int64_t base, float scale, const Scratch& s, const ChunkView& chunk) {
+    RowRef block[kRowBlock];
+    int filled = 0;
+    for (int64_t t = 0; t < run.tokens; ++t) {
+        const int64_t visible = std::min<int64_t>(kChunk, run.first_position + t + 1 - base);
+        if (visible <= 0) continue;  // this chunk is wholly in the token's future
+        for (int64_t h = 0; h < run.heads; ++h) {
+            block[filled++] = RowRef{run.q + t * run.token_stride + h * run.head_dim, t * run.heads + h, visible};
+            if (filled == kRowBlock) {
+                update_row_block<Vec, kType>(block, filled, run.head_dim, scale, s, chunk);
+                filled = 0;
+            }
+        }
+    }
+    if (filled > 0) update_row_block<Vec, kType>(block, filled, run.head_dim, scale, s, chunk);
 }
 
 template <typename Vec>
@@ -166,21 +211,28 @@ void attend_run(const AttentionRun& run, const KvHeadView& kv, std::span<const i
     for (int64_t base = 0; base < length; base += kChunk) {
         if (base + kChunk < length)
             prefetch_chunk(kv, block_table, base + kChunk, std::min<int64_t>(kChunk, length - base - kChunk), head_dim);
-        load_chunk<Vec>(kv, block_table, base, std::min<int64_t>(kChunk, length - base), head_dim, s);
-        RowRef block[kRowBlock];
-        int filled = 0;
-        for (int64_t t = 0; t < run.tokens; ++t) {
-            const int64_t visible = std::min<int64_t>(kChunk, run.first_position + t + 1 - base);
-            if (visible <= 0) continue;  // this chunk is wholly in the token's future
-            for (int64_t h = 0; h < run.heads; ++h) {
-                block[filled++] = RowRef{run.q + t * run.token_stride + h * head_dim, t * run.heads + h, visible};
-                if (filled == kRowBlock) {
-                    update_row_block<Vec>(block, filled, head_dim, scale, s);
-                    filled = 0;
-                }
-            }
+        if (kv.block_size % kChunk != 0) {
+            const int64_t count = std::min<int64_t>(kChunk, length - base);
+            attend_chunk<Vec, DType::F32>(run, base, scale, s, gathered_chunk(kv, block_table, base, count, head_dim, s));
+            continue;
         }
-        if (filled > 0) update_row_block<Vec>(block, filled, head_dim, scale, s);
+        const ChunkView chunk = cache_chunk(kv, block_table, base);
+        if (rows > kRowBlock) {
+            const int64_t count = std::min<int64_t>(kChunk, length - base);
+            ChunkView converted;
+            switch (kv.type) {
+                case DType::F16: converted = converted_chunk<Vec, DType::F16>(chunk, count, head_dim, s); break;
+                case DType::BF16: converted = converted_chunk<Vec, DType::BF16>(chunk, count, head_dim, s); break;
+                default: converted = converted_chunk<Vec, DType::F32>(chunk, count, head_dim, s); break;
+            }
+            attend_chunk<Vec, DType::F32>(run, base, scale, s, converted);
+            continue;
+        }
+        switch (kv.type) {
+            case DType::F16: attend_chunk<Vec, DType::F16>(run, base, scale, s, chunk); break;
+            case DType::BF16: attend_chunk<Vec, DType::BF16>(run, base, scale, s, chunk); break;
+            default: attend_chunk<Vec, DType::F32>(run, base, scale, s, chunk); break;
+        }
     }
     for (int64_t t = 0; t < run.tokens; ++t) {
         for (int64_t h = 0; h < run.heads; ++h) {

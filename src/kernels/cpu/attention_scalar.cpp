@@ -48,7 +48,12 @@ struct ScalarVec {
         for (int64_t i = std::max<int64_t>(count, 0); i < 16; ++i) out[i] = fill;
         return out;
     }
-    static void kv_to_float(DType type, const void* src, float* dst, int64_t n) { tempered::kv_to_float(type, src, dst, n); }
+    template <DType kType>
+    static Type load_kv(const uint8_t* p) {
+        Type v;
+        tempered::kv_to_float(kType, p, v.data(), 16);
+        return v;
+    }
     static Type exp(const Type& v) {
         Type out;
         for (int i = 0; i < 16; ++i) out[i] = attention_detail::canonical_exp(v[i]);
