@@ -1,6 +1,8 @@
 #include "sampling/sampler.h"
 
 #include <algorithm>
+#include <bit>
+#include <cstdint>
 #include <cmath>
 #include <limits>
 
@@ -16,26 +18,42 @@ bool more_likely(const Candidate& a, const Candidate& b) {
     return a.value != b.value ? a.value > b.value : a.token < b.token;
 }
 
-// Most likely first over a prefix of the candidates long enough to hold `mass` (a share of `total`,
-// the sum of every candidate's weight): a vocabulary-sized sort only when the distribution is flat.
-size_t sort_prefix_holding(std::vector<Candidate>& candidates, float mass, float total) {
-    size_t sorted = std::min<size_t>(64, candidates.size());
-    while (true) {
-        const auto middle = candidates.begin() + static_cast<std::ptrdiff_t>(sorted);
-        std::nth_element(candidates.begin(), middle, candidates.end(), more_likely);
-        std::sort(candidates.begin(), middle, more_likely);
-        float prefix = 0.0f;
-        for (size_t i = 0; i < sorted; ++i) prefix += candidates[i].value;
-        if (prefix >= mass * total || sorted == candidates.size()) return sorted;
-        sorted = sorted * 8 >= candidates.size() / 2 ? candidates.size() : sorted * 8;
+// Orders the candidates so that the most likely ones holding `mass` (a share of `total`, the sum of
+// every candidate's weight) come first, those of them that the cut may split sorted most likely first.
+// When the 64 most likely suffice, they are all that is sorted. Otherwise the weights are bucketed by
+// their float bits (for positive floats, bit order is value order; a bucket spans about 3%), the
+// buckets wholly inside the nucleus go to the front unsorted (all of them are kept), and only the
+// bucket the cut falls in is sorted: never the whole vocabulary, however flat the distribution.
+void order_prefix_holding(std::vector<Candidate>& candidates, float mass, float total) {
+    const size_t head = std::min<size_t>(64, candidates.size());
+    const auto head_end = candidates.begin() + static_cast<std::ptrdiff_t>(head);
+    std::nth_element(candidates.begin(), head_end, candidates.end(), more_likely);
+    std::sort(candidates.begin(), head_end, more_likely);
+    float prefix = 0.0f;
+    for (size_t i = 0; i < head; ++i) prefix += candidates[i].value;
+    if (prefix >= mass * total || head == candidates.size()) return;
+
+    constexpr int kBucketShift = 18;
+    auto bucket_of = [](const Candidate& c) { return std::bit_cast<uint32_t>(c.value) >> kBucketShift; };
+    thread_local std::vector<float> bucket_mass;
+    bucket_mass.assign(size_t{1} << (32 - kBucketShift), 0.0f);
+    for (const Candidate& c : candidates) bucket_mass[bucket_of(c)] += c.value;
+    uint32_t cut = static_cast<uint32_t>(bucket_mass.size()) - 1;
+    for (float held = 0.0f; cut > 0; --cut) {
+        held += bucket_mass[cut];
+        if (held >= mass * total) break;
     }
+    const auto inside = std::partition(candidates.begin(), candidates.end(),
+                                       [&](const Candidate& c) { return bucket_of(c) > cut; });
+    const auto cut_end = std::partition(inside, candidates.end(), [&](const Candidate& c) { return bucket_of(c) == cut; });
+    std::sort(inside, cut_end, more_likely);
 }
 
-// Weights sorted most likely first (at least up to the cut): keeps the smallest prefix whose mass
-// reaches top_p of `total`, and at least one candidate.
+// Keeps the smallest set of most likely candidates whose mass reaches top_p of `total`, and at least
+// one candidate.
 void keep_top_p(std::vector<Candidate>& candidates, float top_p, float total) {
     if (top_p >= 1.0f) return;
-    sort_prefix_holding(candidates, top_p, total);
+    order_prefix_holding(candidates, top_p, total);
     float mass = 0.0f;
     size_t keep = 0;
     while (keep < candidates.size() && (keep == 0 || mass < top_p * total)) mass += candidates[keep++].value;
