@@ -20,19 +20,11 @@ bool more_likely(const Candidate& a, const Candidate& b) {
 
 // Orders the candidates so that the most likely ones holding `mass` (a share of `total`, the sum of
 // every candidate's weight) come first, those of them that the cut may split sorted most likely first.
-// When the 64 most likely suffice, they are all that is sorted. Otherwise the weights are bucketed by
-// their float bits (for positive floats, bit order is value order; a bucket spans about 3%), the
-// buckets wholly inside the nucleus go to the front unsorted (all of them are kept), and only the
-// bucket the cut falls in is sorted: never the whole vocabulary, however flat the distribution.
+// The weights are bucketed by their float bits (for positive floats, bit order is value order; a
+// bucket spans about 3%), the buckets wholly inside the nucleus go to the front unsorted (all of them
+// are kept), and only the bucket the cut falls in is sorted: a few linear passes, never a sort of the
+// vocabulary, however flat the distribution.
 void order_prefix_holding(std::vector<Candidate>& candidates, float mass, float total) {
-    const size_t head = std::min<size_t>(64, candidates.size());
-    const auto head_end = candidates.begin() + static_cast<std::ptrdiff_t>(head);
-    std::nth_element(candidates.begin(), head_end, candidates.end(), more_likely);
-    std::sort(candidates.begin(), head_end, more_likely);
-    float prefix = 0.0f;
-    for (size_t i = 0; i < head; ++i) prefix += candidates[i].value;
-    if (prefix >= mass * total || head == candidates.size()) return;
-
     constexpr int kBucketShift = 18;
     auto bucket_of = [](const Candidate& c) { return std::bit_cast<uint32_t>(c.value) >> kBucketShift; };
     thread_local std::vector<float> bucket_mass;
