@@ -3,22 +3,11 @@
 Only the shape of the report is checked: fields present, counts right, times positive. Speed never is.
 """
 import json
-import os
 import subprocess
-from pathlib import Path
 
-import pytest
+from helpers import model_path, tempered_bin
 
-BIN = os.environ.get("TEMPERED_BIN", "build/tempered")
-MODEL = Path(os.environ.get("TEMPERED_MODEL_DIR", Path.home() / ".cache/tempered/models")) / \
-    "SmolLM2-135M-Instruct.Q4_1.gguf"
-
-
-def require_model():
-    if not MODEL.exists():
-        if os.environ.get("TEMPERED_REQUIRE_MODELS") == "1":
-            pytest.fail(f"missing model {MODEL}")
-        pytest.skip(f"model {MODEL} not present")
+BIN = str(tempered_bin())
 
 
 def run_json(*args):
@@ -28,11 +17,11 @@ def run_json(*args):
 
 
 def test_model_bench_reports_each_test():
-    require_model()
-    report = run_json("model-bench", "--model", str(MODEL), "-p", "16", "-n", "4", "-r", "2",
+    model = model_path()
+    report = run_json("model-bench", "--model", str(model), "-p", "16", "-n", "4", "-r", "2",
                       "--batch-decode", "3", "--batch-prompt-tokens", "8", "--threads", "2", "--json")
-    assert report["model"] == str(MODEL)
-    assert report["model_file_bytes"] == MODEL.stat().st_size
+    assert report["model"] == str(model)
+    assert report["model_file_bytes"] == model.stat().st_size
     assert report["model_parameters"] > 100_000_000
     assert report["threads"] == 2
     assert report["cpu_isa"] in ("scalar", "avx2", "avx512")
@@ -51,8 +40,8 @@ def test_model_bench_reports_each_test():
 
 
 def test_model_bench_table_names_the_tests():
-    require_model()
-    result = subprocess.run([BIN, "model-bench", "--model", str(MODEL), "-p", "8", "-n", "2", "-r", "1"],
+    model = model_path()
+    result = subprocess.run([BIN, "model-bench", "--model", str(model), "-p", "8", "-n", "2", "-r", "1"],
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     rows = [line for line in result.stdout.splitlines() if line.startswith("| SmolLM2")]
@@ -61,8 +50,8 @@ def test_model_bench_table_names_the_tests():
 
 
 def test_membench_reports_bandwidth_and_decode_bound():
-    require_model()
-    report = run_json("membench", "--model", str(MODEL), "--mib", "8", "-r", "2", "--threads", "2", "--json")
+    model = model_path()
+    report = run_json("membench", "--model", str(model), "--mib", "8", "-r", "2", "--threads", "2", "--json")
     triad = report["triad"]
     assert triad["elements_per_array"] == 8 * 2**20 // 8
     assert triad["bytes_counted_per_element"] == 24

@@ -1,27 +1,17 @@
 """`tempered run` end to end on the real model: the README's first promise."""
 import os
 import subprocess
-from pathlib import Path
 
-import pytest
+from helpers import model_path, tempered_bin
 
-BIN = os.environ.get("TEMPERED_BIN", "build/tempered")
-MODEL = Path(os.environ.get("TEMPERED_MODEL_DIR", Path.home() / ".cache/tempered/models")) / \
-    "SmolLM2-135M-Instruct.Q4_1.gguf"
-
-
-def require_model():
-    if not MODEL.exists():
-        if os.environ.get("TEMPERED_REQUIRE_MODELS") == "1":
-            pytest.fail(f"missing model {MODEL}")
-        pytest.skip(f"model {MODEL} not present")
+BIN = str(tempered_bin())
 
 
 def test_chat_answers_a_factual_question():
     # "capital of Japan" rather than France: on this Q4_1 file both tempered and llama.cpp answer the
     # France question greedily with "L'Étoile, ..." (a 0.09-logit near-tie on the first token in
     # llama.cpp), while Japan's answer has wide margins in both (llama.cpp: 2.5 or more per token).
-    require_model()
+    model_path()  # skips (or fails) without the model; the command finds it by its short name
     result = subprocess.run([BIN, "run", "--model", "smollm2-135m-instruct", "--chat",
                              "What is the capital of Japan?", "--temperature", "0", "--max-tokens", "32"],
                             capture_output=True, text=True, timeout=120)
@@ -32,8 +22,8 @@ def test_chat_answers_a_factual_question():
 
 
 def test_raw_prompt_continues_text():
-    require_model()
-    result = subprocess.run([BIN, "run", "--model", str(MODEL), "--prompt", "1, 2, 3, 4,", "--temperature", "0",
+    model = model_path()
+    result = subprocess.run([BIN, "run", "--model", str(model), "--prompt", "1, 2, 3, 4,", "--temperature", "0",
                              "--max-tokens", "8"], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.lstrip().startswith("5")

@@ -66,4 +66,21 @@ inline int count_bit_differences(const std::vector<float>& a, const std::vector<
     return differences;
 }
 
+// How far a product with 8-bit activations may be from the float one, for weight row w and
+// activation row x (cols): per block of 32 the activation error is at most amax / 254 per element,
+// times the block's sum |w|, plus float rounding (1e-5 of sum |w * x|).
+inline double activation_quantization_bound(const float* w, const float* x, int64_t cols) {
+    double bound = 0.0, magnitude = 0.0;
+    for (int64_t j = 0; j < cols; j += 32) {
+        double amax = 0.0, weight_sum = 0.0;
+        for (int64_t i = j; i < j + 32; ++i) {
+            amax = std::max(amax, static_cast<double>(std::fabs(x[i])));
+            weight_sum += std::fabs(w[i]);
+            magnitude += std::fabs(w[i] * x[i]);
+        }
+        bound += amax / 254.0 * weight_sum;
+    }
+    return bound * 1.0001 + 1e-5 * magnitude;
+}
+
 }  // namespace tempered

@@ -21,8 +21,6 @@ namespace tempered::attention_detail {
 inline constexpr int kChunk = 16;     // positions per key/value chunk: one vector of scores
 inline constexpr int kRowBlock = 4;   // query rows updated together: independent chains, shared loads
 
-using tempered::canonical_exp;
-
 // Per-thread scratch, carved from the caller's floats.
 struct Scratch {
     float* keys_transposed;  // (head_dim, kChunk): lane k of row d is element d of key k

@@ -56,7 +56,7 @@ struct ScalarVec {
     }
     static Type exp(const Type& v) {
         Type out;
-        for (int i = 0; i < 16; ++i) out[i] = attention_detail::canonical_exp(v[i]);
+        for (int i = 0; i < 16; ++i) out[i] = canonical_exp(v[i]);
         return out;
     }
 };

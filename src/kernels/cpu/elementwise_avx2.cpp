@@ -4,7 +4,7 @@
 #include "core/half.h"
 #include "kernels/cpu/elementwise_simd.h"
 #include "kernels/cpu/exp_avx.h"
-#include "kernels/cpu/fast_exp.h"
+#include "kernels/cpu/ops.h"
 
 namespace tempered {
 
@@ -16,7 +16,7 @@ void swiglu_avx2(const float* gate, const float* up, float* out, int64_t n) {
         const __m256 silu = _mm256_div_ps(g, _mm256_add_ps(one, canonical_exp_avx2(_mm256_sub_ps(zero, g))));
         _mm256_storeu_ps(out + i, _mm256_mul_ps(silu, _mm256_loadu_ps(up + i)));
     }
-    for (; i < n; ++i) out[i] = gate[i] / (1.0f + canonical_exp(-gate[i])) * up[i];
+    swiglu_scalar(gate + i, up + i, out + i, n - i);
 }
 
 void exp_of_scaled_difference_avx2(const float* x, float subtract, float multiply, float* out, int64_t n) {
@@ -24,7 +24,7 @@ void exp_of_scaled_difference_avx2(const float* x, float subtract, float multipl
     int64_t i = 0;
     for (; i + 8 <= n; i += 8)
         _mm256_storeu_ps(out + i, canonical_exp_avx2(_mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), offset), scale)));
-    for (; i < n; ++i) out[i] = canonical_exp((x[i] - subtract) * multiply);
+    exp_of_scaled_difference_scalar(x + i, subtract, multiply, out + i, n - i);
 }
 
 void float_to_half_avx2(const float* src, uint16_t* dst, int64_t n) {

@@ -6,7 +6,7 @@
 
 #include "kernels/cpu/elementwise_simd.h"
 #include "kernels/cpu/exp_avx.h"
-#include "kernels/cpu/fast_exp.h"
+#include "kernels/cpu/ops.h"
 
 namespace tempered {
 
@@ -18,7 +18,7 @@ void swiglu_avx512(const float* gate, const float* up, float* out, int64_t n) {
         const __m512 silu = _mm512_div_ps(g, _mm512_add_ps(one, canonical_exp_avx512(_mm512_sub_ps(zero, g))));
         _mm512_storeu_ps(out + i, _mm512_mul_ps(silu, _mm512_loadu_ps(up + i)));
     }
-    for (; i < n; ++i) out[i] = gate[i] / (1.0f + canonical_exp(-gate[i])) * up[i];
+    swiglu_scalar(gate + i, up + i, out + i, n - i);
 }
 
 void exp_of_scaled_difference_avx512(const float* x, float subtract, float multiply, float* out, int64_t n) {
@@ -26,7 +26,7 @@ void exp_of_scaled_difference_avx512(const float* x, float subtract, float multi
     int64_t i = 0;
     for (; i + 16 <= n; i += 16)
         _mm512_storeu_ps(out + i, canonical_exp_avx512(_mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(x + i), offset), scale)));
-    for (; i < n; ++i) out[i] = canonical_exp((x[i] - subtract) * multiply);
+    exp_of_scaled_difference_scalar(x + i, subtract, multiply, out + i, n - i);
 }
 
 }  // namespace tempered

@@ -58,11 +58,35 @@ PackedKernel packed_kernel(CpuIsa isa) {
     return matmul_packed_groups_scalar;
 }
 
-// Scratch for the quantized activations, reused across calls: the forward pass allocates nothing
-// once the largest batch has been seen.
-QuantizedActivations& activation_scratch() {
+// x quantized with `isa`'s quantizer into scratch reused across calls: the forward pass allocates
+// nothing once the largest batch has been seen.
+const QuantizedActivations& quantized(const float* x, int64_t batch, int64_t cols, CpuIsa isa) {
     thread_local QuantizedActivations scratch;
+    if (isa == CpuIsa::Scalar)
+        quantize_activations(x, batch, cols, scratch);
+    else
+        quantize_activations_avx2(x, batch, cols, scratch);
     return scratch;
+}
+
+// Packed matrices of the same input width against one quantized x, in one pass of the threads over all
+// their row groups: global group g belongs to the first matrix whose cumulative group count exceeds it.
+void packed_matmuls(std::span<const WeightMatrix* const> weights, const float* x, int64_t batch,
+                    std::span<float* const> y, ThreadPool& pool, CpuIsa isa) {
+    const QuantizedActivations& activations = quantized(x, batch, weights[0]->cols, isa);
+    const PackedKernel kernel = packed_kernel(isa);
+    int64_t total_groups = 0;
+    for (const WeightMatrix* w : weights) total_groups += w->rows / kPackedRows;
+    pool.parallel_for_dynamic(total_groups, packed_grain(total_groups, pool), [&](int64_t begin, int64_t end) {
+        int64_t first_group = 0;
+        for (size_t i = 0; i < weights.size() && begin < end; ++i) {
+            const int64_t groups = weights[i]->rows / kPackedRows;
+            const int64_t local_begin = std::max<int64_t>(begin - first_group, 0);
+            const int64_t local_end = std::min<int64_t>(end - first_group, groups);
+            if (local_begin < local_end) kernel(*weights[i], activations, y[i], local_begin, local_end);
+            first_group += groups;
+        }
+    });
 }
 
 }  // namespace
@@ -80,16 +104,9 @@ void matmul_reference_q8(const WeightMatrix& weights, const float* x, int64_t ba
 void matmul_with_isa(const WeightMatrix& weights, const float* x, int64_t batch, float* y, ThreadPool& pool,
                      CpuIsa isa) {
     if (weights.layout == WeightLayout::Packed16) {
-        QuantizedActivations& activations = activation_scratch();
-        if (isa == CpuIsa::Scalar)
-            quantize_activations(x, batch, weights.cols, activations);
-        else
-            quantize_activations_avx2(x, batch, weights.cols, activations);
-        const PackedKernel kernel = packed_kernel(isa);
-        const int64_t groups = weights.rows / kPackedRows;
-        pool.parallel_for_dynamic(groups, packed_grain(groups, pool), [&](int64_t begin, int64_t end) {
-            kernel(weights, activations, y, begin, end);
-        });
+        const WeightMatrix* one[] = {&weights};
+        float* const out[] = {y};
+        packed_matmuls(one, x, batch, out, pool, isa);
         return;
     }
     if (!integer_kernel_supports(weights.type)) {
@@ -97,11 +114,7 @@ void matmul_with_isa(const WeightMatrix& weights, const float* x, int64_t batch,
         pool.parallel_for(weights.rows, [&](int64_t begin, int64_t end) { kernel(weights, x, batch, y, begin, end); });
         return;
     }
-    QuantizedActivations& activations = activation_scratch();
-    if (isa == CpuIsa::Scalar)
-        quantize_activations(x, batch, weights.cols, activations);
-    else
-        quantize_activations_avx2(x, batch, weights.cols, activations);
+    const QuantizedActivations& activations = quantized(x, batch, weights.cols, isa);
     const RowKernel kernel = row_kernel(isa);
     // Split at multiples of 8 rows so that each thread's range is whole kernel tiles.
     constexpr int64_t kRowGroup = 8;
@@ -116,26 +129,11 @@ void matmul_many(std::span<const WeightMatrix* const> weights, const float* x, i
     const bool all_packed = std::all_of(weights.begin(), weights.end(), [&](const WeightMatrix* w) {
         return w->layout == WeightLayout::Packed16 && w->cols == weights[0]->cols;
     });
-    if (!all_packed || isa == CpuIsa::Scalar) {
+    if (!all_packed) {
         for (size_t i = 0; i < weights.size(); ++i) matmul_with_isa(*weights[i], x, batch, y[i], pool, isa);
         return;
     }
-    QuantizedActivations& activations = activation_scratch();
-    quantize_activations_avx2(x, batch, weights[0]->cols, activations);
-    const PackedKernel kernel = packed_kernel(isa);
-    int64_t total_groups = 0;
-    for (const WeightMatrix* w : weights) total_groups += w->rows / kPackedRows;
-    // Global group g belongs to the first matrix whose cumulative group count exceeds it.
-    pool.parallel_for_dynamic(total_groups, packed_grain(total_groups, pool), [&](int64_t begin, int64_t end) {
-        int64_t first_group = 0;
-        for (size_t i = 0; i < weights.size() && begin < end; ++i) {
-            const int64_t groups = weights[i]->rows / kPackedRows;
-            const int64_t local_begin = std::max<int64_t>(begin - first_group, 0);
-            const int64_t local_end = std::min<int64_t>(end - first_group, groups);
-            if (local_begin < local_end) kernel(*weights[i], activations, y[i], local_begin, local_end);
-            first_group += groups;
-        }
-    });
+    packed_matmuls(weights, x, batch, y, pool, isa);
 }
 
 void matmul(const WeightMatrix& weights, const float* x, int64_t batch, float* y, ThreadPool& pool) {

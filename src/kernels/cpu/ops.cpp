@@ -107,6 +107,10 @@ void exp_of_scaled_difference(const float* x, float subtract, float multiply, fl
         case CpuIsa::Avx2: return exp_of_scaled_difference_avx2(x, subtract, multiply, out, n);
         case CpuIsa::Scalar: break;
     }
+    exp_of_scaled_difference_scalar(x, subtract, multiply, out, n);
+}
+
+void exp_of_scaled_difference_scalar(const float* x, float subtract, float multiply, float* out, int64_t n) {
     for (int64_t i = 0; i < n; ++i) out[i] = canonical_exp((x[i] - subtract) * multiply);
 }
 

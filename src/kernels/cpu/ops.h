@@ -40,6 +40,7 @@ void swiglu_scalar(const float* gate, const float* up, float* out, int64_t n);
 // out (n) = canonical_exp((x - subtract) * multiply) (fast_exp.h), e.g. a sampler's weights
 // exp((logit - best) / T). out may alias x. Vectorised where the CPU allows; the same bits.
 void exp_of_scaled_difference(const float* x, float subtract, float multiply, float* out, int64_t n);
+void exp_of_scaled_difference_scalar(const float* x, float subtract, float multiply, float* out, int64_t n);
 
 // dst (n) = src (n) of a KV storage type (F32, F16 or BF16); other types are a caller bug.
 void kv_to_float(DType type, const void* src, float* dst, int64_t n);
@@ -58,7 +59,7 @@ struct KvHeadView {
     int64_t block_size = 0;    // slots per block
     DType type = DType::F16;
 
-    int64_t element_bytes() const { return type == DType::F32 ? 4 : 2; }
+    int64_t element_bytes() const { return static_cast<int64_t>(dtype_traits(type).block_bytes); }
 };
 
 // The key of slot `slot` of block `block` (head_dim elements), as float.
