@@ -54,6 +54,8 @@ void add_bench_command(CLI::App& app, int& exit_code) {
     auto* command = app.add_subcommand("bench", "Load an OpenAI-compatible server and report latency and throughput");
     command->add_option("--url", options.url, "the server, with or without /v1")->capture_default_str();
     command->add_option("--model", options.model, "the model name to send; default: the first of GET /v1/models");
+    command->add_option("--api-key", options.api_key, "sent as a bearer token, as the OpenAI SDK does")
+        ->envname("OPENAI_API_KEY");
     command->add_option("--endpoint", flags->endpoint, "completions (/v1/completions) or chat (/v1/chat/completions)")
         ->check(CLI::IsMember({"completions", "chat"}))
         ->capture_default_str();

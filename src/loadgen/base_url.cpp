@@ -34,7 +34,7 @@ Result<BaseUrl> parse_base_url(std::string_view text) {
     while (!path.empty() && path.back() == '/') path.pop_back();
     if (path.size() >= 3 && path.compare(path.size() - 3, 3, "/v1") == 0) path.resize(path.size() - 3);
     while (!path.empty() && path.back() == '/') path.pop_back();
-    return BaseUrl{scheme + "://" + std::string(authority), path};
+    return BaseUrl{scheme + "://" + std::string(authority), path, ""};
 }
 
 }  // namespace tempered::loadgen

@@ -13,6 +13,7 @@ namespace tempered::loadgen {
 struct BaseUrl {
     std::string origin;       // "http://127.0.0.1:8000": scheme, host and port, what the HTTP client takes
     std::string path_prefix;  // "" or "/proxy" for a server mounted under a path; never ends in '/'
+    std::string api_key;      // sent as "Authorization: Bearer ..." when not empty (--api-key)
 
     // "/v1/completions" -> prefix + "/v1/completions"
     std::string path(std::string_view route) const { return path_prefix + std::string(route); }

@@ -27,6 +27,7 @@ PhaseResult run_with_progress(const BaseUrl& url, const RequestSettings& setting
 Result<BenchOutcome> run_bench(const BenchOptions& options, const std::function<void(const std::string&)>& note) {
     auto url = parse_base_url(options.url);
     if (!url) return url.error();
+    url->api_key = options.api_key;
     const size_t count = static_cast<size_t>(options.warmup + options.requests);
     const bool synthetic = options.prompts_file.empty();
     std::optional<PromptSet> from_file;  // read first: a local mistake is reported before any network one

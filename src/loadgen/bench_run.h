@@ -19,6 +19,7 @@ namespace tempered::loadgen {
 struct BenchOptions {
     std::string url = "http://127.0.0.1:8000";
     std::string model;  // "" asks GET /v1/models and takes the first id
+    std::string api_key;  // "" sends no Authorization header
     Endpoint endpoint = Endpoint::Completions;
     int concurrency = 1;
     int64_t requests = 4;

@@ -45,6 +45,7 @@ struct HttpSession::Impl {
 HttpSession::HttpSession(const BaseUrl& url, std::chrono::duration<double> timeout)
     : url_(url), impl_(std::make_unique<Impl>(url.origin)) {
     impl_->client.set_keep_alive(true);  // one connection per worker, reused: no connect in the timings
+    if (!url.api_key.empty()) impl_->client.set_bearer_token_auth(url.api_key);
     set_timeouts(impl_->client, timeout);
 }
 

@@ -38,7 +38,7 @@ struct Fixture {
     Fixture() : server(options()) {
         add_llama_cpp_routes(server);
         EXPECT_TRUE(server.start().ok());
-        url = BaseUrl{"http://127.0.0.1:" + std::to_string(server.port()), ""};
+        url = BaseUrl{"http://127.0.0.1:" + std::to_string(server.port()), "", ""};
     }
     static http::HttpServerOptions options() {
         http::HttpServerOptions o;
@@ -77,7 +77,7 @@ TEST(LoadgenPromptSet, ChatMessageLeavesRoomForTheTemplate) {
 TEST(LoadgenPromptSet, WithoutTokenizeWordsStandForTokens) {
     http::HttpServer server(Fixture::options());  // no routes: /tokenize is a 404
     ASSERT_TRUE(server.start().ok());
-    HttpSession probe(BaseUrl{"http://127.0.0.1:" + std::to_string(server.port()), ""}, 10s);
+    HttpSession probe(BaseUrl{"http://127.0.0.1:" + std::to_string(server.port()), "", ""}, 10s);
     std::vector<std::string> notes;
     auto set = synthetic_prompt_set(probe, {Endpoint::Completions, "m", 4, false}, {4, 16, 0, 2, 10s},
                                     [&](const std::string& text) { notes.push_back(text); });

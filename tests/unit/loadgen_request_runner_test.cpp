@@ -48,7 +48,7 @@ public:
     }
     BaseUrl start() {
         EXPECT_TRUE(server_->start().ok());
-        return BaseUrl{"http://127.0.0.1:" + std::to_string(server_->port()), ""};
+        return BaseUrl{"http://127.0.0.1:" + std::to_string(server_->port()), "", ""};
     }
     http::HttpServer& server() { return *server_; }
 
@@ -204,7 +204,7 @@ TEST(LoadgenLoadDriver, ClosedLoopAtMostConcurrencyInFlight) {
         return http::HttpResponse::json(200, R"({"choices":[{"text":"x"}],"usage":{"prompt_tokens":1,"completion_tokens":2}})");
     });
     ASSERT_TRUE(server.start().ok());
-    const BaseUrl url{"http://127.0.0.1:" + std::to_string(server.port()), ""};
+    const BaseUrl url{"http://127.0.0.1:" + std::to_string(server.port()), "", ""};
     const std::vector<std::string> prompts = {"a", "b", "c", "d", "e", "f", "g"};
     ProgressCounters counters;
     const PhaseResult result = run_phase(url, {Endpoint::Completions, "m", 2, false}, prompts, 3, 10s, &counters);
@@ -216,6 +216,27 @@ TEST(LoadgenLoadDriver, ClosedLoopAtMostConcurrencyInFlight) {
     EXPECT_EQ(counters.failed, 0);
     EXPECT_EQ(counters.output_tokens, 14);
     EXPECT_GE(result.duration_s, 0.09);  // three rounds of 30 ms: 3 + 3 + 1 requests
+}
+
+// --api-key reaches the server as the OpenAI SDK sends it; without one, no Authorization header.
+TEST(LoadgenRequestRunner, SendsTheApiKeyAsABearerToken) {
+    ScriptedServer fake;
+    std::string seen = "unset";
+    fake.server().route("POST", "/v1/completions", [&seen](const http::HttpRequest& request) {
+        seen = request.header("Authorization");
+        return http::HttpResponse::json(200, R"({"choices":[{"text":"x"}],"usage":{"prompt_tokens":1,"completion_tokens":1}})");
+    });
+    BaseUrl url = fake.start();
+    const RequestSettings plain{Endpoint::Completions, "m", 1, false};
+    {
+        HttpSession session(url, 10s);
+        EXPECT_TRUE(run_request(session, plain, "hi", 10s).ok);
+        EXPECT_EQ(seen, "");
+    }
+    url.api_key = "sk-test";
+    HttpSession session(url, 10s);
+    EXPECT_TRUE(run_request(session, plain, "hi", 10s).ok);
+    EXPECT_EQ(seen, "Bearer sk-test");
 }
 
 }  // namespace
