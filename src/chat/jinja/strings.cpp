@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cctype>
+#include <optional>
 
 #include "chat/jinja/interpreter.h"
 #include "chat/jinja/strings.h"
@@ -412,6 +413,89 @@ bool py_isupper(const std::string& s) {
 
 // ---- printf-style formatting -----------------------------------------------------------------------
 
+namespace {
+
+// One conversion of a %-format: "%" flags width "." precision, already split out of the format string.
+struct PercentSpec {
+    std::string flags;
+    std::string width;
+    std::string precision;  // "" when absent
+    char conversion = 's';
+};
+
+std::string format_percent_string(const PercentSpec& spec, const Value& value) {
+    std::string text = spec.conversion == 's' ? to_str(value) : to_repr(value);
+    if (!spec.precision.empty()) {
+        const auto chars = utf8_chars(text);
+        const size_t keep = std::min(chars.size(), static_cast<size_t>(std::stoul(spec.precision)));
+        text.clear();
+        for (size_t k = 0; k < keep; ++k) text += chars[k];
+    }
+    const size_t len = utf8_length(text);
+    const size_t w = spec.width.empty() ? 0 : std::stoul(spec.width);
+    if (len < w) {
+        if (spec.flags.find('-') != std::string::npos) text += std::string(w - len, ' ');
+        else text = std::string(w - len, ' ') + text;
+    }
+    return text;
+}
+
+// Formats one value as Python's % operator does for the conversion in `spec`.
+std::string format_percent_value(const PercentSpec& spec, const Value& value) {
+    const char conversion = spec.conversion;
+    const std::string printf_spec =
+        "%" + spec.flags + spec.width + (spec.precision.empty() ? "" : "." + spec.precision);
+    char buf[512];
+    switch (conversion) {
+        case 's':
+        case 'r': return format_percent_string(spec, value);
+        case 'd':
+        case 'i':
+        case 'x':
+        case 'X':
+        case 'o': {
+            if (!value.is_number()) fail("%" + std::string(1, conversion) + " format: a real number is required, not " + value.type_name());
+            const auto n = value.is_float() ? static_cast<long long>(std::trunc(value.as_double())) : static_cast<long long>(value.as_int());
+            const char c = conversion == 'i' ? 'd' : conversion;
+            std::snprintf(buf, sizeof buf, (printf_spec + "ll" + c).c_str(), n);
+            return buf;
+        }
+        case 'f':
+        case 'F':
+        case 'e':
+        case 'E':
+        case 'g':
+        case 'G': {
+            if (!value.is_number()) fail("must be real number, not " + value.type_name());
+            std::snprintf(buf, sizeof buf, (printf_spec + conversion).c_str(), value.as_double());
+            return buf;
+        }
+        case 'c': {
+            if (!value.is_string()) fail("%c requires int or char");
+            return value.as_string();
+        }
+        default: fail(std::string("unsupported format character '") + conversion + "'");
+    }
+    return {};
+}
+
+// Reads flags, width and precision after a '%' (and its optional "(key)"); `i` ends on the conversion.
+PercentSpec read_percent_spec(const std::string& format, size_t& i) {
+    PercentSpec spec;
+    while (i < format.size() && std::string_view("-+ #0").find(format[i]) != std::string_view::npos) spec.flags += format[i++];
+    while (i < format.size() && std::isdigit(static_cast<unsigned char>(format[i]))) spec.width += format[i++];
+    if (i < format.size() && format[i] == '.') {
+        ++i;
+        while (i < format.size() && std::isdigit(static_cast<unsigned char>(format[i]))) spec.precision += format[i++];
+        if (spec.precision.empty()) spec.precision = "0";
+    }
+    if (i >= format.size()) fail("incomplete format");
+    spec.conversion = format[i];
+    return spec;
+}
+
+}  // namespace
+
 std::string python_percent_format(const std::string& format, const Value& args) {
     std::vector<Value> positional;
     const Value* mapping = nullptr;
@@ -431,89 +515,26 @@ std::string python_percent_format(const std::string& format, const Value& args) 
             continue;
         }
         if (++i >= format.size()) fail("incomplete format");
-        Value value;
-        bool have_value = false;
+        std::optional<Value> value;
         if (format[i] == '(') {
             const size_t close = format.find(')', i);
             if (close == std::string::npos || !mapping) fail("format requires a mapping");
             const Value* found = mapping->dict_data().find(std::string_view(format.data() + i + 1, close - i - 1));
             if (!found) fail("KeyError: '" + format.substr(i + 1, close - i - 1) + "'");
             value = *found;
-            have_value = true;
             i = close + 1;
         }
-        std::string flags;
-        while (i < format.size() && std::string_view("-+ #0").find(format[i]) != std::string_view::npos) flags += format[i++];
-        std::string width, precision;
-        while (i < format.size() && std::isdigit(static_cast<unsigned char>(format[i]))) width += format[i++];
-        if (i < format.size() && format[i] == '.') {
-            ++i;
-            precision = "";
-            while (i < format.size() && std::isdigit(static_cast<unsigned char>(format[i]))) precision += format[i++];
-            if (precision.empty()) precision = "0";
-        }
-        if (i >= format.size()) fail("incomplete format");
-        const char conversion = format[i];
-        if (conversion == '%') {
+        const PercentSpec spec = read_percent_spec(format, i);
+        if (spec.conversion == '%') {
             out += '%';
             continue;
         }
-        if (!have_value) {
+        if (!value) {
             if (next >= positional.size()) fail("not enough arguments for format string");
             value = positional[next++];
         }
-        if (width.size() > 4 || precision.size() > 4) fail("format width too large");
-        const std::string spec = "%" + flags + width + (precision.empty() ? "" : "." + precision);
-        char buf[512];
-        switch (conversion) {
-            case 's':
-            case 'r': {
-                std::string text = conversion == 's' ? to_str(value) : to_repr(value);
-                if (!precision.empty()) {
-                    const auto chars = utf8_chars(text);
-                    const size_t keep = std::min(chars.size(), static_cast<size_t>(std::stoul(precision)));
-                    text.clear();
-                    for (size_t k = 0; k < keep; ++k) text += chars[k];
-                }
-                const size_t len = utf8_length(text);
-                const size_t w = width.empty() ? 0 : std::stoul(width);
-                if (len < w) {
-                    if (flags.find('-') != std::string::npos) text += std::string(w - len, ' ');
-                    else text = std::string(w - len, ' ') + text;
-                }
-                out += text;
-                break;
-            }
-            case 'd':
-            case 'i':
-            case 'x':
-            case 'X':
-            case 'o': {
-                if (!value.is_number()) fail("%" + std::string(1, conversion) + " format: a real number is required, not " + value.type_name());
-                const auto n = value.is_float() ? static_cast<long long>(std::trunc(value.as_double())) : static_cast<long long>(value.as_int());
-                const char c = conversion == 'i' ? 'd' : conversion;
-                std::snprintf(buf, sizeof buf, (spec + "ll" + c).c_str(), n);
-                out += buf;
-                break;
-            }
-            case 'f':
-            case 'F':
-            case 'e':
-            case 'E':
-            case 'g':
-            case 'G': {
-                if (!value.is_number()) fail("must be real number, not " + value.type_name());
-                std::snprintf(buf, sizeof buf, (spec + conversion).c_str(), value.as_double());
-                out += buf;
-                break;
-            }
-            case 'c': {
-                if (value.is_string()) out += value.as_string();
-                else fail("%c requires int or char");
-                break;
-            }
-            default: fail(std::string("unsupported format character '") + conversion + "'");
-        }
+        if (spec.width.size() > 4 || spec.precision.size() > 4) fail("format width too large");
+        out += format_percent_value(spec, *value);
     }
     // Python skips this check when the argument has __getitem__ (dict, list), as for a mapping.
     const bool subscriptable = args.is_dict() || (args.is_list() && !args.is_tuple()) || args.is_undefined();
