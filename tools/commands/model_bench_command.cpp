@@ -25,10 +25,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli/commands.h"
 #include "cli/kv_dtype_flag.h"
 #include "cli/loaded_model.h"
 #include "cli/model_names.h"
+#include "commands/tool_commands.h"
 #include "kernels/cpu/dispatch.h"
 
 namespace tempered {
