@@ -101,7 +101,7 @@ void SseParser::take_line(std::string_view line, std::vector<std::string>& event
     has_data_ = true;
 }
 
-// ---- sending ----------------------------------------------------------------------------------
+// ---- sending -----------------------------------------------------------------------------------
 
 namespace {
 

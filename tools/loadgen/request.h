@@ -120,7 +120,7 @@ struct RequestRecord {
     }
 };
 
-// ---- sending ----------------------------------------------------------------------------------
+// ---- sending -----------------------------------------------------------------------------------
 
 // Sends one generation request and records its timings: the arrival of each streamed chunk that
 // carries text, the end, the usage, or why it failed. A failure of any kind (transport, HTTP status,
