@@ -1,7 +1,9 @@
-// tempered: command-line entry point. Subcommands are registered from src/cli/*_command.cpp.
+// tempered: command-line entry point. Subcommands are registered from src/cli/*_command.cpp and, for
+// the measurement tools, tools/commands/*_command.cpp.
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
+#include "commands/tool_commands.h"
 
 int main(int argc, char** argv) {
     CLI::App app{"tempered: an LLM inference server that is open about how it samples"};

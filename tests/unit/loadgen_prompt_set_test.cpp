@@ -5,8 +5,7 @@
 #include <algorithm>
 
 #include "http/http_server.h"
-#include "loadgen/prompt_set.h"
-#include "loadgen/prompt_words.h"
+#include "loadgen/prompts.h"
 
 namespace tempered::loadgen {
 namespace {

@@ -9,8 +9,8 @@
 #include <thread>
 
 #include "http/http_server.h"
-#include "loadgen/load_driver.h"
-#include "loadgen/request_runner.h"
+#include "loadgen/bench_run.h"
+#include "loadgen/request.h"
 
 namespace tempered::loadgen {
 namespace {

@@ -2,8 +2,8 @@
 // events in one read, CRLF, comments, multi-line data, the [DONE] terminator, and the error shapes.
 #include <gtest/gtest.h>
 
-#include "loadgen/response_fields.h"
-#include "loadgen/sse_parser.h"
+#include "loadgen/request.h"
+#include "loadgen/server.h"
 
 namespace tempered::loadgen {
 namespace {

@@ -2,7 +2,7 @@
 // 2 and pasted here), and the summary of a set of request records.
 #include <gtest/gtest.h>
 
-#include "loadgen/stats.h"
+#include "loadgen/report.h"
 
 namespace tempered::loadgen {
 namespace {

@@ -9,12 +9,10 @@
 #include <fstream>
 #include <set>
 
-#include "loadgen/base_url.h"
-#include "loadgen/prompt_calibration.h"
-#include "loadgen/prompt_words.h"
-#include "loadgen/prompts_file.h"
+#include "loadgen/prompts.h"
 #include "loadgen/report.h"
-#include "loadgen/request_body.h"
+#include "loadgen/request.h"
+#include "loadgen/server.h"
 
 namespace tempered::loadgen {
 namespace {

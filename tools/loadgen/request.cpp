@@ -1,11 +1,108 @@
-#include "loadgen/request_runner.h"
+#include "loadgen/request.h"
 
 #include <cstdio>
 
-#include "loadgen/response_fields.h"
-#include "loadgen/sse_parser.h"
-
 namespace tempered::loadgen {
+
+// ---- the body ----------------------------------------------------------------------------------
+
+std::string_view endpoint_route(Endpoint endpoint) {
+    return endpoint == Endpoint::Chat ? "/v1/chat/completions" : "/v1/completions";
+}
+
+std::string_view endpoint_name(Endpoint endpoint) { return endpoint == Endpoint::Chat ? "chat" : "completions"; }
+
+nlohmann::json generation_body(const RequestSettings& settings, const std::string& prompt) {
+    nlohmann::json body = {{"model", settings.model}, {"max_tokens", settings.max_tokens}, {"ignore_eos", true}};
+    if (settings.endpoint == Endpoint::Chat)
+        body["messages"] = nlohmann::json::array({{{"role", "user"}, {"content", prompt}}});
+    else
+        body["prompt"] = prompt;
+    if (settings.stream) {
+        body["stream"] = true;
+        body["stream_options"] = {{"include_usage", true}};
+    }
+    return body;
+}
+
+// ---- the response ------------------------------------------------------------------------------
+
+namespace {
+
+size_t string_bytes(const nlohmann::json& object, const char* key) {
+    const auto it = object.find(key);
+    return it != object.end() && it->is_string() ? it->get_ref<const std::string&>().size() : 0;
+}
+
+std::optional<int64_t> integer_field(const nlohmann::json& object, const char* key) {
+    const auto it = object.find(key);
+    if (it == object.end() || !it->is_number_integer()) return std::nullopt;
+    return it->get<int64_t>();
+}
+
+size_t choice_text_bytes(const nlohmann::json& choice, Endpoint endpoint) {
+    if (!choice.is_object()) return 0;
+    if (endpoint == Endpoint::Completions) return string_bytes(choice, "text");
+    size_t bytes = 0;
+    for (const char* part : {"delta", "message"}) {
+        const auto it = choice.find(part);
+        if (it == choice.end() || !it->is_object()) continue;
+        for (const char* key : {"content", "reasoning_content", "reasoning"}) bytes += string_bytes(*it, key);
+    }
+    return bytes;
+}
+
+}  // namespace
+
+PayloadContent read_payload(const nlohmann::json& payload, Endpoint endpoint) {
+    PayloadContent content;
+    content.error = error_message(payload);
+    if (!payload.is_object()) return content;
+    if (const auto it = payload.find("choices"); it != payload.end() && it->is_array())
+        for (const auto& choice : *it) content.text_bytes += choice_text_bytes(choice, endpoint);
+    if (const auto it = payload.find("usage"); it != payload.end() && it->is_object()) {
+        content.prompt_tokens = integer_field(*it, "prompt_tokens");
+        content.completion_tokens = integer_field(*it, "completion_tokens");
+    }
+    return content;
+}
+
+void SseParser::feed(std::string_view bytes, std::vector<std::string>& events) {
+    while (!bytes.empty()) {
+        const size_t newline = bytes.find('\n');
+        if (newline == std::string_view::npos) {
+            line_.append(bytes);
+            return;
+        }
+        line_.append(bytes.substr(0, newline));
+        bytes.remove_prefix(newline + 1);
+        std::string line = std::move(line_);
+        line_.clear();
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        take_line(line, events);
+    }
+}
+
+void SseParser::take_line(std::string_view line, std::vector<std::string>& events) {
+    if (line.empty()) {  // a blank line dispatches the event, if it had data
+        if (has_data_) events.push_back(std::move(data_));
+        data_.clear();
+        has_data_ = false;
+        return;
+    }
+    if (line.front() == ':') return;  // a comment
+    const size_t colon = line.find(':');
+    const std::string_view field = line.substr(0, colon);
+    if (field != "data") return;
+    std::string_view value = colon == std::string_view::npos ? std::string_view{} : line.substr(colon + 1);
+    if (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+    if (has_data_) data_.push_back('\n');
+    data_.append(value);
+    has_data_ = true;
+}
+
+// ---- sending -----------------------------------------------------------------------------------
+
 namespace {
 
 constexpr size_t kMaxErrorBodyBytes = 64 * 1024;
@@ -131,6 +228,18 @@ RequestRecord run_request(HttpSession& session, const RequestSettings& settings,
     }
     record.ok = record.error.empty();
     return record;
+}
+
+Result<int64_t> served_prompt_tokens(HttpSession& session, const RequestSettings& settings, const std::string& text) {
+    RequestSettings probe = settings;
+    probe.stream = false;
+    probe.max_tokens = 1;
+    auto json = json_reply(session.post_json(endpoint_route(probe.endpoint), generation_body(probe, text).dump()),
+                           "POST " + std::string(endpoint_route(probe.endpoint)));
+    if (!json) return json.error();
+    const PayloadContent content = read_payload(*json, probe.endpoint);
+    if (!content.prompt_tokens) return Error{"the response has no usage.prompt_tokens"};
+    return *content.prompt_tokens;
 }
 
 }  // namespace tempered::loadgen

@@ -1,4 +1,7 @@
-// From request records to the numbers a benchmark reports.
+// What a benchmark reports: from the request records to the summary numbers (throughput, latency
+// percentiles, errors), and that summary for people (an aligned table) and for programs (one JSON
+// object). Absent measurements (TTFT of non-streamed requests, prompt tokens of a server without
+// usage) are "-" in the table and null in JSON, never zero. JSON keys keep the table's order.
 //
 // Percentiles use linear interpolation between the closest ranks, numpy's default (method="linear"):
 // for n sorted values v[0..n-1] and q in [0, 100], the rank is h = (n - 1) * q / 100 and the result is
@@ -13,9 +16,13 @@
 #include <utility>
 #include <vector>
 
-#include "loadgen/request_record.h"
+#include <nlohmann/json.hpp>
+
+#include "loadgen/request.h"
 
 namespace tempered::loadgen {
+
+// ---- the numbers -------------------------------------------------------------------------------
 
 double percentile_of_sorted(std::span<const double> sorted, double q);
 std::optional<double> percentile(std::vector<double> values, double q);
@@ -55,5 +62,25 @@ struct BenchSummary {
 };
 
 BenchSummary summarize(std::span<const RequestRecord> records, double duration_s);
+
+// ---- the report --------------------------------------------------------------------------------
+
+// What was run, echoed at the top of the report so that saved results explain themselves.
+struct RunDescription {
+    std::string url;  // the base URL as parsed
+    std::string model;
+    Endpoint endpoint = Endpoint::Completions;
+    bool stream = false;
+    int concurrency = 1;
+    int64_t requests = 0;
+    int64_t warmup = 0;
+    int64_t max_tokens = 0;
+    std::optional<int64_t> prompt_tokens_target;  // --prompt-tokens; absent with --prompts-file
+    std::string prompt_source;                    // how prompts were made, e.g. "synthetic, sized by /tokenize"
+    std::optional<uint64_t> seed;                 // of synthetic prompts
+};
+
+nlohmann::ordered_json report_json(const RunDescription& run, const BenchSummary& summary);
+std::string report_table(const RunDescription& run, const BenchSummary& summary);
 
 }  // namespace tempered::loadgen

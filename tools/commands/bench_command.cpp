@@ -1,13 +1,12 @@
 // tempered bench: load for any OpenAI-compatible server (tempered, vLLM, SGLang, llama.cpp's server),
-// and the latency and throughput it saw. The work is in src/loadgen; this file is the flags and the
+// and the latency and throughput it saw. The work is in tools/loadgen; this file is the flags and the
 // exit code: 1 for a bad flag, an unreachable server or when every request failed, else 0 (a run
 // with some failed requests still succeeds: the failures are part of its result).
 #include <cstdio>
 #include <memory>
 
-#include "cli/commands.h"
+#include "commands/tool_commands.h"
 #include "loadgen/bench_run.h"
-#include "loadgen/progress.h"
 #include "loadgen/report.h"
 
 namespace tempered {

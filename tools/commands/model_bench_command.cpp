@@ -25,11 +25,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli/commands.h"
 #include "cli/kv_dtype_flag.h"
 #include "cli/loaded_model.h"
 #include "cli/model_names.h"
+#include "commands/tool_commands.h"
 #include "kernels/cpu/dispatch.h"
+#include "kv/kv_block_pool.h"
 
 namespace tempered {
 namespace {
@@ -79,7 +80,7 @@ struct TestResult {
 // the clock for the forwards.
 class Bench {
 public:
-    Bench(LoadedModel& bundle, PagedKvCache& cache, const ModelBenchOptions& options)
+    Bench(LoadedModel& bundle, KvBlockPool& cache, const ModelBenchOptions& options)
         : bundle_(bundle), cache_(cache), options_(options), random_(options.seed) {
         const int64_t most_logits = std::max<int64_t>(1, options.batch_decode);
         logits_.resize(static_cast<size_t>(most_logits * bundle.model->config().vocab_size));
@@ -159,8 +160,13 @@ private:
     Status reset_cache(const TestResult& test) {
         for (int32_t s = 0; s < sequences_in_use_; ++s) cache_.release(s);
         sequences_in_use_ = test.sequences;
+        // No blocks are registered for prefix reuse, so each release returns its blocks to the pool and
+        // every run starts from the same empty cache, as the server's allocator would give it.
+        const int64_t positions = test.prompt_tokens + test.gen_tokens;
         for (int32_t s = 0; s < test.sequences; ++s) {
-            if (auto status = cache_.reserve(s, test.prompt_tokens + test.gen_tokens); !status) return status;
+            if (!cache_.ensure_capacity(s, positions))
+                return Error{"KV cache: sequence " + std::to_string(s) + " needs " + std::to_string(positions) +
+                             " positions, " + std::to_string(cache_.available_block_count()) + " blocks are free"};
         }
         return Ok{};
     }
@@ -188,7 +194,7 @@ private:
     }
 
     LoadedModel& bundle_;
-    PagedKvCache& cache_;
+    KvBlockPool& cache_;
     const ModelBenchOptions& options_;
     std::mt19937_64 random_;
     std::vector<float> logits_;  // (most sequences, vocab_size)
@@ -230,72 +236,55 @@ void print_table(const LoadedModel& bundle, uint64_t file_bytes, int threads, co
     }
 }
 
-int model_bench(const ModelBenchOptions& options) {
-    auto kv_type = parse_kv_dtype(options.kv_cache_dtype);
-    if (!kv_type) {
-        std::fprintf(stderr, "tempered model-bench: %s\n", kv_type.error().message.c_str());
-        return 1;
-    }
-    if (options.prompt_tokens == 0 && options.gen_tokens == 0) {
-        std::fprintf(stderr, "tempered model-bench: nothing to run (--prompt-tokens and --gen-tokens are both 0)\n");
-        return 1;
-    }
-    if (options.batch_decode > 0 && options.gen_tokens == 0) {
-        std::fprintf(stderr, "tempered model-bench: --batch-decode needs --gen-tokens > 0\n");
-        return 1;
-    }
-    auto loaded = load_model_bundle(options.model, options.threads);
-    if (!loaded) {
-        std::fprintf(stderr, "tempered model-bench: %s\n", loaded.error().message.c_str());
-        return 1;
-    }
-    LoadedModel& bundle = **loaded;
-    const int64_t context = bundle.model->config().context_length;
+// The flags' own contradictions, found before a model is loaded.
+Status check_options(const ModelBenchOptions& options) {
+    if (options.prompt_tokens == 0 && options.gen_tokens == 0)
+        return Error{"nothing to run (--prompt-tokens and --gen-tokens are both 0)"};
+    if (options.batch_decode > 0 && options.gen_tokens == 0) return Error{"--batch-decode needs --gen-tokens > 0"};
+    return Ok{};
+}
+
+// The server's block allocator, sized to the largest test: all of its sequences hold their blocks at once.
+Result<std::unique_ptr<KvBlockPool>> make_cache(const ModelConfig& config, DType kv_type,
+                                                const ModelBenchOptions& options) {
     const int64_t longest = std::max({options.prompt_tokens, options.gen_tokens,
                                       options.batch_decode > 0 ? options.batch_prompt_tokens + options.gen_tokens : 0});
-    if (longest > context) {
-        std::fprintf(stderr, "tempered model-bench: %lld positions exceed the model's context of %lld\n",
-                     static_cast<long long>(longest), static_cast<long long>(context));
-        return 1;
-    }
-
-    const KvCacheShape shape = kv_cache_shape(bundle.model->config(), *kv_type);
+    if (longest > config.context_length)
+        return Error{std::to_string(longest) + " positions exceed the model's context of " +
+                     std::to_string(config.context_length)};
+    const KvCacheShape shape = kv_cache_shape(config, kv_type);
     const auto blocks_for = [&](int64_t positions) { return (positions + shape.block_size - 1) / shape.block_size; };
     const int64_t blocks = std::max({blocks_for(options.prompt_tokens), blocks_for(options.gen_tokens),
                                      options.batch_decode * blocks_for(options.batch_prompt_tokens + options.gen_tokens),
                                      int64_t{1}});
-    auto cache = PagedKvCache::create(shape, blocks);
-    if (!cache) {
-        std::fprintf(stderr, "tempered model-bench: %s\n", cache.error().message.c_str());
-        return 1;
-    }
+    return KvBlockPool::create(shape, blocks);
+}
 
-    Bench bench(bundle, **cache, options);
+// The tests the flags ask for, in table order: ppP, tgG, tgG_batchB.
+Result<std::vector<TestResult>> run_tests(LoadedModel& bundle, KvBlockPool& cache, const ModelBenchOptions& options) {
+    Bench bench(bundle, cache, options);
     std::vector<TestResult> tests;
-    const auto run_test = [&](Result<TestResult> result) {
-        if (!result) {
-            std::fprintf(stderr, "tempered model-bench: %s\n", result.error().message.c_str());
-            return false;
-        }
+    const auto run = [&tests](Result<TestResult> result) -> Status {
+        if (!result) return result.error();
         tests.push_back(std::move(result.value()));
-        return true;
+        return Ok{};
     };
-    if (options.prompt_tokens > 0 && !run_test(bench.prompt_test())) return 1;
-    if (options.gen_tokens > 0 && !run_test(bench.gen_test())) return 1;
-    if (options.batch_decode > 0 && !run_test(bench.batch_decode_test())) return 1;
+    if (options.prompt_tokens > 0)
+        if (auto status = run(bench.prompt_test()); !status) return status.error();
+    if (options.gen_tokens > 0)
+        if (auto status = run(bench.gen_test()); !status) return status.error();
+    if (options.batch_decode > 0)
+        if (auto status = run(bench.batch_decode_test()); !status) return status.error();
+    return tests;
+}
 
-    std::error_code ignored;
-    const uint64_t file_bytes = std::filesystem::file_size(bundle.path, ignored);
-    const int threads = bundle.pool->size();
-    if (!options.json) {
-        print_table(bundle, file_bytes, threads, tests);
-        return 0;
-    }
+void print_json(const LoadedModel& bundle, uint64_t file_bytes, const ModelBenchOptions& options,
+                const std::vector<TestResult>& tests) {
     nlohmann::json out = {{"model", bundle.path},
                           {"model_file_bytes", file_bytes},
                           {"model_parameters", parameter_count(*bundle.file)},
                           {"architecture", bundle.model->config().architecture},
-                          {"threads", threads},
+                          {"threads", bundle.pool->size()},
                           {"cpu_isa", std::string(cpu_isa_name(active_cpu_isa()))},
                           {"kv_cache_dtype", options.kv_cache_dtype},
                           {"repetitions", options.repetitions},
@@ -303,7 +292,34 @@ int model_bench(const ModelBenchOptions& options) {
                           {"tests", nlohmann::json::array()}};
     for (const TestResult& test : tests) out["tests"].push_back(test_json(test));
     std::printf("%s\n", out.dump(2).c_str());
-    return 0;
+}
+
+Status run_model_bench(const ModelBenchOptions& options) {
+    auto kv_type = parse_kv_dtype(options.kv_cache_dtype);
+    if (!kv_type) return kv_type.error();
+    if (auto status = check_options(options); !status) return status;
+    auto loaded = load_model_bundle(options.model, options.threads);
+    if (!loaded) return loaded.error();
+    LoadedModel& bundle = **loaded;
+    auto cache = make_cache(bundle.model->config(), *kv_type, options);
+    if (!cache) return cache.error();
+    auto tests = run_tests(bundle, **cache, options);
+    if (!tests) return tests.error();
+
+    std::error_code ignored;
+    const uint64_t file_bytes = std::filesystem::file_size(bundle.path, ignored);
+    if (options.json)
+        print_json(bundle, file_bytes, options, *tests);
+    else
+        print_table(bundle, file_bytes, bundle.pool->size(), *tests);
+    return Ok{};
+}
+
+int model_bench(const ModelBenchOptions& options) {
+    const Status status = run_model_bench(options);
+    if (status) return 0;
+    std::fprintf(stderr, "tempered model-bench: %s\n", status.error().message.c_str());
+    return 1;
 }
 
 }  // namespace
