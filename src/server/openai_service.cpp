@@ -17,12 +17,26 @@ uint64_t random_seed() {
     return generator();
 }
 
+api::ApiResult<ChatTemplate> parse_chat_template(const std::string& source) {
+    if (source.empty()) return api::invalid_request("the model has no chat template; use /v1/completions");
+    auto parsed = ChatTemplate::parse(source);
+    if (!parsed) return api::invalid_request("chat template: " + parsed.error().message, "messages");
+    return std::move(parsed).value();
+}
+
 }  // namespace
 
 OpenAiService::OpenAiService(LoadedModel& model, Engine& engine, ServingMetrics& metrics, RequestLog& log,
                              ServiceSettings settings)
-    : model_(model), engine_(engine), metrics_(metrics), log_(log), settings_(std::move(settings)) {
+    : model_(model),
+      chat_template_(parse_chat_template(model.chat_template)),
+      engine_(engine),
+      metrics_(metrics),
+      log_(log),
+      settings_(std::move(settings)) {
     system_fingerprint_ = "tempered-" + settings_.served_model_name;
+    if (!chat_template_ && !model.chat_template.empty())
+        log_.info("chat requests will be refused: " + chat_template_.error().message);
 }
 
 void OpenAiService::register_routes(http::HttpServer& server) {
@@ -187,18 +201,21 @@ api::ApiResult<std::shared_ptr<GenerationStream>> OpenAiService::submit(Generati
     return api::service_unavailable("the server is shutting down", 5);
 }
 
-api::TokenLogprob OpenAiService::to_api_logprob(const TokenLogprob& logprob) const {
-    auto bytes_of = [this](int32_t token) {
-        const std::string& text = model_.tokenizer->token_bytes(token);
-        return std::vector<uint8_t>(text.begin(), text.end());
-    };
-    api::TokenLogprob out;
-    out.token = model_.tokenizer->token_bytes(logprob.token);
-    out.logprob = logprob.logprob;
-    out.bytes = bytes_of(logprob.token);
-    for (const auto& [token, value] : logprob.top)
-        out.top_logprobs.push_back({model_.tokenizer->token_bytes(token), value, bytes_of(token)});
-    return out;
+GenerationJob OpenAiService::generation_job(const char* endpoint, const http::HttpRequest& http_request,
+                                            const api::GenerationRequest& generation,
+                                            const ResolvedSampling& sampling, const std::string& response_id,
+                                            std::chrono::steady_clock::time_point received) const {
+    GenerationJob job;
+    job.streams = std::make_shared<StreamSet>();
+    job.stream = generation.stream;
+    job.include_usage = generation.stream && generation.stream_options.include_usage;
+    job.report_sampling = settings_.report_sampling;
+    job.sampling = sampling.to_json();
+    job.endpoint = endpoint;
+    const std::string client_id = http_request.header("X-Request-Id");
+    job.request_id = client_id.empty() ? response_id : client_id;
+    job.received = received;
+    return job;
 }
 
 }  // namespace tempered

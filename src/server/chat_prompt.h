@@ -1,0 +1,14 @@
+// What a chat request gives the model's chat template: the messages as transformers passes them (the
+// role, the text with text parts joined, name, tool calls), and the client's tools and template
+// kwargs in the client's key order.
+#pragma once
+
+#include "api/chat_request.h"
+#include "chat/chat_template.h"
+
+namespace tempered {
+
+// Everything but the tokenizer's special tokens, which the caller adds.
+ChatTemplateInputs chat_template_inputs(const api::ChatRequest& request);
+
+}  // namespace tempered
