@@ -8,11 +8,11 @@ namespace tempered {
 api::ApiResult<std::vector<int32_t>> OpenAiService::chat_prompt(const api::ChatRequest& request) const {
     if (!chat_template_) return chat_template_.error();
     ChatTemplateInputs inputs = chat_template_inputs(request);
-    if (auto bos = model_.tokenizer->bos_id()) inputs.bos_token = model_.tokenizer->token_text(*bos);
-    if (auto eos = model_.tokenizer->eos_id()) inputs.eos_token = model_.tokenizer->token_text(*eos);
+    if (auto bos = model_.tokenizer.bos_id()) inputs.bos_token = model_.tokenizer.token_text(*bos);
+    if (auto eos = model_.tokenizer.eos_id()) inputs.eos_token = model_.tokenizer.token_text(*eos);
     auto rendered = chat_template_->apply(inputs);
     if (!rendered) return api::invalid_request("chat template: " + rendered.error().message, "messages");
-    return model_.tokenize_chat(*rendered);
+    return chat_prompt_tokens(model_.tokenizer, *rendered);
 }
 
 http::HttpResponse OpenAiService::chat(const http::HttpRequest& http_request) {
@@ -21,7 +21,7 @@ http::HttpResponse OpenAiService::chat(const http::HttpRequest& http_request) {
     if (!parsed) return api::to_http_response(parsed.error());
     const api::ChatRequest& request = *parsed;
     if (auto error = check_model(request.generation.model)) return api::to_http_response(*error);
-    if (auto error = api::validate_chat_request(request, {model_.tokenizer->vocab_size()}))
+    if (auto error = api::validate_chat_request(request, {model_.tokenizer.vocab_size()}))
         return api::to_http_response(*error);
     auto prompt = chat_prompt(request);
     if (!prompt) return api::to_http_response(prompt.error());
@@ -39,7 +39,7 @@ http::HttpResponse OpenAiService::chat(const http::HttpRequest& http_request) {
     GenerationJob job = generation_job("chat", http_request, request.generation, sampling, meta.id, received);
     job.streams->add(*stream, 0, prompt_tokens);
     job.builder = std::make_unique<ChatResponseBuilder>(
-        *model_.tokenizer, meta,
+        model_.tokenizer, meta,
         ChatResponseBuilder::Shape{choices, request.logprobs, job.stream, job.include_usage});
     return run_generation(std::move(job), http_request, metrics_, log_);
 }

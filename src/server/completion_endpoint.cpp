@@ -12,7 +12,7 @@ constexpr int64_t kDefaultCompletionTokens = 16;  // OpenAI's default max_tokens
 
 std::optional<api::ApiError> OpenAiService::check_completion_request(const api::CompletionRequest& request) const {
     if (auto error = check_model(request.generation.model)) return error;
-    if (auto error = api::validate_completion_request(request, {model_.tokenizer->vocab_size()})) return error;
+    if (auto error = api::validate_completion_request(request, {model_.tokenizer.vocab_size()})) return error;
     if (request.echo && request.logprobs)
         return api::invalid_request("echo together with logprobs (prompt log-probabilities) is not supported", "echo");
     return std::nullopt;
@@ -22,11 +22,11 @@ OpenAiService::CompletionPrompts OpenAiService::completion_prompts(const api::Co
     CompletionPrompts prompts;
     for (const auto& input : request.prompts) {
         if (const auto* text = std::get_if<std::string>(&input)) {
-            prompts.tokens.push_back(model_.tokenizer->encode(*text, /*add_special_tokens=*/true, /*parse_special=*/true));
+            prompts.tokens.push_back(model_.tokenizer.encode(*text, /*add_special_tokens=*/true, /*parse_special=*/true));
             prompts.texts.push_back(*text);
         } else {
             prompts.tokens.push_back(std::get<std::vector<int32_t>>(input));
-            prompts.texts.push_back(model_.tokenizer->decode(prompts.tokens.back()));
+            prompts.texts.push_back(model_.tokenizer.decode(prompts.tokens.back()));
         }
     }
     return prompts;
@@ -77,7 +77,7 @@ http::HttpResponse OpenAiService::completions(const http::HttpRequest& http_requ
         return api::to_http_response(*error);
     if (score_only) job.outcome = "length";
     job.builder = std::make_unique<CompletionResponseBuilder>(
-        *model_.tokenizer, meta, prompts.texts,
+        model_.tokenizer, meta, prompts.texts,
         CompletionResponseBuilder::Shape{request.generation.n, request.echo, request.logprobs.has_value(), score_only,
                                          job.stream, job.include_usage});
     return run_generation(std::move(job), http_request, metrics_, log_);

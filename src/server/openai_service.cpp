@@ -26,16 +26,16 @@ api::ApiResult<ChatTemplate> parse_chat_template(const std::string& source) {
 
 }  // namespace
 
-OpenAiService::OpenAiService(LoadedModel& model, Engine& engine, ServingMetrics& metrics, RequestLog& log,
+OpenAiService::OpenAiService(ServedModel model, Engine& engine, ServingMetrics& metrics, RequestLog& log,
                              ServiceSettings settings)
-    : model_(model),
-      chat_template_(parse_chat_template(model.chat_template)),
+    : model_(std::move(model)),
+      chat_template_(parse_chat_template(model_.chat_template)),
       engine_(engine),
       metrics_(metrics),
       log_(log),
       settings_(std::move(settings)) {
     system_fingerprint_ = "tempered-" + settings_.served_model_name;
-    if (!chat_template_ && !model.chat_template.empty())
+    if (!chat_template_ && !model_.chat_template.empty())
         log_.info("chat requests will be refused: " + chat_template_.error().message);
 }
 
@@ -67,7 +67,7 @@ nlohmann::json OpenAiService::model_card() const {
             {"object", "model"},
             {"created", settings_.created},
             {"owned_by", "tempered"},
-            {"max_model_len", model_.model->config().context_length},
+            {"max_model_len", model_.config.context_length},
             {"sampling_defaults", describe_sampling_defaults(settings_.sampling)}};
 }
 
@@ -100,10 +100,10 @@ http::HttpResponse OpenAiService::tokenize(const http::HttpRequest& request) con
             return api::to_http_response(api::invalid_request("'add_special_tokens' must be a boolean", "add_special_tokens"));
         add_special = flag->get<bool>();
     }
-    const auto tokens = model_.tokenizer->encode(text->get<std::string>(), add_special, /*parse_special=*/true);
+    const auto tokens = model_.tokenizer.encode(text->get<std::string>(), add_special, /*parse_special=*/true);
     return json_response({{"tokens", tokens},
                           {"count", tokens.size()},
-                          {"max_model_len", model_.model->config().context_length}});
+                          {"max_model_len", model_.config.context_length}});
 }
 
 http::HttpResponse OpenAiService::detokenize(const http::HttpRequest& request) const {
@@ -115,13 +115,13 @@ http::HttpResponse OpenAiService::detokenize(const http::HttpRequest& request) c
     std::vector<int32_t> ids;
     for (size_t i = 0; i < tokens->size(); ++i) {
         const auto& id = (*tokens)[i];
-        if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= model_.tokenizer->vocab_size())
+        if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= model_.tokenizer.vocab_size())
             return api::to_http_response(api::invalid_request(
-                "token ids must be integers in [0, " + std::to_string(model_.tokenizer->vocab_size()) + ")",
+                "token ids must be integers in [0, " + std::to_string(model_.tokenizer.vocab_size()) + ")",
                 api::param_path("tokens", i)));
         ids.push_back(static_cast<int32_t>(id.get<int64_t>()));
     }
-    return json_response({{"prompt", model_.tokenizer->decode(ids)}});
+    return json_response({{"prompt", model_.tokenizer.decode(ids)}});
 }
 
 http::HttpResponse OpenAiService::metrics(const http::HttpRequest&) const {
@@ -138,7 +138,7 @@ http::HttpResponse OpenAiService::get_load(const http::HttpRequest&) const {
 
 http::HttpResponse OpenAiService::server_info(const http::HttpRequest&) const {
     const EngineStats stats = engine_.stats();
-    const ModelConfig& config = model_.model->config();
+    const ModelConfig& config = model_.config;
     return json_response({{"model_path", model_.path},
                           {"served_model_name", settings_.served_model_name},
                           {"architecture", config.architecture},
@@ -168,7 +168,7 @@ api::ApiResult<GenerationOptions> OpenAiService::generation_options(const api::G
                                                                     const ResolvedSampling& sampling,
                                                                     const char* prompt_param,
                                                                     std::optional<int64_t> default_max_tokens) const {
-    const int64_t context = model_.model->config().context_length;
+    const int64_t context = model_.config.context_length;
     const auto prompt_length = static_cast<int64_t>(prompt.size());
     // Chat's default is "up to the context"; legacy completions default to 16 tokens, as OpenAI's do.
     const int64_t max_tokens = generation.max_tokens.value_or(default_max_tokens.value_or(context - prompt_length));

@@ -11,16 +11,26 @@
 #include "api/completion_request.h"
 #include "api/responses.h"
 #include "chat/chat_template.h"
-#include "cli/loaded_model.h"
 #include "engine/engine.h"
 #include "http/http_server.h"
+#include "models/model_config.h"
 #include "sampling/sampling_resolution.h"
 #include "server/generation_loop.h"
 #include "server/request_log.h"
 #include "server/serving_metrics.h"
 #include "server/stream_set.h"
+#include "tokenizer/tokenizer.h"
 
 namespace tempered {
+
+// What the service needs of the model it serves (which outlives it): the tokenizer, the shape, the
+// file and its chat template. The engine holds the model itself.
+struct ServedModel {
+    const Tokenizer& tokenizer;
+    const ModelConfig& config;
+    std::string path;           // for /server_info
+    std::string chat_template;  // "" when the file has none
+};
 
 struct ServiceSettings {
     std::string served_model_name;
@@ -31,7 +41,7 @@ struct ServiceSettings {
 
 class OpenAiService {
 public:
-    OpenAiService(LoadedModel& model, Engine& engine, ServingMetrics& metrics, RequestLog& log,
+    OpenAiService(ServedModel model, Engine& engine, ServingMetrics& metrics, RequestLog& log,
                   ServiceSettings settings);
 
     void register_routes(http::HttpServer& server);
@@ -80,7 +90,7 @@ private:
     std::optional<api::ApiError> submit_prompts(const api::CompletionRequest& request, const CompletionPrompts& prompts,
                                                 const ResolvedSampling& sampling, bool score_only, StreamSet& streams);
 
-    LoadedModel& model_;
+    ServedModel model_;
     // Parsed once, here, not per request; the error a chat request gets when there is none to use.
     api::ApiResult<ChatTemplate> chat_template_;
     Engine& engine_;
