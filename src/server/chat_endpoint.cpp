@@ -40,7 +40,8 @@ http::HttpResponse OpenAiService::chat(const http::HttpRequest& http_request) {
     job.streams->add(*stream, 0, prompt_tokens);
     job.builder = std::make_unique<ChatResponseBuilder>(
         model_.tokenizer, meta,
-        ChatResponseBuilder::Shape{choices, request.logprobs, job.stream, job.include_usage});
+        ChatResponseBuilder::Shape{
+            .choices = choices, .logprobs = request.logprobs, .stream = job.stream, .include_usage = job.include_usage});
     return run_generation(std::move(job), http_request, metrics_, log_);
 }
 

@@ -78,8 +78,12 @@ http::HttpResponse OpenAiService::completions(const http::HttpRequest& http_requ
     if (score_only) job.outcome = "length";
     job.builder = std::make_unique<CompletionResponseBuilder>(
         model_.tokenizer, meta, prompts.texts,
-        CompletionResponseBuilder::Shape{request.generation.n, request.echo, request.logprobs.has_value(), score_only,
-                                         job.stream, job.include_usage});
+        CompletionResponseBuilder::Shape{.choices_per_prompt = request.generation.n,
+                                         .echo = request.echo,
+                                         .logprobs = request.logprobs.has_value(),
+                                         .score_only = score_only,
+                                         .stream = job.stream,
+                                         .include_usage = job.include_usage});
     return run_generation(std::move(job), http_request, metrics_, log_);
 }
 
