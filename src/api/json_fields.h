@@ -16,7 +16,9 @@
 
 namespace tempered::api {
 
-using Json = nlohmann::json;
+// Request bodies keep the client's key order, as a Python dict does: tools and template kwargs reach
+// the chat template as sent, and `tojson` prints them in that order.
+using Json = nlohmann::ordered_json;
 using FieldError = std::optional<ApiError>;
 
 // "messages" + 1 -> "messages[1]"; "stream_options" + "include_usage" -> "stream_options.include_usage".

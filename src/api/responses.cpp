@@ -6,19 +6,20 @@
 namespace tempered::api {
 namespace {
 
-using Json = nlohmann::json;
+// Response bodies: nlohmann::json, whose sorted keys give every response its fixed field order.
+using BodyJson = nlohmann::json;
 
-Json string_or_null(const std::string& text) { return text.empty() ? Json(nullptr) : Json(text); }
+BodyJson string_or_null(const std::string& text) { return text.empty() ? BodyJson(nullptr) : BodyJson(text); }
 
-Json optional_json(const std::optional<std::string>& text) { return text ? Json(*text) : Json(nullptr); }
+BodyJson optional_json(const std::optional<std::string>& text) { return text ? BodyJson(*text) : BodyJson(nullptr); }
 
-Json bytes_json(const std::vector<uint8_t>& bytes) {
-    Json array = Json::array();
+BodyJson bytes_json(const std::vector<uint8_t>& bytes) {
+    BodyJson array = BodyJson::array();
     for (const uint8_t byte : bytes) array.push_back(byte);
     return array;
 }
 
-Json envelope(const ResponseMeta& meta, std::string_view object) {
+BodyJson envelope(const ResponseMeta& meta, std::string_view object) {
     return {{"id", meta.id},
             {"object", object},
             {"created", meta.created},
@@ -26,21 +27,21 @@ Json envelope(const ResponseMeta& meta, std::string_view object) {
             {"system_fingerprint", string_or_null(meta.system_fingerprint)}};
 }
 
-Json finish_reason_json(const std::optional<FinishReason>& reason) {
-    return reason ? Json(finish_reason_name(*reason)) : Json(nullptr);
+BodyJson finish_reason_json(const std::optional<FinishReason>& reason) {
+    return reason ? BodyJson(finish_reason_name(*reason)) : BodyJson(nullptr);
 }
 
-Json tool_call_json(const ToolCall& call) {
+BodyJson tool_call_json(const ToolCall& call) {
     return {{"id", call.id}, {"type", call.type}, {"function", {{"name", call.name}, {"arguments", call.arguments}}}};
 }
 
-Json tool_call_delta_json(const ToolCallDelta& delta) {
-    Json json = {{"index", delta.index}};
+BodyJson tool_call_delta_json(const ToolCallDelta& delta) {
+    BodyJson json = {{"index", delta.index}};
     if (delta.id) {
         json["id"] = *delta.id;
         json["type"] = "function";
     }
-    Json function = Json::object();
+    BodyJson function = BodyJson::object();
     if (delta.name) function["name"] = *delta.name;
     if (delta.arguments) function["arguments"] = *delta.arguments;
     if (!function.empty()) json["function"] = std::move(function);
@@ -80,17 +81,17 @@ ResponseMeta make_completion_meta(std::string model, std::string system_fingerpr
     return {make_response_id("cmpl-"), unix_seconds_now(), std::move(model), std::move(system_fingerprint)};
 }
 
-Json usage_json(const Usage& usage) {
+BodyJson usage_json(const Usage& usage) {
     return {{"prompt_tokens", usage.prompt_tokens},
             {"completion_tokens", usage.completion_tokens},
             {"total_tokens", usage.prompt_tokens + usage.completion_tokens},
             {"prompt_tokens_details", {{"cached_tokens", usage.cached_tokens}}}};
 }
 
-Json chat_logprobs_json(const std::vector<TokenLogprob>& content) {
-    Json tokens = Json::array();
+BodyJson chat_logprobs_json(const std::vector<TokenLogprob>& content) {
+    BodyJson tokens = BodyJson::array();
     for (const TokenLogprob& token : content) {
-        Json top = Json::array();
+        BodyJson top = BodyJson::array();
         for (const TopLogprob& alternative : token.top_logprobs) {
             top.push_back({{"token", alternative.token},
                            {"logprob", alternative.logprob},
@@ -104,18 +105,18 @@ Json chat_logprobs_json(const std::vector<TokenLogprob>& content) {
     return {{"content", std::move(tokens)}, {"refusal", nullptr}};
 }
 
-Json completion_logprobs_json(const CompletionLogprobs& logprobs) {
-    Json token_logprobs = Json::array();
+BodyJson completion_logprobs_json(const CompletionLogprobs& logprobs) {
+    BodyJson token_logprobs = BodyJson::array();
     for (const auto& logprob : logprobs.token_logprobs) {
-        token_logprobs.push_back(logprob ? Json(*logprob) : Json(nullptr));
+        token_logprobs.push_back(logprob ? BodyJson(*logprob) : BodyJson(nullptr));
     }
-    Json top_logprobs = Json::array();
+    BodyJson top_logprobs = BodyJson::array();
     for (const auto& alternatives : logprobs.top_logprobs) {
         if (!alternatives) {
             top_logprobs.push_back(nullptr);
             continue;
         }
-        Json map = Json::object();
+        BodyJson map = BodyJson::object();
         for (const auto& [token, logprob] : *alternatives) map[token] = logprob;
         top_logprobs.push_back(std::move(map));
     }
@@ -125,20 +126,20 @@ Json completion_logprobs_json(const CompletionLogprobs& logprobs) {
             {"text_offset", logprobs.text_offset}};
 }
 
-Json chat_completion_json(const ResponseMeta& meta, const std::vector<ChatChoice>& choices, const Usage& usage) {
-    Json json = envelope(meta, "chat.completion");
-    Json array = Json::array();
+BodyJson chat_completion_json(const ResponseMeta& meta, const std::vector<ChatChoice>& choices, const Usage& usage) {
+    BodyJson json = envelope(meta, "chat.completion");
+    BodyJson array = BodyJson::array();
     for (const ChatChoice& choice : choices) {
-        Json message = {{"role", "assistant"}, {"content", optional_json(choice.content)}, {"refusal", nullptr}};
+        BodyJson message = {{"role", "assistant"}, {"content", optional_json(choice.content)}, {"refusal", nullptr}};
         if (choice.reasoning_content) message["reasoning_content"] = *choice.reasoning_content;
         if (!choice.tool_calls.empty()) {
-            Json calls = Json::array();
+            BodyJson calls = BodyJson::array();
             for (const ToolCall& call : choice.tool_calls) calls.push_back(tool_call_json(call));
             message["tool_calls"] = std::move(calls);
         }
         array.push_back({{"index", choice.index},
                          {"message", std::move(message)},
-                         {"logprobs", choice.logprobs ? chat_logprobs_json(*choice.logprobs) : Json(nullptr)},
+                         {"logprobs", choice.logprobs ? chat_logprobs_json(*choice.logprobs) : BodyJson(nullptr)},
                          {"finish_reason", finish_reason_name(choice.finish_reason)}});
     }
     json["choices"] = std::move(array);
@@ -146,22 +147,22 @@ Json chat_completion_json(const ResponseMeta& meta, const std::vector<ChatChoice
     return json;
 }
 
-Json chat_chunk_json(const ResponseMeta& meta, const std::vector<ChatChunkChoice>& choices, bool include_usage_field) {
-    Json json = envelope(meta, "chat.completion.chunk");
-    Json array = Json::array();
+BodyJson chat_chunk_json(const ResponseMeta& meta, const std::vector<ChatChunkChoice>& choices, bool include_usage_field) {
+    BodyJson json = envelope(meta, "chat.completion.chunk");
+    BodyJson array = BodyJson::array();
     for (const ChatChunkChoice& choice : choices) {
-        Json delta = Json::object();
+        BodyJson delta = BodyJson::object();
         if (choice.delta.include_role) delta["role"] = "assistant";
         if (choice.delta.content) delta["content"] = *choice.delta.content;
         if (choice.delta.reasoning_content) delta["reasoning_content"] = *choice.delta.reasoning_content;
         if (!choice.delta.tool_calls.empty()) {
-            Json calls = Json::array();
+            BodyJson calls = BodyJson::array();
             for (const ToolCallDelta& call : choice.delta.tool_calls) calls.push_back(tool_call_delta_json(call));
             delta["tool_calls"] = std::move(calls);
         }
         array.push_back({{"index", choice.index},
                          {"delta", std::move(delta)},
-                         {"logprobs", choice.logprobs ? chat_logprobs_json(*choice.logprobs) : Json(nullptr)},
+                         {"logprobs", choice.logprobs ? chat_logprobs_json(*choice.logprobs) : BodyJson(nullptr)},
                          {"finish_reason", finish_reason_json(choice.finish_reason)}});
     }
     json["choices"] = std::move(array);
@@ -169,21 +170,21 @@ Json chat_chunk_json(const ResponseMeta& meta, const std::vector<ChatChunkChoice
     return json;
 }
 
-Json chat_usage_chunk_json(const ResponseMeta& meta, const Usage& usage) {
-    Json json = envelope(meta, "chat.completion.chunk");
-    json["choices"] = Json::array();
+BodyJson chat_usage_chunk_json(const ResponseMeta& meta, const Usage& usage) {
+    BodyJson json = envelope(meta, "chat.completion.chunk");
+    json["choices"] = BodyJson::array();
     json["usage"] = usage_json(usage);
     return json;
 }
 
 namespace {
 
-Json completion_choices_json(const std::vector<CompletionChoice>& choices) {
-    Json array = Json::array();
+BodyJson completion_choices_json(const std::vector<CompletionChoice>& choices) {
+    BodyJson array = BodyJson::array();
     for (const CompletionChoice& choice : choices) {
         array.push_back({{"index", choice.index},
                          {"text", choice.text},
-                         {"logprobs", choice.logprobs ? completion_logprobs_json(*choice.logprobs) : Json(nullptr)},
+                         {"logprobs", choice.logprobs ? completion_logprobs_json(*choice.logprobs) : BodyJson(nullptr)},
                          {"finish_reason", finish_reason_json(choice.finish_reason)}});
     }
     return array;
@@ -191,24 +192,24 @@ Json completion_choices_json(const std::vector<CompletionChoice>& choices) {
 
 }  // namespace
 
-Json text_completion_json(const ResponseMeta& meta, const std::vector<CompletionChoice>& choices, const Usage& usage) {
-    Json json = envelope(meta, "text_completion");
+BodyJson text_completion_json(const ResponseMeta& meta, const std::vector<CompletionChoice>& choices, const Usage& usage) {
+    BodyJson json = envelope(meta, "text_completion");
     json["choices"] = completion_choices_json(choices);
     json["usage"] = usage_json(usage);
     return json;
 }
 
-Json text_completion_chunk_json(const ResponseMeta& meta, const std::vector<CompletionChoice>& choices,
+BodyJson text_completion_chunk_json(const ResponseMeta& meta, const std::vector<CompletionChoice>& choices,
                                 bool include_usage_field) {
-    Json json = envelope(meta, "text_completion");
+    BodyJson json = envelope(meta, "text_completion");
     json["choices"] = completion_choices_json(choices);
     if (include_usage_field) json["usage"] = nullptr;
     return json;
 }
 
-Json text_completion_usage_chunk_json(const ResponseMeta& meta, const Usage& usage) {
-    Json json = envelope(meta, "text_completion");
-    json["choices"] = Json::array();
+BodyJson text_completion_usage_chunk_json(const ResponseMeta& meta, const Usage& usage) {
+    BodyJson json = envelope(meta, "text_completion");
+    json["choices"] = BodyJson::array();
     json["usage"] = usage_json(usage);
     return json;
 }

@@ -26,13 +26,6 @@ std::string sse_json(const nlohmann::json& value) { return sse_data(dump_json(va
 
 std::string sse_error(const ApiError& error) { return sse_json(error.to_json()); }
 
-std::string sse_comment(std::string_view text) {
-    std::string event = ": ";
-    for (const char c : text) event += (c == '\n' || c == '\r') ? ' ' : c;
-    event += "\n\n";
-    return event;
-}
-
 http::HttpResponse sse_response(http::ChunkProducer producer, http::StreamFinished on_finished) {
     http::HttpResponse response =
         http::HttpResponse::streaming("text/event-stream", std::move(producer), std::move(on_finished));

@@ -13,8 +13,6 @@
 
 namespace tempered::api {
 
-inline constexpr std::string_view kSseDone = "data: [DONE]\n\n";
-
 // "data: <payload>\n\n"; a payload with newlines becomes several data lines (one event).
 std::string sse_data(std::string_view payload);
 // One event carrying a JSON value. Invalid UTF-8 (a token that is half a character) becomes U+FFFD
@@ -22,9 +20,6 @@ std::string sse_data(std::string_view payload);
 std::string sse_json(const nlohmann::json& value);
 // The error event for a failure mid-stream.
 std::string sse_error(const ApiError& error);
-// ": <text>\n\n", ignored by clients. Written while a request waits (queue, long prefill) it keeps
-// proxies from timing out the stream, and a failed write tells us the client has gone.
-std::string sse_comment(std::string_view text);
 
 // A 200 text/event-stream response with the headers proxies need to pass events through unbuffered.
 http::HttpResponse sse_response(http::ChunkProducer producer, http::StreamFinished on_finished = {});

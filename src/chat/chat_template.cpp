@@ -2,7 +2,13 @@
 
 namespace tempered {
 
-Result<std::string> apply_chat_template(std::string_view template_source, const ChatTemplateInputs& inputs) {
+Result<ChatTemplate> ChatTemplate::parse(std::string_view template_source, int max_depth) {
+    auto program = ParsedJinja::parse(template_source, max_depth);
+    if (!program) return program.error();
+    return ChatTemplate(std::move(program).value());
+}
+
+Result<std::string> ChatTemplate::apply(const ChatTemplateInputs& inputs) const {
     if (!inputs.messages.is_array()) return Error{"chat template: messages must be an array"};
     if (!inputs.tools.is_null() && !inputs.tools.is_array()) return Error{"chat template: tools must be an array"};
     if (!inputs.extra_context.is_null() && !inputs.extra_context.is_object()) {
@@ -23,7 +29,13 @@ Result<std::string> apply_chat_template(std::string_view template_source, const 
     JinjaOptions options;
     options.limits = inputs.limits;
     options.now = inputs.now;
-    return render_jinja(template_source, context, options);
+    return program_.render(context, options);
+}
+
+Result<std::string> apply_chat_template(std::string_view template_source, const ChatTemplateInputs& inputs) {
+    auto parsed = ChatTemplate::parse(template_source, inputs.limits.max_depth);
+    if (!parsed) return parsed.error();
+    return parsed->apply(inputs);
 }
 
 }  // namespace tempered

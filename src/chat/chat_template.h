@@ -26,6 +26,19 @@ struct ChatTemplateInputs {
     JinjaLimits limits;
 };
 
+// A model's chat template, parsed once (when the model is served) and applied to every request.
+class ChatTemplate {
+public:
+    static Result<ChatTemplate> parse(std::string_view template_source, int max_depth = JinjaLimits{}.max_depth);
+    // inputs.limits bound the rendering; the nesting depth of the template itself was bounded at parse.
+    Result<std::string> apply(const ChatTemplateInputs& inputs) const;
+
+private:
+    explicit ChatTemplate(ParsedJinja program) : program_(std::move(program)) {}
+    ParsedJinja program_;
+};
+
+// Parses and applies in one go, for a template used once (`tempered run`).
 Result<std::string> apply_chat_template(std::string_view template_source, const ChatTemplateInputs& inputs);
 
 }  // namespace tempered

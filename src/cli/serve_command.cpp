@@ -113,7 +113,8 @@ int serve(const ServeOptions& options) {
     EngineOptions engine_options{options.max_running, options.max_queued, options.max_batch_tokens};
     Engine engine(*bundle.model, *bundle.tokenizer, **kv, engine_options, &metrics);
     metrics.watch_engine([&engine] { return engine.stats(); });
-    OpenAiService service(bundle, engine, metrics, log, settings);
+    OpenAiService service({*bundle.tokenizer, config, bundle.path, bundle.chat_template}, engine, metrics, log,
+                          settings);
 
     http::HttpServerOptions http_options;
     http_options.host = options.host;

@@ -17,12 +17,26 @@ uint64_t random_seed() {
     return generator();
 }
 
+api::ApiResult<ChatTemplate> parse_chat_template(const std::string& source) {
+    if (source.empty()) return api::invalid_request("the model has no chat template; use /v1/completions");
+    auto parsed = ChatTemplate::parse(source);
+    if (!parsed) return api::invalid_request("chat template: " + parsed.error().message, "messages");
+    return std::move(parsed).value();
+}
+
 }  // namespace
 
-OpenAiService::OpenAiService(LoadedModel& model, Engine& engine, ServingMetrics& metrics, RequestLog& log,
+OpenAiService::OpenAiService(ServedModel model, Engine& engine, ServingMetrics& metrics, RequestLog& log,
                              ServiceSettings settings)
-    : model_(model), engine_(engine), metrics_(metrics), log_(log), settings_(std::move(settings)) {
+    : model_(std::move(model)),
+      chat_template_(parse_chat_template(model_.chat_template)),
+      engine_(engine),
+      metrics_(metrics),
+      log_(log),
+      settings_(std::move(settings)) {
     system_fingerprint_ = "tempered-" + settings_.served_model_name;
+    if (!chat_template_ && !model_.chat_template.empty())
+        log_.info("chat requests will be refused: " + chat_template_.error().message);
 }
 
 void OpenAiService::register_routes(http::HttpServer& server) {
@@ -53,7 +67,7 @@ nlohmann::json OpenAiService::model_card() const {
             {"object", "model"},
             {"created", settings_.created},
             {"owned_by", "tempered"},
-            {"max_model_len", model_.model->config().context_length},
+            {"max_model_len", model_.config.context_length},
             {"sampling_defaults", describe_sampling_defaults(settings_.sampling)}};
 }
 
@@ -86,10 +100,10 @@ http::HttpResponse OpenAiService::tokenize(const http::HttpRequest& request) con
             return api::to_http_response(api::invalid_request("'add_special_tokens' must be a boolean", "add_special_tokens"));
         add_special = flag->get<bool>();
     }
-    const auto tokens = model_.tokenizer->encode(text->get<std::string>(), add_special, /*parse_special=*/true);
+    const auto tokens = model_.tokenizer.encode(text->get<std::string>(), add_special, /*parse_special=*/true);
     return json_response({{"tokens", tokens},
                           {"count", tokens.size()},
-                          {"max_model_len", model_.model->config().context_length}});
+                          {"max_model_len", model_.config.context_length}});
 }
 
 http::HttpResponse OpenAiService::detokenize(const http::HttpRequest& request) const {
@@ -101,13 +115,13 @@ http::HttpResponse OpenAiService::detokenize(const http::HttpRequest& request) c
     std::vector<int32_t> ids;
     for (size_t i = 0; i < tokens->size(); ++i) {
         const auto& id = (*tokens)[i];
-        if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= model_.tokenizer->vocab_size())
+        if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= model_.tokenizer.vocab_size())
             return api::to_http_response(api::invalid_request(
-                "token ids must be integers in [0, " + std::to_string(model_.tokenizer->vocab_size()) + ")",
+                "token ids must be integers in [0, " + std::to_string(model_.tokenizer.vocab_size()) + ")",
                 api::param_path("tokens", i)));
         ids.push_back(static_cast<int32_t>(id.get<int64_t>()));
     }
-    return json_response({{"prompt", model_.tokenizer->decode(ids)}});
+    return json_response({{"prompt", model_.tokenizer.decode(ids)}});
 }
 
 http::HttpResponse OpenAiService::metrics(const http::HttpRequest&) const {
@@ -124,7 +138,7 @@ http::HttpResponse OpenAiService::get_load(const http::HttpRequest&) const {
 
 http::HttpResponse OpenAiService::server_info(const http::HttpRequest&) const {
     const EngineStats stats = engine_.stats();
-    const ModelConfig& config = model_.model->config();
+    const ModelConfig& config = model_.config;
     return json_response({{"model_path", model_.path},
                           {"served_model_name", settings_.served_model_name},
                           {"architecture", config.architecture},
@@ -154,7 +168,7 @@ api::ApiResult<GenerationOptions> OpenAiService::generation_options(const api::G
                                                                     const ResolvedSampling& sampling,
                                                                     const char* prompt_param,
                                                                     std::optional<int64_t> default_max_tokens) const {
-    const int64_t context = model_.model->config().context_length;
+    const int64_t context = model_.config.context_length;
     const auto prompt_length = static_cast<int64_t>(prompt.size());
     // Chat's default is "up to the context"; legacy completions default to 16 tokens, as OpenAI's do.
     const int64_t max_tokens = generation.max_tokens.value_or(default_max_tokens.value_or(context - prompt_length));
@@ -187,18 +201,21 @@ api::ApiResult<std::shared_ptr<GenerationStream>> OpenAiService::submit(Generati
     return api::service_unavailable("the server is shutting down", 5);
 }
 
-api::TokenLogprob OpenAiService::to_api_logprob(const TokenLogprob& logprob) const {
-    auto bytes_of = [this](int32_t token) {
-        const std::string& text = model_.tokenizer->token_bytes(token);
-        return std::vector<uint8_t>(text.begin(), text.end());
-    };
-    api::TokenLogprob out;
-    out.token = model_.tokenizer->token_bytes(logprob.token);
-    out.logprob = logprob.logprob;
-    out.bytes = bytes_of(logprob.token);
-    for (const auto& [token, value] : logprob.top)
-        out.top_logprobs.push_back({model_.tokenizer->token_bytes(token), value, bytes_of(token)});
-    return out;
+GenerationJob OpenAiService::generation_job(const char* endpoint, const http::HttpRequest& http_request,
+                                            const api::GenerationRequest& generation,
+                                            const ResolvedSampling& sampling, const std::string& response_id,
+                                            std::chrono::steady_clock::time_point received) const {
+    GenerationJob job;
+    job.streams = std::make_shared<StreamSet>();
+    job.stream = generation.stream;
+    job.include_usage = generation.stream && generation.stream_options.include_usage;
+    job.report_sampling = settings_.report_sampling;
+    job.sampling = sampling.to_json();
+    job.endpoint = endpoint;
+    const std::string client_id = http_request.header("X-Request-Id");
+    job.request_id = client_id.empty() ? response_id : client_id;
+    job.received = received;
+    return job;
 }
 
 }  // namespace tempered

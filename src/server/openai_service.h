@@ -10,14 +10,27 @@
 #include "api/chat_request.h"
 #include "api/completion_request.h"
 #include "api/responses.h"
-#include "cli/loaded_model.h"
+#include "chat/chat_template.h"
 #include "engine/engine.h"
 #include "http/http_server.h"
+#include "models/model_config.h"
 #include "sampling/sampling_resolution.h"
+#include "server/generation_loop.h"
 #include "server/request_log.h"
 #include "server/serving_metrics.h"
+#include "server/stream_set.h"
+#include "tokenizer/tokenizer.h"
 
 namespace tempered {
+
+// What the service needs of the model it serves (which outlives it): the tokenizer, the shape, the
+// file and its chat template. The engine holds the model itself.
+struct ServedModel {
+    const Tokenizer& tokenizer;
+    const ModelConfig& config;
+    std::string path;           // for /server_info
+    std::string chat_template;  // "" when the file has none
+};
 
 struct ServiceSettings {
     std::string served_model_name;
@@ -28,7 +41,7 @@ struct ServiceSettings {
 
 class OpenAiService {
 public:
-    OpenAiService(LoadedModel& model, Engine& engine, ServingMetrics& metrics, RequestLog& log,
+    OpenAiService(ServedModel model, Engine& engine, ServingMetrics& metrics, RequestLog& log,
                   ServiceSettings settings);
 
     void register_routes(http::HttpServer& server);
@@ -36,7 +49,11 @@ public:
     void begin_drain() { draining_ = true; }
 
 private:
-    struct Submission;  // a request accepted by the engine, with what the response needs
+    // A completions request's prompts: token ids for the engine, text for echo.
+    struct CompletionPrompts {
+        std::vector<std::vector<int32_t>> tokens;
+        std::vector<std::string> texts;
+    };
 
     http::HttpResponse chat(const http::HttpRequest& request);
     http::HttpResponse completions(const http::HttpRequest& request);
@@ -59,9 +76,23 @@ private:
                                                          const ResolvedSampling& sampling, const char* prompt_param,
                                                          std::optional<int64_t> default_max_tokens) const;
     api::ApiResult<std::shared_ptr<GenerationStream>> submit(GenerationOptions options);
-    api::TokenLogprob to_api_logprob(const TokenLogprob& logprob) const;
+    // What every generation request's loop needs from the request: streaming, the request id, sampling.
+    GenerationJob generation_job(const char* endpoint, const http::HttpRequest& http_request,
+                                 const api::GenerationRequest& generation, const ResolvedSampling& sampling,
+                                 const std::string& response_id, std::chrono::steady_clock::time_point received) const;
 
-    LoadedModel& model_;
+    // Chat: the messages through the chat template, tokenized.
+    api::ApiResult<std::vector<int32_t>> chat_prompt(const api::ChatRequest& request) const;
+    // Completions: the checks that need the model, the prompts, and their submission (or, for
+    // max_tokens 0, their scoring only) into `streams`.
+    std::optional<api::ApiError> check_completion_request(const api::CompletionRequest& request) const;
+    CompletionPrompts completion_prompts(const api::CompletionRequest& request) const;
+    std::optional<api::ApiError> submit_prompts(const api::CompletionRequest& request, const CompletionPrompts& prompts,
+                                                const ResolvedSampling& sampling, bool score_only, StreamSet& streams);
+
+    ServedModel model_;
+    // Parsed once, here, not per request; the error a chat request gets when there is none to use.
+    api::ApiResult<ChatTemplate> chat_template_;
     Engine& engine_;
     ServingMetrics& metrics_;
     RequestLog& log_;

@@ -4,8 +4,21 @@
 
 namespace tempered {
 
-void StreamSet::add(std::shared_ptr<GenerationStream> stream, int first_choice) {
-    entries_.push_back({std::move(stream), first_choice, false});
+void StreamSet::add(std::shared_ptr<GenerationStream> stream, int first_choice, int64_t prompt_tokens) {
+    GenerationUsage usage;
+    usage.prompt_tokens = prompt_tokens;
+    entries_.push_back({std::move(stream), first_choice, false, usage});
+}
+
+GenerationUsage StreamSet::usage() const {
+    GenerationUsage total;
+    total.prompt_tokens = scored_prompt_tokens_;
+    for (const auto& entry : entries_) {
+        total.prompt_tokens += entry.usage.prompt_tokens;
+        total.cached_tokens += entry.usage.cached_tokens;
+        total.completion_tokens += entry.usage.completion_tokens;
+    }
+    return total;
 }
 
 bool StreamSet::all_done() const {
@@ -29,12 +42,13 @@ std::optional<GenerationEvent> StreamSet::next(std::chrono::milliseconds timeout
         auto event = entry.stream->next(open.size() == 1 ? timeout : share);
         if (!event) continue;
         next_entry_ = (index + 1) % entries_.size();
-        for (auto& delta : event->deltas) delta.index += entry.first_choice;
+        for (auto& delta : event->deltas) {
+            delta.index += entry.first_choice;
+            entry.usage.completion_tokens += static_cast<int64_t>(delta.tokens.size());
+        }
         if (event->done) {
             entry.done = true;
-            usage_.prompt_tokens += event->usage.prompt_tokens;
-            usage_.cached_tokens += event->usage.cached_tokens;
-            usage_.completion_tokens += event->usage.completion_tokens;
+            entry.usage = event->usage;
         }
         return event;
     }

@@ -246,6 +246,25 @@ TEST(ChatRequest, LogitBias) {
     EXPECT_NE(out_of_vocab->message.find("50256"), std::string::npos);
 }
 
+// Chat templates print tools with `tojson` and iterate their keys: they must see the client's order,
+// as a Python dict keeps it, not nlohmann::json's sorted order.
+TEST(ChatRequest, ToolsKwargsAndCallArgumentsKeepTheClientsKeyOrder) {
+    const std::string function =
+        R"({"name":"get_weather","parameters":{"type":"object","required":["zip","city"],)"
+        R"("properties":{"zip":{"type":"string"},"city":{"type":"string"}}},"description":"Weather."})";
+    const std::string tools = R"("tools":[{"type":"function","function":)" + function + "}]";
+    const std::string call_history =
+        R"("messages":[{"role":"user","content":"hi"},{"role":"assistant","tool_calls":[{"id":"c1","type":"function",)"
+        R"("function":{"name":"get_weather","arguments":{"zip":"1","city":"x"}}}]}])";
+    const ChatRequest request = parse_ok("{" + call_history + "," + tools +
+                                         R"(,"chat_template_kwargs":{"zeta":1,"alpha":2}})");
+    EXPECT_EQ(request.tools[0]["function"].dump(), function);
+    EXPECT_EQ(request.tools[0].begin().key(), "type");
+    EXPECT_EQ(request.chat_template_kwargs.dump(), R"({"zeta":1,"alpha":2})");
+    ASSERT_EQ(request.messages[1].tool_calls.size(), 1u);
+    EXPECT_EQ(request.messages[1].tool_calls[0].arguments, R"({"zip":"1","city":"x"})");
+}
+
 TEST(ChatRequest, ToolsToolChoiceAndResponseFormatAreKept) {
     const std::string tools =
         R"("tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object"}}}])";

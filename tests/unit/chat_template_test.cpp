@@ -1,6 +1,10 @@
 // apply_chat_template: the variables a template sees, and how failures come back.
 #include <gtest/gtest.h>
 
+#include <string>
+#include <thread>
+#include <vector>
+
 #include "chat/chat_template.h"
 
 namespace tempered {
@@ -71,6 +75,56 @@ TEST(ChatTemplate, FailuresComeBackAsErrors) {
     EXPECT_FALSE(apply_chat_template(kSmolLM2, inputs).ok());
     inputs.tools = nullptr;
     EXPECT_FALSE(apply_chat_template("{% if %}", inputs).ok());
+}
+
+// The server parses its model's template once and applies it to every request, from many threads: the
+// parsed program stands alone (its source may be gone) and each application equals a fresh render.
+TEST(ChatTemplate, ParsedOnceAppliedToManyRequestsOnManyThreads) {
+    auto source = std::make_unique<std::string>(kSmolLM2);
+    const auto parsed = ChatTemplate::parse(*source);
+    ASSERT_TRUE(parsed.ok()) << parsed.error().message;
+    source->assign("{{ 'the source is gone' }}");
+    source.reset();
+
+    auto inputs_for = [](int request) {
+        ChatTemplateInputs inputs;
+        inputs.messages = nlohmann::ordered_json::array(
+            {{{"role", "system"}, {"content", "S" + std::to_string(request)}}, {{"role", "user"}, {"content", "Q"}}});
+        return inputs;
+    };
+    std::vector<std::thread> threads;
+    std::vector<int> mismatches(4, 0);
+    for (int t = 0; t < 4; ++t) {
+        threads.emplace_back([&, t] {
+            for (int request = t; request < 200; request += 4) {
+                const ChatTemplateInputs inputs = inputs_for(request);
+                const auto applied = parsed->apply(inputs);
+                if (!applied.ok() || applied.value() != apply_chat_template(kSmolLM2, inputs).value()) ++mismatches[t];
+            }
+        });
+    }
+    for (auto& thread : threads) thread.join();
+    EXPECT_EQ(mismatches, std::vector<int>(4, 0));
+    EXPECT_EQ(parsed->apply(inputs_for(7)).value(),
+              "<|im_start|>system\nS7<|im_end|>\n<|im_start|>user\nQ<|im_end|>\n<|im_start|>assistant\n");
+}
+
+TEST(ChatTemplate, SyntaxErrorsComeBackFromParse) {
+    const auto parsed = ChatTemplate::parse("line 1\n{% if %}");
+    ASSERT_FALSE(parsed.ok());
+    EXPECT_EQ(parsed.error().message.rfind("template error at line 2", 0), 0u) << parsed.error().message;
+}
+
+// Tools reach the template in the order they were given: tojson prints them as json.dumps would.
+TEST(ChatTemplate, ToolsKeepTheirKeyOrderThroughTojson) {
+    const auto parsed = ChatTemplate::parse("{{ tools | tojson }}|{% for key in tools[0].function %}{{ key }},{% endfor %}");
+    ASSERT_TRUE(parsed.ok());
+    ChatTemplateInputs inputs;
+    inputs.tools = nlohmann::ordered_json::parse(
+        R"([{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}, "description": "d"}}])");
+    EXPECT_EQ(parsed->apply(inputs).value(),
+              R"([{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}, "description": "d"}}])"
+              "|name,parameters,description,");
 }
 
 }  // namespace

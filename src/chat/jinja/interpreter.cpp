@@ -436,13 +436,13 @@ Flow Interpreter::exec_stmt(const Stmt& s, const std::shared_ptr<Scope>& scope, 
 }  // namespace tempered::jinja
 
 namespace tempered {
+namespace {
 
-Result<std::string> render_jinja(std::string_view template_source, const nlohmann::ordered_json& context,
-                                 const JinjaOptions& options) {
+// Runs one step of parsing or rendering, turning what the interpreter throws into an Error.
+template <class Step>
+auto template_errors_as_result(Step&& step) -> Result<decltype(step())> {
     try {
-        const jinja::Template tmpl = jinja::parse_template(template_source, options.limits.max_depth);
-        jinja::Interpreter interpreter(options);
-        return interpreter.render(tmpl, jinja::Value::from_json(context));
+        return step();
     } catch (const jinja::TemplateError& error) {
         return Error{"template error at line " + std::to_string(error.line) + ": " + error.message};
     } catch (const std::bad_alloc&) {
@@ -450,6 +450,30 @@ Result<std::string> render_jinja(std::string_view template_source, const nlohman
     } catch (const std::exception& error) {
         return Error{std::string("template error: ") + error.what()};
     }
+}
+
+}  // namespace
+
+Result<ParsedJinja> ParsedJinja::parse(std::string_view template_source, int max_depth) {
+    auto program = template_errors_as_result([&] {
+        return std::make_shared<const jinja::Template>(jinja::parse_template(template_source, max_depth));
+    });
+    if (!program) return program.error();
+    return ParsedJinja(std::move(program).value());
+}
+
+Result<std::string> ParsedJinja::render(const nlohmann::ordered_json& context, const JinjaOptions& options) const {
+    return template_errors_as_result([&] {
+        jinja::Interpreter interpreter(options);
+        return interpreter.render(*program_, jinja::Value::from_json(context));
+    });
+}
+
+Result<std::string> render_jinja(std::string_view template_source, const nlohmann::ordered_json& context,
+                                 const JinjaOptions& options) {
+    auto parsed = ParsedJinja::parse(template_source, options.limits.max_depth);
+    if (!parsed) return parsed.error();
+    return parsed->render(context, options);
 }
 
 Result<std::string> render_jinja(std::string_view template_source, const nlohmann::ordered_json& context,

@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -25,6 +26,10 @@
 #include "core/result.h"
 
 namespace tempered {
+
+namespace jinja {
+struct Template;
+}
 
 struct JinjaLimits {
     size_t max_loop_iterations = 1'000'000;  // summed over all loops of one render
@@ -39,7 +44,20 @@ struct JinjaOptions {
     std::function<std::chrono::system_clock::time_point()> now;
 };
 
-// Keys keep their order with ordered_json, as a Python dict does; with nlohmann::json they come in
+// A template parsed once and rendered many times (a model's chat template, on every request). Rendering
+// only reads the parsed program, so threads may share one.
+class ParsedJinja {
+public:
+    // Syntax errors come back here, not at render time. `max_depth` bounds the parser's nesting.
+    static Result<ParsedJinja> parse(std::string_view template_source, int max_depth = JinjaLimits{}.max_depth);
+    Result<std::string> render(const nlohmann::ordered_json& context, const JinjaOptions& options) const;
+
+private:
+    explicit ParsedJinja(std::shared_ptr<const jinja::Template> program) : program_(std::move(program)) {}
+    std::shared_ptr<const jinja::Template> program_;
+};
+
+// Parse and render in one go. Keys keep their order with ordered_json, as a Python dict does; with nlohmann::json they come in
 // sorted order, which changes what `tojson` and `for k in d` produce.
 Result<std::string> render_jinja(std::string_view template_source, const nlohmann::ordered_json& context,
                                  const JinjaOptions& options);

@@ -1,0 +1,149 @@
+#include "server/generation_loop.h"
+
+#include <functional>
+
+#include "api/errors.h"
+#include "api/sse.h"
+
+namespace tempered {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+class GenerationLoop {
+public:
+    GenerationLoop(GenerationJob job, ServingMetrics& metrics, RequestLog& log)
+        : job_(std::move(job)), metrics_(metrics), log_(log), outcome_(job_.outcome) {}
+
+    void stream(http::StreamWriter& writer);
+    http::HttpResponse whole(const http::HttpRequest& request);
+    void cancel() { job_.streams->cancel_all(); }
+
+private:
+    enum class End { Finished, ClientGone, EngineError };
+
+    // Reads events until every stream is done. `client_alive` is asked whenever a poll comes back
+    // empty; `deliver` gets each delta and says whether the client took it.
+    End pump(const std::function<bool()>& client_alive, const std::function<bool(const ChoiceDelta&)>& deliver);
+    void note(const ChoiceDelta& delta);
+    void abort();
+    void log_finished(const std::string& outcome);
+    api::Usage usage() const;
+    double seconds_since_received() const { return std::chrono::duration<double>(Clock::now() - job_.received).count(); }
+
+    GenerationJob job_;
+    ServingMetrics& metrics_;
+    RequestLog& log_;
+    std::string outcome_;
+    double first_token_s_ = -1;  // -1 until a token arrives
+    std::string engine_error_;
+};
+
+GenerationLoop::End GenerationLoop::pump(const std::function<bool()>& client_alive,
+                                         const std::function<bool(const ChoiceDelta&)>& deliver) {
+    StreamSet& streams = *job_.streams;
+    while (!streams.all_done()) {
+        auto event = streams.next(kStreamPollInterval);
+        if (!event) {
+            if (!client_alive()) return End::ClientGone;
+            continue;
+        }
+        if (event->error) {
+            engine_error_ = *event->error;
+            return End::EngineError;
+        }
+        for (const auto& delta : event->deltas) {
+            note(delta);
+            if (!deliver(delta)) return End::ClientGone;
+        }
+    }
+    return End::Finished;
+}
+
+void GenerationLoop::note(const ChoiceDelta& delta) {
+    if (first_token_s_ < 0 && !delta.tokens.empty()) first_token_s_ = seconds_since_received();
+    // With n > 1 the request's outcome is its first choice's.
+    if (delta.finish && delta.index == 0) outcome_ = finish_reason_name(*delta.finish);
+}
+
+void GenerationLoop::abort() {
+    cancel();
+    metrics_.count_aborted();
+    log_finished("aborted");
+}
+
+api::Usage GenerationLoop::usage() const {
+    const GenerationUsage usage = job_.streams->usage();
+    return {usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens};
+}
+
+void GenerationLoop::log_finished(const std::string& outcome) {
+    const api::Usage counts = usage();
+    log_.write({{"id", job_.request_id},
+                {"endpoint", job_.endpoint},
+                {"outcome", outcome},
+                {"prompt_tokens", counts.prompt_tokens},
+                {"cached_tokens", counts.cached_tokens},
+                {"completion_tokens", counts.completion_tokens},
+                {"ttft_s", first_token_s_},
+                {"total_s", seconds_since_received()},
+                {"sampling", job_.sampling}});
+}
+
+void GenerationLoop::stream(http::StreamWriter& writer) {
+    std::vector<nlohmann::json> opening = job_.builder->opening_chunks();
+    if (job_.report_sampling && !opening.empty()) opening.front()["sampling"] = job_.sampling;
+    for (const auto& chunk : opening)
+        if (!writer.write(api::sse_json(chunk))) return abort();
+
+    const End end = pump([&writer] { return writer.is_connection_alive(); },
+                         [&](const ChoiceDelta& delta) {
+                             const std::optional<nlohmann::json> chunk = job_.builder->on_delta(delta);
+                             return !chunk || writer.write(api::sse_json(*chunk));
+                         });
+    if (end == End::ClientGone) return abort();
+    if (end == End::EngineError) {
+        writer.write(api::sse_error(api::internal_error(engine_error_)));
+        outcome_ = "error";
+    } else if (job_.include_usage) {
+        writer.write(api::sse_json(job_.builder->usage_chunk(usage())));
+    }
+    writer.write(api::sse_data("[DONE]"));
+    log_finished(outcome_);
+}
+
+http::HttpResponse GenerationLoop::whole(const http::HttpRequest& request) {
+    const End end = pump([&request] { return request.is_connection_alive(); },
+                         [this](const ChoiceDelta& delta) {
+                             job_.builder->on_delta(delta);  // a whole response keeps the text, sends nothing
+                             return true;
+                         });
+    if (end == End::ClientGone) {
+        abort();
+        return api::to_http_response(api::invalid_request("the client disconnected"));
+    }
+    if (end == End::EngineError) {
+        log_finished("error");
+        return api::to_http_response(api::internal_error(engine_error_));
+    }
+    nlohmann::json body = job_.builder->final_body(usage());
+    if (job_.report_sampling) body["sampling"] = job_.sampling;
+    log_finished(outcome_);
+    return http::HttpResponse::json(200, api::dump_json(body));
+}
+
+}  // namespace
+
+http::HttpResponse run_generation(GenerationJob job, const http::HttpRequest& request, ServingMetrics& metrics,
+                                  RequestLog& log) {
+    const bool stream = job.stream;
+    auto loop = std::make_shared<GenerationLoop>(std::move(job), metrics, log);
+    if (!stream) return loop->whole(request);
+    // The loop outlives this call: the HTTP server runs the producer after the handler returns.
+    return api::sse_response([loop](http::StreamWriter& writer) { loop->stream(writer); },
+                             [loop](bool completed) {
+                                 if (!completed) loop->cancel();
+                             });
+}
+
+}  // namespace tempered

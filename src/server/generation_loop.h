@@ -1,0 +1,62 @@
+// The one loop behind /v1/chat/completions and /v1/completions, streamed or whole: it polls the
+// engine's streams, checks between events that the client is still there (and cancels the generation
+// when it is not), counts aborts, measures the time to the first token, reports usage and writes the
+// request-log line. What differs per endpoint, the shape of chunks and bodies, is a ResponseBuilder.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "api/responses.h"
+#include "engine/generation.h"
+#include "http/http_types.h"
+#include "server/request_log.h"
+#include "server/serving_metrics.h"
+#include "server/stream_set.h"
+
+namespace tempered {
+
+inline constexpr std::chrono::milliseconds kStreamPollInterval{50};
+
+// Builds one endpoint's response from the engine's deltas. Per-choice state lives here, so a parser
+// that turns deltas into something else (reasoning, tool calls) plugs in as a builder or inside one.
+class ResponseBuilder {
+public:
+    virtual ~ResponseBuilder() = default;
+    // Streams: the chunks sent before any token (chat: each choice's role; completions: the echo).
+    virtual std::vector<nlohmann::json> opening_chunks() = 0;
+    // Folds one delta into its choice. A streaming builder returns the chunk to send (nullopt: there
+    // is nothing new to say); a whole-response builder returns nullopt and keeps the text.
+    virtual std::optional<nlohmann::json> on_delta(const ChoiceDelta& delta) = 0;
+    // Streams that asked for usage: the last chunk before [DONE].
+    virtual nlohmann::json usage_chunk(const api::Usage& usage) const = 0;
+    // Whole responses: the body.
+    virtual nlohmann::json final_body(const api::Usage& usage) const = 0;
+};
+
+// One accepted generation request, ready to answer.
+struct GenerationJob {
+    std::shared_ptr<StreamSet> streams;
+    std::unique_ptr<ResponseBuilder> builder;
+    bool stream = false;
+    bool include_usage = false;  // streams: a usage chunk before [DONE]
+    bool report_sampling = true;  // the resolved sampling in the first chunk, or in the body
+    nlohmann::json sampling;      // the resolved sampling values with their sources
+    // The request log: which endpoint, under which id, since when.
+    std::string endpoint;
+    std::string request_id;
+    std::chrono::steady_clock::time_point received;
+    // The outcome logged until choice 0 finishes ("length" for completions that only score a prompt).
+    std::string outcome = "stop";
+};
+
+// Answers `request` with the job's generation: an SSE stream or one JSON body.
+http::HttpResponse run_generation(GenerationJob job, const http::HttpRequest& request, ServingMetrics& metrics,
+                                  RequestLog& log);
+
+}  // namespace tempered
