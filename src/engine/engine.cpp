@@ -113,8 +113,8 @@ void Engine::loop() {
     }
     // Shutting down: whoever still waits gets an error rather than silence.
     take_new_requests();
-    for (auto& request : running_) request->stream->push({{}, true, "the server is shutting down", request->usage});
-    for (auto& request : waiting_) request->stream->push({{}, true, "the server is shutting down", request->usage});
+    for (auto& request : running_) finish(*request, "the server is shutting down");
+    for (auto& request : waiting_) finish(*request, "the server is shutting down");
 }
 
 void Engine::take_new_requests() {
@@ -182,10 +182,6 @@ bool Engine::admit(ActiveRequest& request, int64_t& budget, std::vector<Schedule
         if (sequence->finished) continue;
         const int64_t cached = kv_.adopt_cached_prefix(sequence->id, sequence->tokens);
         sequence->computed = cached;
-        if (!request.ever_admitted && sequence->choice == 0) {
-            request.usage.cached_tokens = cached;
-            if (observer_) observer_->on_prefix_lookup(static_cast<int64_t>(sequence->tokens.size()), cached);
-        }
         const int64_t count = std::min(sequence->pending(), budget);
         // Against thrashing: while others run, admit only a request whose whole prompt fits and still
         // leaves every running sequence a block to grow into; otherwise it would be admitted, then
@@ -206,7 +202,13 @@ bool Engine::admit(ActiveRequest& request, int64_t& budget, std::vector<Schedule
         budget -= count;
         chunks.push_back({&request, sequence.get(), count});
     }
-    if (!request.ever_admitted) request.first_scheduled = Clock::now();
+    if (!request.ever_admitted) {
+        // Counted once, when the request is first admitted, however often it was turned away before.
+        const Sequence& first = *request.sequences.front();
+        request.first_scheduled = Clock::now();
+        request.usage.cached_tokens = first.computed;
+        if (observer_) observer_->on_prefix_lookup(static_cast<int64_t>(first.tokens.size()), first.computed);
+    }
     request.ever_admitted = true;
     plan.insert(plan.end(), chunks.begin(), chunks.end());
     return true;
@@ -255,7 +257,7 @@ std::vector<Engine::ScheduledChunk> Engine::schedule() {
                     std::lock_guard lock(mutex_);
                     --queued_count_;
                 }
-                failed->stream->push({{}, true, "the request does not fit in the KV cache", failed->usage});
+                finish(*failed, "the request does not fit in the KV cache");
                 continue;
             }
             break;
