@@ -105,13 +105,7 @@ void Engine::report_plan(const StepPlan& plan) {
 }
 
 void Engine::build_batch(const StepPlan& plan) {
-    batch_.clear();
-    for (const ScheduledChunk& chunk : plan.chunks) {
-        const Sequence& sequence = *chunk.sequence;
-        for (int64_t i = sequence.computed; i < sequence.computed + chunk.count; ++i)
-            batch_.add(sequence.tokens[static_cast<size_t>(i)], static_cast<int32_t>(i), sequence.id,
-                       i == static_cast<int64_t>(sequence.tokens.size()) - 1);
-    }
+    fill_batch(plan, batch_);
     logits_.resize(static_cast<size_t>(batch_.output_count() * model_.config().vocab_size));
 }
 

@@ -149,6 +149,16 @@ std::vector<std::unique_ptr<Request>> Scheduler::take_all() {
     return all;
 }
 
+void fill_batch(const StepPlan& plan, Batch& batch) {
+    batch.clear();
+    for (const ScheduledChunk& chunk : plan.chunks) {
+        const Sequence& sequence = *chunk.sequence;
+        for (int64_t i = sequence.computed; i < sequence.computed + chunk.count; ++i)
+            batch.add(sequence.tokens[static_cast<size_t>(i)], static_cast<int32_t>(i), sequence.id,
+                      i == static_cast<int64_t>(sequence.tokens.size()) - 1);
+    }
+}
+
 int64_t Scheduler::running_sequence_count() const {
     int64_t count = 0;
     for (const auto& request : running_)

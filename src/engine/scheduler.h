@@ -19,6 +19,7 @@
 
 #include "engine/sequence.h"
 #include "kv/kv_block_pool.h"
+#include "models/batch.h"
 
 namespace tempered {
 
@@ -48,6 +49,9 @@ struct StepPlan {
         refused.clear();
     }
 };
+
+// The plan's tokens as one batch, in plan order; only a sequence's last token wants logits.
+void fill_batch(const StepPlan& plan, Batch& batch);
 
 class Scheduler {
 public:
