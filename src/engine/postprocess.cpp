@@ -34,7 +34,9 @@ std::span<Request* const> Postprocessor::apply(const StepPlan& plan, const Statu
     }
     for (Request* request : touched_) {
         if (forward && !request->all_finished()) continue;
-        finish(*request, forward ? std::nullopt : std::optional<std::string>("model forward failed: " + forward.error().message));
+        std::optional<std::string> error;
+        if (!forward) error = "model forward failed: " + forward.error().message;
+        finish(*request, std::move(error));
         finished_.push_back(request);
     }
     return finished_;

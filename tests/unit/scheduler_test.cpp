@@ -22,8 +22,10 @@ using testing::FakeModel;
 
 std::vector<int32_t> letters(const std::string& text) { return {text.begin(), text.end()}; }
 
-// `count` tokens starting at `first`, so that prompts of different requests share no prefix.
-std::vector<int32_t> prompt_of(int count, char first) { return std::vector<int32_t>(static_cast<size_t>(count), first); }
+// `count` copies of `first`: prompts of different letters share no prefix.
+std::vector<int32_t> prompt_of(int count, char first) {
+    return std::vector<int32_t>(static_cast<size_t>(count), first);
+}
 
 std::vector<int32_t> expected_greedy(int32_t last, int64_t count) {
     std::vector<int32_t> out;
@@ -91,8 +93,9 @@ protected:
         request->stream = std::make_shared<GenerationStream>();
         request->submitted = EngineClock::now();
         request->usage.prompt_tokens = static_cast<int64_t>(request->options.prompt.size());
-        request->sequences.push_back(std::make_unique<Sequence>(
-            ids_.next(), 0, request->options.prompt, request->usage.prompt_tokens, 0, tokenizer_, std::vector<std::string>{}));
+        request->sequences.push_back(std::make_unique<Sequence>(ids_.next(), 0, request->options.prompt,
+                                                                request->usage.prompt_tokens, 0, tokenizer_,
+                                                                std::vector<std::string>{}));
         Submitted submitted{request.get(), request->stream};
         scheduler_->add(std::move(request));
         return submitted;
