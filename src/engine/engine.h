@@ -1,19 +1,15 @@
-// The engine: one thread running one scheduler loop over every request.
+// The engine: one thread running one step loop over every request, and the queue that feeds it.
 //
-// Each step gives every running sequence a number of tokens under one shared token budget
-// (vLLM v1's idea): a decoding sequence needs one, a sequence in prefill gets a chunk of its prompt,
-// a preempted one recomputes. So chunked prefill, prefix-cache hits, decode and recompute after
-// preemption are one mechanism. All scheduled tokens go through the model together in one Batch, so each
-// weight is read once per step. When KV blocks run out, the most recently admitted request is preempted
-// (its blocks freed, its tokens kept) and recomputed later: a request never fails for lack of KV.
+// Each step is glue: the scheduler (scheduler.h) gives sequences tokens under one shared budget and
+// preempts or admits requests; all scheduled tokens go through the model together in one Batch, so each
+// weight is read once per step; postprocess (postprocess.h) turns the logits into tokens, text and
+// events. A request never fails for lack of KV: a preempted one is recomputed later.
 #pragma once
 
 #include <atomic>
-#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
-#include <list>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -22,6 +18,9 @@
 
 #include "engine/engine_observer.h"
 #include "engine/generation.h"
+#include "engine/postprocess.h"
+#include "engine/scheduler.h"
+#include "engine/sequence.h"
 #include "kv/kv_block_pool.h"
 #include "models/model.h"
 #include "tokenizer/tokenizer.h"
@@ -68,27 +67,13 @@ public:
     bool idle() const;
 
 private:
-    struct Sequence;
-    struct ActiveRequest;
-    struct ScheduledChunk {
-        ActiveRequest* request;
-        Sequence* sequence;
-        int64_t count;
-    };
-
     void loop();
     void step();
     void take_new_requests();
     void drop_cancelled();
-    std::vector<ScheduledChunk> schedule();
-    bool make_room(ActiveRequest& for_request, Sequence& sequence, int64_t positions);
-    void preempt(ActiveRequest& request);
-    bool admit(ActiveRequest& request, int64_t& budget, std::vector<ScheduledChunk>& plan);
-    int64_t running_sequence_count() const;
-    void fork_choices(ActiveRequest& request);
-    void sample_next(ActiveRequest& request, Sequence& sequence, const float* logits, ChoiceDelta& delta);
-    void finish(ActiveRequest& request, std::optional<std::string> error = std::nullopt);
-    void report_finished(ActiveRequest& request, RequestOutcome outcome);
+    void report_plan(const StepPlan& plan);
+    void build_batch(const StepPlan& plan);
+    void shut_down();
     void publish_stats();
 
     Model& model_;
@@ -96,24 +81,21 @@ private:
     KvBlockPool& kv_;
     EngineOptions options_;
     EngineObserver* observer_;
-    std::vector<int32_t> end_of_generation_tokens_;  // masked while min_tokens is unmet or with ignore_eos
 
     mutable std::mutex mutex_;  // guards incoming_, stats_, queued_count_
     std::condition_variable wake_;
-    std::deque<std::unique_ptr<ActiveRequest>> incoming_;
-    int queued_count_ = 0;  // incoming_ + waiting_, as submit() sees it
+    std::deque<std::unique_ptr<Request>> incoming_;
+    int queued_count_ = 0;  // incoming_ + the scheduler's waiting requests, as submit() sees it
     EngineStats stats_;
     std::atomic<bool> stopping_{false};
     std::atomic<bool> draining_{false};
 
     // Engine thread only.
-    std::list<std::unique_ptr<ActiveRequest>> running_;  // in admission order
-    std::deque<std::unique_ptr<ActiveRequest>> waiting_;
-    int32_t next_sequence_id_ = 0;
+    SequenceIds sequence_ids_;
+    Scheduler scheduler_;
+    Postprocessor postprocess_;
     Batch batch_;
-    std::vector<float> logits_;   // (outputs, vocab)
-    std::vector<float> scratch_;  // (vocab): logits after penalties and masks
-    SamplerWorkspace sampler_workspace_;
+    std::vector<float> logits_;  // (outputs, vocab)
 
     std::thread thread_;
 };

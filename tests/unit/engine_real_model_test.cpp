@@ -3,11 +3,13 @@
 // prompt in one forward call, then one token per call, argmax each time.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <thread>
 
 #include "engine/engine.h"
+#include "engine_test_support.h"
 #include "formats/gguf.h"
 #include "kv/kv_block_pool.h"
 #include "models/model.h"
@@ -60,6 +62,21 @@ std::vector<int32_t> reference_greedy(RealModel& real, const std::vector<int32_t
     }
     return out;
 }
+
+// The real model, counting the tokens it is given.
+class CountingModel final : public Model {
+public:
+    explicit CountingModel(Model& model) : model_(model) {}
+    const ModelConfig& config() const override { return model_.config(); }
+    Status forward(const Batch& batch, KvCache& cache, float* logits) override {
+        tokens += batch.size();
+        return model_.forward(batch, cache, logits);
+    }
+    std::atomic<int64_t> tokens{0};
+
+private:
+    Model& model_;
+};
 
 GenerationOptions greedy_options(std::vector<int32_t> prompt, int64_t max_tokens) {
     GenerationOptions options;
@@ -168,7 +185,8 @@ TEST_F(EngineRealModel, SmallKvPoolCompletesEveryRequestThroughPreemption) {
     std::vector<std::vector<int32_t>> expected;
     for (int i = 0; i < 3; ++i) expected.push_back(reference_greedy(real_, prompts[static_cast<size_t>(i)], 40));
     auto pool = make_pool(20);
-    Engine engine(*real_.model, *real_.tokenizer, *pool, EngineOptions{16, 64, 64});
+    testing::CountingObserver observer;
+    Engine engine(*real_.model, *real_.tokenizer, *pool, EngineOptions{16, 64, 64}, &observer);
     std::vector<std::shared_ptr<GenerationStream>> streams;
     for (const auto& prompt : prompts) streams.push_back(engine.submit(greedy_options(prompt, 40)).stream);
     for (size_t i = 0; i < prompts.size(); ++i) {
@@ -179,6 +197,8 @@ TEST_F(EngineRealModel, SmallKvPoolCompletesEveryRequestThroughPreemption) {
             EXPECT_EQ(result.tokens[0], expected[i]) << i;
         }
     }
+    EXPECT_GT(observer.preemptions(), 0);
+    EXPECT_EQ(observer.outcomes(), std::vector<RequestOutcome>(prompts.size(), RequestOutcome::Length));
 }
 
 TEST_F(EngineRealModel, ChoicesShareOnePrefillAndSeededRunsRepeat) {
@@ -187,8 +207,11 @@ TEST_F(EngineRealModel, ChoicesShareOnePrefillAndSeededRunsRepeat) {
     options.n = 3;
     options.seed = 1234;
     auto pool = make_pool(128);
-    Engine engine(*real_.model, *real_.tokenizer, *pool, EngineOptions{});
+    CountingModel model(*real_.model);
+    Engine engine(model, *real_.tokenizer, *pool, EngineOptions{});
     auto first = collect(*engine.submit(options).stream, 3);
+    // The prompt went through the model once; then each choice's 11 tokens after its first.
+    EXPECT_EQ(model.tokens, static_cast<int64_t>(options.prompt.size()) + 3 * 11);
     auto again = collect(*engine.submit(options).stream, 3);
     EXPECT_EQ(first.usage.completion_tokens, 36);
     for (int choice = 0; choice < 3; ++choice) {

@@ -1,0 +1,59 @@
+// After the forward pass: what each scheduled chunk's logits become. A chunk that completes a prompt or
+// a decode step yields one token per choice (an n > 1 request forks its choices there and each draws
+// its first token from the shared prefill's logits); the token becomes text through the detokenizer
+// and the stop matcher; the request's reader gets an event; finished requests are reported to the
+// observer and get their last event. Also the one place a request ends, whatever ends it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/engine_observer.h"
+#include "engine/scheduler.h"
+#include "engine/sequence.h"
+#include "kv/kv_block_pool.h"
+#include "models/model_config.h"
+#include "sampling/next_token.h"
+#include "tokenizer/tokenizer.h"
+
+namespace tempered {
+
+class Postprocessor {
+public:
+    // Everything given must outlive the postprocessor; `observer` may be null.
+    Postprocessor(const Tokenizer& tokenizer, const ModelConfig& config, KvBlockPool& kv, EngineObserver* observer,
+                  SequenceIds& sequence_ids);
+
+    // Applies a step whose forward pass returned `forward` and, if it succeeded, wrote `logits`
+    // (one row of vocab for each chunk that completes its sequence, in plan order). Returns the
+    // requests that finished (all, if the forward pass failed), already ended; valid until the next call.
+    std::span<Request* const> apply(const StepPlan& plan, const Status& forward, const float* logits);
+
+    // Ends `request`: frees its blocks, reports it, and sends its last event (an error if given).
+    void finish(Request& request, std::optional<std::string> error = std::nullopt);
+    // Its reader is gone: only the observer hears of it.
+    void abandon(Request& request) { report_finished(request, RequestOutcome::Abort); }
+
+private:
+    void emit_next_tokens(Request& request, Sequence& sequence, const float* logits);
+    void fork_choices(Request& request);
+    ChoiceDelta sample(Request& request, Sequence& sequence, const float* logits);
+    void record_token_time(Request& request, Sequence& sequence);
+    void append_text(const Request& request, Sequence& sequence, int32_t token, ChoiceDelta& delta);
+    void report_finished(Request& request, RequestOutcome outcome);
+
+    const Tokenizer& tokenizer_;
+    const ModelConfig& config_;
+    KvBlockPool& kv_;
+    EngineObserver* observer_;
+    SequenceIds& sequence_ids_;
+    std::vector<int32_t> end_of_generation_tokens_;  // masked while min_tokens is unmet or with ignore_eos
+    NextTokenWorkspace workspace_;
+    std::vector<Request*> touched_;   // requests with a chunk in this step, in plan order
+    std::vector<Request*> finished_;
+};
+
+}  // namespace tempered

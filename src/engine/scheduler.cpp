@@ -1,0 +1,169 @@
+#include "engine/scheduler.h"
+
+#include <algorithm>
+
+namespace tempered {
+
+void Scheduler::add(std::unique_ptr<Request> request) { waiting_.push_back(std::move(request)); }
+
+StepPlan& Scheduler::schedule() {
+    plan_.clear();
+    int64_t budget = options_.step_token_budget;
+    schedule_running(budget);
+    admit_waiting(budget);
+    return plan_;
+}
+
+// Making room may preempt the newest running requests, so walk a snapshot and skip those that left.
+void Scheduler::schedule_running(int64_t& budget) {
+    order_.clear();
+    for (const auto& request : running_) order_.push_back(request.get());
+    for (Request* request : order_) {
+        if (budget <= 0) break;
+        if (!request->running) continue;
+        for (auto& sequence : request->sequences) {
+            if (sequence->finished || budget <= 0) continue;
+            const int64_t count = std::min(sequence->pending(), budget);
+            if (!make_room(*request, *sequence, sequence->computed + count)) break;
+            budget -= count;
+            plan_.chunks.push_back({request, sequence.get(), count});
+        }
+        if (!request->running) {  // it had to give up its own blocks: nobody after it holds any either
+            for (const auto& chunk : plan_.chunks)
+                if (chunk.request == request) budget += chunk.count;
+            std::erase_if(plan_.chunks, [&](const ScheduledChunk& chunk) { return chunk.request == request; });
+            break;
+        }
+    }
+}
+
+void Scheduler::admit_waiting(int64_t& budget) {
+    while (budget > 0 && !waiting_.empty() && static_cast<int>(running_.size()) < options_.max_running) {
+        Request& request = *waiting_.front();
+        if (!admit(request, budget)) {
+            if (!running_.empty()) break;  // first come, first served: the next in line waits too
+            // Even an empty pool cannot hold it: refuse it rather than wait forever.
+            plan_.refused.push_back(std::move(waiting_.front()));
+            waiting_.pop_front();
+            continue;
+        }
+        request.running = true;
+        running_.push_back(std::move(waiting_.front()));
+        waiting_.pop_front();
+    }
+}
+
+// Schedules every unfinished sequence of `request` from its longest cached prefix on, or nothing (its
+// blocks released again) if one does not fit.
+bool Scheduler::admit(Request& request, int64_t& budget) {
+    const size_t first_chunk = plan_.chunks.size();
+    int64_t left = budget;
+    for (auto& sequence : request.sequences) {
+        if (sequence->finished) continue;
+        sequence->computed = kv_.adopt_cached_prefix(sequence->id, sequence->tokens);
+        const int64_t count = std::min(sequence->pending(), left);
+        if (count <= 0 || crowded(*sequence) || !kv_.ensure_capacity(sequence->id, sequence->computed + count)) {
+            plan_.chunks.resize(first_chunk);
+            for (auto& s : request.sequences) {
+                kv_.release(s->id);
+                s->computed = 0;
+            }
+            return false;
+        }
+        left -= count;
+        plan_.chunks.push_back({&request, sequence.get(), count});
+    }
+    budget = left;
+    if (!request.ever_admitted) {
+        // Counted once, when first admitted, however often the request was turned away before.
+        request.ever_admitted = true;
+        request.usage.cached_tokens = request.sequences.front()->computed;
+        plan_.admitted_first_time.push_back(&request);
+    }
+    return true;
+}
+
+// Against thrashing: while others run, admit only a request whose whole prompt fits and still leaves
+// every running sequence a block to grow into; otherwise it would be admitted, then preempted for
+// them a few steps later, its prefill wasted.
+bool Scheduler::crowded(const Sequence& sequence) const {
+    if (running_.empty()) return false;
+    const int64_t block_size = kv_.shape().block_size;
+    const int64_t blocks_to_finish_prompt =
+        (static_cast<int64_t>(sequence.tokens.size()) + block_size - 1) / block_size -
+        static_cast<int64_t>(kv_.block_table(sequence.id).size());
+    return kv_.available_block_count() - blocks_to_finish_prompt < running_sequence_count();
+}
+
+// Finds blocks for `sequence` up to `positions`, preempting the most recently admitted requests.
+// False if `for_request` itself had to be preempted (nothing else was left to take from).
+bool Scheduler::make_room(Request& for_request, Sequence& sequence, int64_t positions) {
+    while (!kv_.ensure_capacity(sequence.id, positions)) {
+        Request* victim = running_.back().get();
+        preempt(*victim);
+        if (victim == &for_request) return false;
+    }
+    return true;
+}
+
+void Scheduler::preempt(Request& request) {
+    for (auto& sequence : request.sequences) {
+        kv_.release(sequence->id);
+        sequence->computed = 0;
+    }
+    request.running = false;
+    auto it = std::find_if(running_.begin(), running_.end(), [&](const auto& r) { return r.get() == &request; });
+    waiting_.push_front(std::move(*it));
+    running_.erase(it);
+    plan_.preempted.push_back(&request);
+}
+
+std::vector<std::unique_ptr<Request>> Scheduler::drop_cancelled() {
+    std::vector<std::unique_ptr<Request>> dropped;
+    auto take_cancelled = [&](auto& requests) {
+        for (auto it = requests.begin(); it != requests.end();) {
+            if (!(*it)->cancelled()) {
+                ++it;
+                continue;
+            }
+            for (auto& sequence : (*it)->sequences) kv_.release(sequence->id);
+            dropped.push_back(std::move(*it));
+            it = requests.erase(it);
+        }
+    };
+    take_cancelled(running_);
+    take_cancelled(waiting_);
+    return dropped;
+}
+
+void Scheduler::retire(std::span<Request* const> finished) {
+    for (Request* request : finished) std::erase_if(running_, [&](const auto& r) { return r.get() == request; });
+}
+
+std::vector<std::unique_ptr<Request>> Scheduler::take_all() {
+    std::vector<std::unique_ptr<Request>> all;
+    for (auto& request : running_) all.push_back(std::move(request));
+    for (auto& request : waiting_) all.push_back(std::move(request));
+    running_.clear();
+    waiting_.clear();
+    return all;
+}
+
+void fill_batch(const StepPlan& plan, Batch& batch) {
+    batch.clear();
+    for (const ScheduledChunk& chunk : plan.chunks) {
+        const Sequence& sequence = *chunk.sequence;
+        for (int64_t i = sequence.computed; i < sequence.computed + chunk.count; ++i)
+            batch.add(sequence.tokens[static_cast<size_t>(i)], static_cast<int32_t>(i), sequence.id,
+                      i == static_cast<int64_t>(sequence.tokens.size()) - 1);
+    }
+}
+
+int64_t Scheduler::running_sequence_count() const {
+    int64_t count = 0;
+    for (const auto& request : running_)
+        for (const auto& sequence : request->sequences) count += sequence->finished ? 0 : 1;
+    return count;
+}
+
+}  // namespace tempered

@@ -1,0 +1,93 @@
+// The scheduler: which tokens of which sequences go through the model this step.
+//
+// One shared token budget per step (vLLM v1's idea): a decoding sequence needs one token, a sequence
+// in prefill gets a chunk of its prompt, a preempted one recomputes, and blocks found in the prefix
+// cache are simply not computed again. So chunked prefill, prefix-cache hits, decode and recompute
+// after preemption are one mechanism. Running requests go first, oldest first: they hold KV already.
+// When blocks run out, the most recently admitted request is preempted (its blocks freed, its tokens
+// kept) and rejoins the front of the queue. Then waiting requests are admitted in order while the
+// budget, max_running and the KV pool allow; one that even an empty pool cannot hold is refused.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <list>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "engine/sequence.h"
+#include "kv/kv_block_pool.h"
+#include "models/batch.h"
+
+namespace tempered {
+
+struct SchedulerOptions {
+    int max_running = 64;             // requests running at once
+    int64_t step_token_budget = 512;  // tokens per forward step, over all sequences
+};
+
+// Tokens [sequence->computed, sequence->computed + count) of one sequence, for this step's batch.
+struct ScheduledChunk {
+    Request* request;
+    Sequence* sequence;
+    int64_t count;
+};
+
+// One step's decisions. Valid until the next schedule().
+struct StepPlan {
+    std::vector<ScheduledChunk> chunks;        // in batch order: running requests oldest first, then admitted ones
+    std::vector<Request*> admitted_first_time;  // their prefix lookup is done: usage.cached_tokens is set
+    std::vector<Request*> preempted;            // blocks freed, back at the front of the queue
+    std::vector<std::unique_ptr<Request>> refused;  // even an empty pool cannot hold them; out of the queue
+
+    void clear() {
+        chunks.clear();
+        admitted_first_time.clear();
+        preempted.clear();
+        refused.clear();
+    }
+};
+
+// The plan's tokens as one batch, in plan order; only a sequence's last token wants logits.
+void fill_batch(const StepPlan& plan, Batch& batch);
+
+class Scheduler {
+public:
+    // `kv` must outlive the scheduler.
+    Scheduler(KvBlockPool& kv, SchedulerOptions options) : kv_(kv), options_(options) {}
+
+    // A new request, with its first sequence, joins the back of the queue.
+    void add(std::unique_ptr<Request> request);
+    // Plans the next step: reserves KV blocks for every chunk, preempts and admits.
+    StepPlan& schedule();
+    // Takes out the requests whose reader is gone, running or waiting, and frees their blocks.
+    std::vector<std::unique_ptr<Request>> drop_cancelled();
+    // Removes finished requests (their blocks already released) from the running ones.
+    void retire(std::span<Request* const> finished);
+    // Takes out every request, running ones first (for a shutdown).
+    std::vector<std::unique_ptr<Request>> take_all();
+
+    const std::list<std::unique_ptr<Request>>& running() const { return running_; }
+    const std::deque<std::unique_ptr<Request>>& waiting() const { return waiting_; }
+    bool has_work() const { return !running_.empty() || !waiting_.empty(); }
+    int64_t running_sequence_count() const;
+
+private:
+    void schedule_running(int64_t& budget);
+    void admit_waiting(int64_t& budget);
+    bool admit(Request& request, int64_t& budget);
+    bool crowded(const Sequence& sequence) const;
+    bool make_room(Request& for_request, Sequence& sequence, int64_t positions);
+    void preempt(Request& request);
+
+    KvBlockPool& kv_;
+    SchedulerOptions options_;
+    std::list<std::unique_ptr<Request>> running_;  // in admission order
+    std::deque<std::unique_ptr<Request>> waiting_;
+    StepPlan plan_;
+    std::vector<Request*> order_;  // the running requests as a step began
+};
+
+}  // namespace tempered

@@ -1,0 +1,81 @@
+// A request inside the engine and its sequences, one per choice. The scheduler decides which of their
+// tokens go through the model; postprocess turns the logits into tokens, text and events.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/generation.h"
+#include "engine/stop_matcher.h"
+#include "sampling/sampler.h"
+#include "tokenizer/streaming_detokenizer.h"
+
+namespace tempered {
+
+using EngineClock = std::chrono::steady_clock;
+
+// One choice of a request: its tokens (prompt + generated) and how many of them are in the KV cache.
+// `id` names its blocks in the KV pool.
+struct Sequence {
+    int32_t id = 0;
+    int choice = 0;
+    std::vector<int32_t> tokens;
+    int64_t prompt_length = 0;
+    int64_t computed = 0;  // tokens[0, computed) have keys and values in the cache
+    SamplerRng rng;
+    StreamingDetokenizer detokenizer;
+    StopMatcher stop_matcher;
+    bool finished = false;
+    std::optional<FinishReason> finish_reason;
+    EngineClock::time_point last_token_time;
+
+    // Choice i of a request draws from a generator seeded with (seed, i), so a seeded request repeats.
+    Sequence(int32_t sequence_id, int choice_index, std::vector<int32_t> all_tokens, int64_t prompt_tokens,
+             uint64_t seed, const Tokenizer& tokenizer, std::vector<std::string> stop)
+        : id(sequence_id),
+          choice(choice_index),
+          tokens(std::move(all_tokens)),
+          prompt_length(prompt_tokens),
+          rng(seed, static_cast<uint64_t>(choice_index) * 2 + 1),
+          detokenizer(tokenizer, /*skip_special=*/true),
+          stop_matcher(std::move(stop)) {}
+
+    int64_t generated() const { return static_cast<int64_t>(tokens.size()) - prompt_length; }
+    int64_t pending() const { return static_cast<int64_t>(tokens.size()) - computed; }
+};
+
+struct Request {
+    GenerationOptions options;
+    std::shared_ptr<GenerationStream> stream;
+    std::vector<std::unique_ptr<Sequence>> sequences;  // one until the prefill is done, then n
+    bool forked = false;         // the n choices exist (or n is 1)
+    bool ever_admitted = false;
+    bool running = false;        // among the scheduler's running requests (else waiting)
+    GenerationUsage usage;
+    EngineClock::time_point submitted;
+    EngineClock::time_point first_scheduled;
+    std::optional<EngineClock::time_point> first_token;
+
+    bool cancelled() const { return stream->cancelled(); }
+    // Every one of the n choices has finished.
+    bool all_finished() const {
+        for (const auto& sequence : sequences)
+            if (!sequence->finished) return false;
+        return static_cast<int>(sequences.size()) == options.n;
+    }
+};
+
+// Sequence ids, unique for the engine's life: the KV pool knows sequences by them.
+class SequenceIds {
+public:
+    int32_t next() { return next_++; }
+
+private:
+    int32_t next_ = 0;
+};
+
+}  // namespace tempered

@@ -1,0 +1,133 @@
+// What the engine and scheduler tests share: a byte-level tokenizer built by hand, a fake Model that
+// needs no GGUF file, an observer that counts what the engine reports, and a tiny KV pool. The fake
+// model's logits are a pure function of the batch token, so a greedy request's output is known in advance.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/engine_observer.h"
+#include "kv/kv_block_pool.h"
+#include "models/model.h"
+#include "tokenizer/byte_encoding.h"
+#include "tokenizer/tokenizer.h"
+
+namespace tempered::testing {
+
+constexpr int32_t kEndOfText = 256;  // the byte tokens come first
+
+// The 256 byte tokens, then "<|endoftext|>" as end of generation. No merges: a byte is a token.
+inline Tokenizer byte_tokenizer() {
+    VocabSpec spec;
+    spec.model = TokenizerModel::kBytePairGpt2;
+    spec.pre_tokenizer = "gpt-2";
+    for (int byte = 0; byte < 256; ++byte) spec.tokens.push_back(byte_to_gpt2_char(static_cast<uint8_t>(byte)));
+    spec.tokens.push_back("<|endoftext|>");
+    spec.token_types.assign(256, static_cast<int32_t>(GgufTokenType::kNormal));
+    spec.token_types.push_back(static_cast<int32_t>(GgufTokenType::kControl));
+    spec.eos_id = kEndOfText;
+    auto tokenizer = Tokenizer::from_spec(spec);
+    EXPECT_TRUE(tokenizer.ok()) << (tokenizer.ok() ? "" : tokenizer.error().message);
+    return std::move(*tokenizer);
+}
+
+// Greedy output of the fake model: each token is followed by the next letter, 'z' by 'a'.
+inline int32_t fake_next_token(int32_t token) { return token >= 'a' && token < 'z' ? token + 1 : 'a'; }
+
+// One layer, one KV head of 8 dimensions, blocks of 4 positions: a pool of a few blocks costs nothing.
+inline KvCacheShape tiny_kv_shape() { return KvCacheShape{1, 1, 8, 4, DType::F32}; }
+
+inline std::unique_ptr<KvBlockPool> tiny_pool(int64_t blocks) {
+    auto pool = KvBlockPool::create(tiny_kv_shape(), blocks);
+    EXPECT_TRUE(pool.ok());
+    return std::move(pool.value());
+}
+
+// A Model without weights. forward() refuses a batch whose tokens lack KV blocks (as the real one
+// must never be given), counts the tokens it is given and writes logits that make fake_next_token()
+// the most likely next token, the end-of-text token a close second.
+class FakeModel final : public Model {
+public:
+    explicit FakeModel(int64_t vocab_size, int64_t context_length = 4096) {
+        config_.architecture = "fake";
+        config_.vocab_size = vocab_size;
+        config_.context_length = context_length;
+    }
+    const ModelConfig& config() const override { return config_; }
+
+    Status forward(const Batch& batch, KvCache& cache, float* logits) override {
+        if (delay_per_step.count() > 0) std::this_thread::sleep_for(delay_per_step);
+        for (const BatchToken& token : batch.tokens)
+            if (token.position >= cache.capacity(token.sequence))
+                return Error{"fake model: position " + std::to_string(token.position) + " of sequence " +
+                             std::to_string(token.sequence) + " has no KV block"};
+        const auto vocab = static_cast<size_t>(config_.vocab_size);
+        size_t row = 0;
+        for (const BatchToken& token : batch.tokens) {
+            if (!token.wants_logits) continue;
+            float* out = logits + row++ * vocab;
+            for (size_t i = 0; i < vocab; ++i) out[i] = static_cast<float>(i % 7) * 0.01f;
+            out[kEndOfText] = 4.0f;
+            out[fake_next_token(token.token)] = 5.0f;
+        }
+        forward_calls += 1;
+        forward_tokens += batch.size();
+        return Ok{};
+    }
+
+    std::atomic<int64_t> forward_calls{0};
+    std::atomic<int64_t> forward_tokens{0};
+    std::chrono::milliseconds delay_per_step{0};
+
+private:
+    ModelConfig config_;
+};
+
+// Counts every report. Called on the engine thread, read by the test: hence the lock.
+class CountingObserver final : public EngineObserver {
+public:
+    void on_prefix_lookup(int64_t prompt_tokens, int64_t cached_tokens) override {
+        std::lock_guard lock(mutex_);
+        ++prefix_lookups_;
+        looked_up_tokens_ += prompt_tokens;
+        cached_tokens_ += cached_tokens;
+    }
+    void on_first_token(double) override {}
+    void on_inter_token(double) override {}
+    void on_preemption() override {
+        std::lock_guard lock(mutex_);
+        ++preemptions_;
+    }
+    void on_request_finished(RequestOutcome outcome, const GenerationUsage&, const RequestTimings&) override {
+        std::lock_guard lock(mutex_);
+        outcomes_.push_back(outcome);
+    }
+
+    int64_t prefix_lookups() const { return locked(prefix_lookups_); }
+    int64_t looked_up_tokens() const { return locked(looked_up_tokens_); }
+    int64_t cached_tokens() const { return locked(cached_tokens_); }
+    int64_t preemptions() const { return locked(preemptions_); }
+    std::vector<RequestOutcome> outcomes() const { return locked(outcomes_); }
+
+private:
+    template <typename T>
+    T locked(const T& value) const {
+        std::lock_guard lock(mutex_);
+        return value;
+    }
+    mutable std::mutex mutex_;
+    int64_t prefix_lookups_ = 0;
+    int64_t looked_up_tokens_ = 0;
+    int64_t cached_tokens_ = 0;
+    int64_t preemptions_ = 0;
+    std::vector<RequestOutcome> outcomes_;
+};
+
+}  // namespace tempered::testing
