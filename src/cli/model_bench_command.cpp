@@ -30,6 +30,7 @@
 #include "cli/loaded_model.h"
 #include "cli/model_names.h"
 #include "kernels/cpu/dispatch.h"
+#include "kv/kv_block_pool.h"
 
 namespace tempered {
 namespace {
@@ -79,7 +80,7 @@ struct TestResult {
 // the clock for the forwards.
 class Bench {
 public:
-    Bench(LoadedModel& bundle, PagedKvCache& cache, const ModelBenchOptions& options)
+    Bench(LoadedModel& bundle, KvBlockPool& cache, const ModelBenchOptions& options)
         : bundle_(bundle), cache_(cache), options_(options), random_(options.seed) {
         const int64_t most_logits = std::max<int64_t>(1, options.batch_decode);
         logits_.resize(static_cast<size_t>(most_logits * bundle.model->config().vocab_size));
@@ -160,7 +161,8 @@ private:
         for (int32_t s = 0; s < sequences_in_use_; ++s) cache_.release(s);
         sequences_in_use_ = test.sequences;
         for (int32_t s = 0; s < test.sequences; ++s) {
-            if (auto status = cache_.reserve(s, test.prompt_tokens + test.gen_tokens); !status) return status;
+            if (!cache_.ensure_capacity(s, test.prompt_tokens + test.gen_tokens))
+                return Error{"model-bench: the KV cache has too few blocks for " + std::to_string(test.sequences) + " sequences"};
         }
         return Ok{};
     }
@@ -188,7 +190,7 @@ private:
     }
 
     LoadedModel& bundle_;
-    PagedKvCache& cache_;
+    KvBlockPool& cache_;
     const ModelBenchOptions& options_;
     std::mt19937_64 random_;
     std::vector<float> logits_;  // (most sequences, vocab_size)
@@ -264,7 +266,7 @@ int model_bench(const ModelBenchOptions& options) {
     const int64_t blocks = std::max({blocks_for(options.prompt_tokens), blocks_for(options.gen_tokens),
                                      options.batch_decode * blocks_for(options.batch_prompt_tokens + options.gen_tokens),
                                      int64_t{1}});
-    auto cache = PagedKvCache::create(shape, blocks);
+    auto cache = KvBlockPool::create(shape, blocks);
     if (!cache) {
         std::fprintf(stderr, "tempered model-bench: %s\n", cache.error().message.c_str());
         return 1;
