@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
-#include "cli/model_names.h"
+#include "runtime/model_names.h"
 #include "core/thread_pool.h"
 #include "formats/gguf.h"
 #include "kernels/cpu/dispatch.h"

@@ -27,8 +27,8 @@
 
 #include "cli/commands.h"
 #include "cli/kv_dtype_flag.h"
-#include "cli/loaded_model.h"
-#include "cli/model_names.h"
+#include "runtime/loaded_model.h"
+#include "runtime/model_names.h"
 #include "kernels/cpu/dispatch.h"
 #include "kv/kv_block_pool.h"
 

@@ -10,7 +10,7 @@
 #include "api/chat_request.h"
 #include "api/completion_request.h"
 #include "api/responses.h"
-#include "cli/loaded_model.h"
+#include "runtime/loaded_model.h"
 #include "engine/engine.h"
 #include "http/http_server.h"
 #include "sampling/sampling_resolution.h"
