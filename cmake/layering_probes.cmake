@@ -5,6 +5,9 @@
 # reason. The two tests of all probes share one lock: each runs a build in this build directory.
 function(tempered_layering_probe module)
   cmake_parse_arguments(PARSE_ARGV 1 probe "" "FORBIDDEN;ALLOWED" "")
+  if(NOT EXISTS ${TEMPERED_SOURCE_ROOT}/${probe_FORBIDDEN})  # else "not found" would prove nothing
+    message(FATAL_ERROR "layering probe: src/${probe_FORBIDDEN} does not exist")
+  endif()
   foreach(kind forbidden allowed)
     string(TOUPPER ${kind} key)
     set(header ${probe_${key}})
