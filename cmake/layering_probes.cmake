@@ -2,7 +2,7 @@
 # module's include paths (an object library linking that module, outside `all`, built by the test).
 # The forbidden probe passes only when the compiler reports that very header as not found; its twin
 # includes a header the module may use and must compile, so neither can pass by failing for another
-# reason. The two tests of all probes share one lock: each runs a build in this build directory.
+# reason. All probe tests share one lock, since each runs a build in this build directory.
 function(tempered_layering_probe module)
   cmake_parse_arguments(PARSE_ARGV 1 probe "" "FORBIDDEN;ALLOWED" "")
   if(NOT EXISTS ${TEMPERED_SOURCE_ROOT}/${probe_FORBIDDEN})  # else "not found" would prove nothing
@@ -16,7 +16,8 @@ function(tempered_layering_probe module)
     file(CONFIGURE OUTPUT ${CMAKE_BINARY_DIR}/layering_probes/${name}.cpp CONTENT "#include \"${header}\"\n")
     add_library(${name} OBJECT EXCLUDE_FROM_ALL ${CMAKE_BINARY_DIR}/layering_probes/${name}.cpp)
     target_link_libraries(${name} PRIVATE tempered_${module})
-    add_test(NAME layering.${module}_${kind}_${folder} COMMAND ${CMAKE_COMMAND} --build ${CMAKE_BINARY_DIR} --target ${name})
+    add_test(NAME layering.${module}_${kind}_${folder}
+             COMMAND ${CMAKE_COMMAND} --build ${CMAKE_BINARY_DIR} --target ${name})
     set_tests_properties(layering.${module}_${kind}_${folder} PROPERTIES RESOURCE_LOCK tempered_build_dir)
   endforeach()
   string(REGEX REPLACE "/.*" "" folder ${probe_FORBIDDEN})
