@@ -4,13 +4,13 @@
 #include <iostream>
 #include <random>
 
-#include "cli/commands.h"
-#include "cli/kv_dtype_flag.h"
-#include "cli/loaded_model.h"
-#include "cli/model_names.h"
 #include "chat/chat_template.h"
+#include "cli/commands.h"
+#include "kv/kv_dtype_name.h"
 #include "engine/engine.h"
 #include "kv/kv_block_pool.h"
+#include "runtime/loaded_model.h"
+#include "runtime/model_names.h"
 #include "sampling/generation_config.h"
 #include "sampling/sampling_resolution.h"
 

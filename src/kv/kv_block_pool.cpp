@@ -19,6 +19,11 @@ Result<std::unique_ptr<KvBlockPool>> KvBlockPool::create(const KvCacheShape& sha
     return std::unique_ptr<KvBlockPool>(new KvBlockPool(shape, block_count));
 }
 
+Result<std::unique_ptr<KvBlockPool>> KvBlockPool::for_positions(const KvCacheShape& shape, int64_t positions) {
+    if (shape.block_size < 1) return Error{"KV cache: block size must be positive"};
+    return create(shape, (positions + shape.block_size - 1) / shape.block_size);
+}
+
 KvBlockPool::KvBlockPool(const KvCacheShape& shape, int64_t block_count)
     : shape_(shape),
       block_count_(block_count),

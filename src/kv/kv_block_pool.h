@@ -16,13 +16,15 @@
 #include <vector>
 
 #include "core/result.h"
-#include "models/kv_cache.h"
+#include "kv/kv_cache.h"
 
 namespace tempered {
 
 class KvBlockPool final : public KvCache {
 public:
     static Result<std::unique_ptr<KvBlockPool>> create(const KvCacheShape& shape, int64_t block_count);
+    // A pool of just enough blocks for `positions` positions of one sequence (a test's or a tool's cache).
+    static Result<std::unique_ptr<KvBlockPool>> for_positions(const KvCacheShape& shape, int64_t positions);
 
     const KvCacheShape& shape() const override { return shape_; }
     std::span<const int32_t> block_table(int32_t sequence) const override;

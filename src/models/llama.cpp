@@ -292,17 +292,18 @@ private:
         const KvCache::LayerStorage storage = cache.layer_storage(layer_index);
         const KvCacheShape& shape = cache.shape();
         const int64_t head_dim = config_.head_dim, pairs = config_.rope_dims / 2;
+        const RotaryPairing pairing = rotary_pairing(config_.rope_style);
         for (int64_t t = begin; t < end; ++t) {
             const BatchToken& token = batch.tokens[static_cast<size_t>(t)];
             const float* cos_angles = &state_.rope_cos[t * pairs];
             const float* sin_angles = &state_.rope_sin[t * pairs];
             for (int64_t h = 0; h < config_.head_count; ++h) {
                 rope_rotate(&state_.query[t * config_.q_dim() + h * head_dim], config_.rope_dims, cos_angles, sin_angles,
-                            config_.rope_style);
+                            pairing);
             }
             for (int64_t h = 0; h < config_.kv_head_count; ++h) {
                 rope_rotate(&state_.key[t * config_.kv_dim() + h * head_dim], config_.rope_dims, cos_angles, sin_angles,
-                            config_.rope_style);
+                            pairing);
             }
             const int32_t block = cache.block_table(token.sequence)[static_cast<size_t>(token.position / shape.block_size)];
             store_kv_position(shape, KvLayerView{storage.keys, storage.values, storage.block_stride}, block,

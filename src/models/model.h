@@ -11,7 +11,7 @@
 #include "core/thread_pool.h"
 #include "formats/gguf.h"
 #include "models/batch.h"
-#include "models/kv_cache.h"
+#include "kv/kv_cache.h"
 #include "models/model_config.h"
 
 namespace tempered {
@@ -23,7 +23,7 @@ public:
 
     // Runs every token of `batch` through the model, writes their keys and values into `cache`, and
     // writes logits (batch.output_count(), vocab_size) for the tokens that want them, in batch order.
-    // Every token's sequence must already have cache blocks up to its position (see PagedKvCache::reserve).
+    // Every token's sequence must already have cache blocks up to its position (e.g. KvBlockPool::ensure_capacity).
     // An Error, with nothing computed, for an invalid batch (token id, position, missing blocks).
     virtual Status forward(const Batch& batch, KvCache& cache, float* logits) = 0;
 };

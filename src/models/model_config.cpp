@@ -142,4 +142,12 @@ Result<ModelConfig> read_model_config(const GgufFile& file, RopeStyle rope_style
     return config;
 }
 
+RotaryPairing rotary_pairing(RopeStyle style) {
+    return style == RopeStyle::AdjacentPairs ? RotaryPairing::AdjacentElements : RotaryPairing::HalvesApart;
+}
+
+KvCacheShape kv_cache_shape(const ModelConfig& config, DType type, int64_t block_size) {
+    return KvCacheShape{config.layer_count, config.kv_head_count, config.head_dim, block_size, type};
+}
+
 }  // namespace tempered

@@ -8,10 +8,20 @@
 #include "core/result.h"
 #include "formats/gguf.h"
 #include "kernels/cpu/ops.h"
+#include "kv/kv_cache.h"
 
 namespace tempered {
 
 enum class RopeScaling { None, Linear };
+
+// Which element pairs an architecture's rotary embedding rotates together (ggml's "normal" and "neox").
+enum class RopeStyle {
+    AdjacentPairs,  // (x[2i], x[2i+1]); llama GGUFs, whose Q/K rows the converter permuted to suit it
+    Halves,         // (x[i], x[i + rotary_dims/2]); qwen2, gemma, phi3, ...
+};
+
+// The rope kernel's name for the same pairing.
+RotaryPairing rotary_pairing(RopeStyle style);
 
 struct ModelConfig {
     std::string architecture;      // general.architecture, e.g. "llama"
@@ -38,5 +48,8 @@ struct ModelConfig {
 // Reads and validates the hyperparameters of `file`, whose architecture uses `rope_style`.
 // An Error names the missing or inconsistent key; tensor shapes are checked by the model loader.
 Result<ModelConfig> read_model_config(const GgufFile& file, RopeStyle rope_style);
+
+// The KV cache this model needs: one block layout per layer, KV heads of head_dim elements of `type`.
+KvCacheShape kv_cache_shape(const ModelConfig& config, DType type, int64_t block_size = 16);
 
 }  // namespace tempered

@@ -38,7 +38,7 @@ def tempered_bin():
 
 
 def server_model_cache_dir():
-    """Where `tempered` looks up short model names (src/cli/model_names.cpp)."""
+    """Where `tempered` looks up short model names (src/runtime/model_names.cpp)."""
     home = os.environ.get("TEMPERED_HOME")
     if home:
         return pathlib.Path(home) / "models"

@@ -13,7 +13,7 @@
 #include "kernel_test_support.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/fast_exp.h"
-#include "models/kv_cache.h"
+#include "kv/kv_cache.h"
 
 namespace tempered {
 namespace {

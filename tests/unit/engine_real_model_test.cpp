@@ -45,10 +45,10 @@ RealModel load(const std::filesystem::path& path) {
 
 std::vector<int32_t> reference_greedy(RealModel& real, const std::vector<int32_t>& prompt, int64_t count) {
     const auto vocab = static_cast<size_t>(real.model->config().vocab_size);
-    auto kv = PagedKvCache::for_positions(kv_cache_shape(real.model->config(), DType::F16),
-                                          static_cast<int64_t>(prompt.size()) + count + 1);
+    auto kv = KvBlockPool::for_positions(kv_cache_shape(real.model->config(), DType::F16),
+                                         static_cast<int64_t>(prompt.size()) + count + 1);
     EXPECT_TRUE(kv);
-    EXPECT_TRUE((*kv)->reserve(0, static_cast<int64_t>(prompt.size()) + count + 1));
+    EXPECT_TRUE((*kv)->ensure_capacity(0, static_cast<int64_t>(prompt.size()) + count + 1));
     std::vector<float> logits(vocab);
     Batch batch;
     for (size_t i = 0; i < prompt.size(); ++i)

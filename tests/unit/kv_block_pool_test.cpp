@@ -34,6 +34,38 @@ TEST(KvBlockPool, AllocatesAndReleases) {
     EXPECT_EQ(pool->available_block_count(), 8);
 }
 
+TEST(KvBlockPool, GrowsASequenceAndHandsReleasedBlocksToOthers) {
+    auto created = KvBlockPool::create(KvCacheShape{1, 1, 8, 4, DType::F16}, 3);
+    ASSERT_TRUE(created);
+    KvBlockPool& pool = *created.value();
+    EXPECT_TRUE(pool.ensure_capacity(0, 5));  // 2 blocks
+    EXPECT_EQ(pool.block_table(0).size(), 2u);
+    EXPECT_EQ(pool.capacity(0), 8);
+    EXPECT_FALSE(pool.ensure_capacity(1, 9));  // needs 3, 1 free
+    EXPECT_TRUE(pool.block_table(1).empty());
+    EXPECT_TRUE(pool.ensure_capacity(1, 4));
+    EXPECT_EQ(pool.available_block_count(), 0);
+    pool.release(0);
+    EXPECT_EQ(pool.available_block_count(), 2);
+    EXPECT_TRUE(pool.ensure_capacity(1, 12));  // grows from 1 block to 3
+    EXPECT_EQ(pool.block_table(1).size(), 3u);
+}
+
+TEST(KvBlockPool, RejectsQuantizedTypesAndEmptyDimensions) {
+    EXPECT_FALSE(KvBlockPool::create(KvCacheShape{1, 1, 8, 4, DType::Q8_0}, 3));
+    EXPECT_FALSE(KvBlockPool::create(KvCacheShape{1, 1, 8, 0, DType::F16}, 3));
+    EXPECT_FALSE(KvBlockPool::create(small_shape(), 0));
+    EXPECT_FALSE(KvBlockPool::for_positions(KvCacheShape{1, 1, 8, 0, DType::F16}, 16));
+}
+
+TEST(KvBlockPool, ForPositionsHoldsOneSequenceOfThatLength) {
+    auto pool = KvBlockPool::for_positions(small_shape(), 9);  // 3 blocks of 4
+    ASSERT_TRUE(pool);
+    EXPECT_EQ(pool.value()->block_count(), 3);
+    EXPECT_TRUE(pool.value()->ensure_capacity(0, 12));
+    EXPECT_FALSE(pool.value()->ensure_capacity(1, 1));
+}
+
 TEST(KvBlockPool, ReusesRegisteredPrefixAndLeavesOneTokenToCompute) {
     auto pool = make_pool(16);
     const auto prompt = iota_tokens(10);

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "kv/kv_block_pool.h"
 #include "model_test_support.h"
 #include "models/model.h"
 #include "sampling/sampler.h"
@@ -57,7 +58,7 @@ protected:
         }
         model_ = loaded_->model.get();
         vocab_ = model_->config().vocab_size;
-        auto cache = PagedKvCache::for_positions(kv_cache_shape(model_->config(), DType::F16), 1024);
+        auto cache = KvBlockPool::for_positions(kv_cache_shape(model_->config(), DType::F16), 1024);
         ASSERT_TRUE(cache.ok()) << cache.error().message;
         cache_ = std::move(cache.value());
     }
@@ -82,7 +83,7 @@ protected:
     }
     std::vector<float> run_on(Model& model, const std::vector<int32_t>& tokens, int32_t first_position,
                               int32_t sequence = 0) {
-        EXPECT_TRUE(cache_->reserve(sequence, first_position + static_cast<int64_t>(tokens.size())).ok());
+        EXPECT_TRUE(cache_->ensure_capacity(sequence, first_position + static_cast<int64_t>(tokens.size())));
         Batch batch;
         for (size_t i = 0; i < tokens.size(); ++i) {
             batch.add(tokens[i], first_position + static_cast<int32_t>(i), sequence, i + 1 == tokens.size());
@@ -121,7 +122,7 @@ protected:
     static inline std::unique_ptr<Model> dequantized_;
     Model* model_ = nullptr;
     int64_t vocab_ = 0;
-    std::unique_ptr<PagedKvCache> cache_;
+    std::unique_ptr<KvBlockPool> cache_;
 };
 
 TEST_F(LlamaOracle, LastPositionLogitsMatchLlamaCpp) {
@@ -184,7 +185,7 @@ TEST_F(LlamaOracle, PerplexityWithinOnePercentOfLlamaCpp) {
     int64_t scored = 0;
     for (int64_t w = 0; w < windows; ++w) {
         cache_->release(0);
-        ASSERT_TRUE(cache_->reserve(0, window).ok());
+        ASSERT_TRUE(cache_->ensure_capacity(0, window));
         for (int64_t begin = 0; begin < window; begin += kChunk) {
             Batch batch;
             for (int64_t i = begin; i < std::min(window, begin + kChunk); ++i) {
@@ -225,7 +226,7 @@ TEST_F(LlamaOracle, DequantizedModelMatchesLlamaCppOnFloat32Copy) {
     for (size_t p = 0; p < prompts; ++p) {
         const auto tokens = fixture["prompts"][p]["tokens"].get<std::vector<int32_t>>();
         cache_->release(0);
-        ASSERT_TRUE(cache_->reserve(0, static_cast<int64_t>(tokens.size())).ok());
+        ASSERT_TRUE(cache_->ensure_capacity(0, static_cast<int64_t>(tokens.size())));
         Batch batch;
         for (size_t i = 0; i < tokens.size(); ++i) batch.add(tokens[i], static_cast<int32_t>(i), 0, i + 1 == tokens.size());
         std::vector<float> logits(static_cast<size_t>(vocab_));
@@ -252,8 +253,8 @@ TEST_F(LlamaOracle, MixedBatchMatchesSeparateRuns) {
     cache_->release(1);
 
     (void)run(first, 0, 0);
-    ASSERT_TRUE(cache_->reserve(0, static_cast<int64_t>(first.size()) + 1).ok());
-    ASSERT_TRUE(cache_->reserve(1, static_cast<int64_t>(second.size())).ok());
+    ASSERT_TRUE(cache_->ensure_capacity(0, static_cast<int64_t>(first.size()) + 1));
+    ASSERT_TRUE(cache_->ensure_capacity(1, static_cast<int64_t>(second.size())));
     Batch batch;
     batch.add(next, static_cast<int32_t>(first.size()), 0, true);
     for (size_t i = 0; i < second.size(); ++i) batch.add(second[i], static_cast<int32_t>(i), 1, i + 1 == second.size());

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "../support/gguf_writer.h"
+#include "kv/kv_block_pool.h"
 #include "models/model.h"
 
 namespace tempered {
@@ -207,14 +208,14 @@ protected:
         auto model = load_model(*file_, pool_);
         ASSERT_TRUE(model.ok()) << model.error().message;
         model_ = std::move(model.value());
-        auto cache = PagedKvCache::create(kv_cache_shape(model_->config(), kv_type, 4), 32);
+        auto cache = KvBlockPool::create(kv_cache_shape(model_->config(), kv_type, 4), 32);
         ASSERT_TRUE(cache.ok()) << cache.error().message;
         cache_ = std::move(cache.value());
     }
 
     // Logits of every token of `tokens` of `sequence`, all in one batch from position `first`.
     std::vector<float> forward_all(const std::vector<int32_t>& tokens, int32_t first = 0, int32_t sequence = 0) {
-        EXPECT_TRUE(cache_->reserve(sequence, first + static_cast<int64_t>(tokens.size())).ok());
+        EXPECT_TRUE(cache_->ensure_capacity(sequence, first + static_cast<int64_t>(tokens.size())));
         Batch batch;
         for (size_t i = 0; i < tokens.size(); ++i) batch.add(tokens[i], first + static_cast<int32_t>(i), sequence, true);
         std::vector<float> logits(tokens.size() * kVocab);
@@ -228,7 +229,7 @@ protected:
     std::vector<uint8_t> bytes_;
     std::unique_ptr<GgufFile> file_;
     std::unique_ptr<Model> model_;
-    std::unique_ptr<PagedKvCache> cache_;
+    std::unique_ptr<KvBlockPool> cache_;
     const std::vector<int32_t> tokens_ = {3, 17, 42, 0, 49, 8, 8, 23, 11, 30};
 };
 
@@ -248,6 +249,11 @@ TEST_F(TinyLlama, ConfigComesFromMetadata) {
     EXPECT_FLOAT_EQ(config.rope_freq_base, kRopeBase);
     EXPECT_FLOAT_EQ(config.rms_epsilon, kEpsilon);
     EXPECT_EQ(config.rope_style, RopeStyle::AdjacentPairs);
+}
+
+TEST(ModelConfigTest, RopeStylesMapToTheKernelsPairing) {
+    EXPECT_EQ(rotary_pairing(RopeStyle::AdjacentPairs), RotaryPairing::AdjacentElements);
+    EXPECT_EQ(rotary_pairing(RopeStyle::Halves), RotaryPairing::HalvesApart);
 }
 
 TEST_F(TinyLlama, PrefillMatchesPlainTransformer) {
@@ -295,7 +301,7 @@ TEST_F(TinyLlama, InterleavedSequencesMatchSeparateRuns) {
             const bool wants = position % 2 == 1 || position + 1 == sequences[s].size();
             batch.add(sequences[s][position], static_cast<int32_t>(position), static_cast<int32_t>(s), wants);
             if (wants) outputs.emplace_back(s, position);
-            ASSERT_TRUE(cache_->reserve(static_cast<int32_t>(s), static_cast<int64_t>(position) + 1).ok());
+            ASSERT_TRUE(cache_->ensure_capacity(static_cast<int32_t>(s), static_cast<int64_t>(position) + 1));
         }
     }
     ASSERT_EQ(batch.output_count(), static_cast<int64_t>(outputs.size()));
@@ -325,7 +331,7 @@ TEST_F(TinyLlama, HalfPrecisionKvCacheStaysClose) {
 TEST_F(TinyLlama, InvalidBatchesAreErrors) {
     load();
     std::vector<float> logits(kVocab);
-    ASSERT_TRUE(cache_->reserve(0, 4).ok());
+    ASSERT_TRUE(cache_->ensure_capacity(0, 4));
     auto forward_one = [&](int32_t token, int32_t position, int32_t sequence) {
         Batch batch;
         batch.add(token, position, sequence, true);
@@ -339,31 +345,12 @@ TEST_F(TinyLlama, InvalidBatchesAreErrors) {
     EXPECT_FALSE(forward_one(1, kContext, 0).ok());      // beyond the context
     EXPECT_TRUE(forward_one(1, 3, 0).ok());
 
-    auto other = PagedKvCache::create(KvCacheShape{kLayers + 1, kKvHeads, kHeadDim, 4, DType::F16}, 4);
+    auto other = KvBlockPool::create(KvCacheShape{kLayers + 1, kKvHeads, kHeadDim, 4, DType::F16}, 4);
     ASSERT_TRUE(other.ok());
-    ASSERT_TRUE(other.value()->reserve(0, 4).ok());
+    ASSERT_TRUE(other.value()->ensure_capacity(0, 4));
     Batch batch;
     batch.add(1, 0, 0, true);
     EXPECT_FALSE(model_->forward(batch, *other.value(), logits.data()).ok());
-}
-
-TEST(PagedKvCacheTest, ReservesAndReleasesBlocks) {
-    auto cache = PagedKvCache::create(KvCacheShape{1, 1, 8, 4, DType::F16}, 3);
-    ASSERT_TRUE(cache.ok());
-    PagedKvCache& kv = *cache.value();
-    EXPECT_TRUE(kv.reserve(0, 5).ok());  // 2 blocks
-    EXPECT_EQ(kv.block_table(0).size(), 2u);
-    EXPECT_EQ(kv.capacity(0), 8);
-    EXPECT_FALSE(kv.reserve(1, 9).ok());  // needs 3, 1 free
-    EXPECT_TRUE(kv.block_table(1).empty());
-    EXPECT_TRUE(kv.reserve(1, 4).ok());
-    EXPECT_EQ(kv.free_block_count(), 0);
-    kv.release(0);
-    EXPECT_EQ(kv.free_block_count(), 2);
-    EXPECT_TRUE(kv.reserve(1, 12).ok());
-    EXPECT_EQ(kv.block_table(1).size(), 3u);
-    EXPECT_FALSE(PagedKvCache::create(KvCacheShape{1, 1, 8, 4, DType::Q8_0}, 3).ok());
-    EXPECT_FALSE(PagedKvCache::create(KvCacheShape{1, 1, 8, 0, DType::F16}, 3).ok());
 }
 
 // ---- Bad files: an Error that names the problem, never a crash. ----

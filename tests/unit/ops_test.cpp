@@ -42,11 +42,11 @@ TEST(Ops, RmsnormMatchesFormula) {
 
 // The rotation of pair i is multiplication of the complex number (first + i second) by e^(i angle).
 void expect_rotated(const std::vector<float>& before, const std::vector<float>& after, int64_t rotary_dims,
-                    float position, const std::vector<float>& inverse_frequencies, RopeStyle style) {
+                    float position, const std::vector<float>& inverse_frequencies, RotaryPairing pairing) {
     const int64_t pairs = rotary_dims / 2;
     for (int64_t i = 0; i < pairs; ++i) {
-        const int64_t first = style == RopeStyle::AdjacentPairs ? 2 * i : i;
-        const int64_t second = style == RopeStyle::AdjacentPairs ? 2 * i + 1 : i + pairs;
+        const int64_t first = pairing == RotaryPairing::AdjacentElements ? 2 * i : i;
+        const int64_t second = pairing == RotaryPairing::AdjacentElements ? 2 * i + 1 : i + pairs;
         const std::complex<double> z(before[first], before[second]);
         const auto rotated = z * std::polar(1.0, static_cast<double>(position) * inverse_frequencies[i]);
         EXPECT_NEAR(after[first], rotated.real(), 1e-4) << i;
@@ -64,14 +64,14 @@ std::vector<float> inverse_frequencies(int64_t rotary_dims, double base) {
 }
 
 TEST(Ops, RopeBothStylesRotatePairsByPositionTimesFrequency) {
-    for (RopeStyle style : {RopeStyle::AdjacentPairs, RopeStyle::Halves}) {
+    for (RotaryPairing pairing : {RotaryPairing::AdjacentElements, RotaryPairing::HalvesApart}) {
         for (int64_t rotary_dims : {64, 32}) {  // 32 of 64: partial rotary embedding
             const auto frequencies = inverse_frequencies(rotary_dims, 10000.0);
             const auto x = random_vector(64, 3);
             for (float position : {0.0f, 1.0f, 17.0f, 300.0f}) {
                 auto y = x;
-                rope(y.data(), rotary_dims, position, frequencies.data(), style);
-                expect_rotated(x, y, rotary_dims, position, frequencies, style);
+                rope(y.data(), rotary_dims, position, frequencies.data(), pairing);
+                expect_rotated(x, y, rotary_dims, position, frequencies, pairing);
             }
         }
     }
@@ -79,16 +79,16 @@ TEST(Ops, RopeBothStylesRotatePairsByPositionTimesFrequency) {
 
 // The model computes each token's angles once (rope_angles) and rotates every head with them.
 TEST(Ops, RopeInTwoStepsEqualsRopeBitExactly) {
-    for (RopeStyle style : {RopeStyle::AdjacentPairs, RopeStyle::Halves}) {
+    for (RotaryPairing pairing : {RotaryPairing::AdjacentElements, RotaryPairing::HalvesApart}) {
         for (int64_t rotary_dims : {64, 32}) {
             const auto frequencies = inverse_frequencies(rotary_dims, 10000.0);
             const auto x = random_vector(64, 4);
             for (float position : {0.0f, 5.0f, 1234.0f}) {
                 auto one_step = x, two_steps = x;
-                rope(one_step.data(), rotary_dims, position, frequencies.data(), style);
+                rope(one_step.data(), rotary_dims, position, frequencies.data(), pairing);
                 std::vector<float> cos_angles(static_cast<size_t>(rotary_dims / 2)), sin_angles(cos_angles.size());
                 rope_angles(position, frequencies.data(), rotary_dims / 2, cos_angles.data(), sin_angles.data());
-                rope_rotate(two_steps.data(), rotary_dims, cos_angles.data(), sin_angles.data(), style);
+                rope_rotate(two_steps.data(), rotary_dims, cos_angles.data(), sin_angles.data(), pairing);
                 EXPECT_EQ(one_step, two_steps);
             }
         }
@@ -98,12 +98,12 @@ TEST(Ops, RopeInTwoStepsEqualsRopeBitExactly) {
 // What attention relies on: q(p) · k(s) depends only on p - s.
 TEST(Ops, RopeDotProductsDependOnRelativePosition) {
     const auto frequencies = inverse_frequencies(64, 100000.0);
-    for (RopeStyle style : {RopeStyle::AdjacentPairs, RopeStyle::Halves}) {
+    for (RotaryPairing pairing : {RotaryPairing::AdjacentElements, RotaryPairing::HalvesApart}) {
         const auto q = random_vector(64, 4), k = random_vector(64, 5);
         auto dot_at = [&](float p, float s) {
             auto a = q, b = k;
-            rope(a.data(), 64, p, frequencies.data(), style);
-            rope(b.data(), 64, s, frequencies.data(), style);
+            rope(a.data(), 64, p, frequencies.data(), pairing);
+            rope(b.data(), 64, s, frequencies.data(), pairing);
             return std::inner_product(a.begin(), a.end(), b.begin(), 0.0);
         };
         EXPECT_NEAR(dot_at(10, 3), dot_at(107, 100), 1e-3);

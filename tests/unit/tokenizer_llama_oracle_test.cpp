@@ -233,30 +233,6 @@ TEST_P(TokenizerOracle, ArbitraryBytesAreHandled) {
     }
 }
 
-TEST_P(TokenizerOracle, EncodeSpeed) {
-    const Tokenizer& t = *tokenizer_;
-    std::vector<std::string> texts;
-    size_t bytes = 0;
-    for (const auto& entry : corpus_) {
-        texts.push_back(bytes_of(entry));
-        bytes += texts.back().size();
-    }
-    // CPU time of this process, so that other load on the machine does not count against us.
-    size_t tokens = 0;
-    int rounds = 0;
-    const std::clock_t start = std::clock();
-    do {
-        for (const auto& text : texts) tokens += t.encode(text, false, true).size();
-        ++rounds;
-    } while (std::clock() - start < CLOCKS_PER_SEC / 2);
-    const double seconds = static_cast<double>(std::clock() - start) / CLOCKS_PER_SEC;
-    const double mb_per_s = static_cast<double>(bytes) * rounds / seconds / 1e6;
-    std::cout << "[ tokenizer ] " << GetParam() << ": encode " << mb_per_s << " MB/s, "
-              << static_cast<double>(tokens) / seconds / 1e6 << " M tokens/s, CPU time (corpus " << bytes
-              << " bytes)\n";
-    RecordProperty("encode_mb_per_s", std::to_string(mb_per_s));
-}
-
 INSTANTIATE_TEST_SUITE_P(Models, TokenizerOracle, ::testing::Values("smollm2", "gemma3"));
 
 // The SmolLM2 vocabulary under other pre-tokenizers, so that the llama3, qwen2, gpt-2 and default

@@ -13,8 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli/model_names.h"
 #include "commands/tool_commands.h"
+#include "runtime/model_names.h"
 #include "core/thread_pool.h"
 #include "formats/gguf.h"
 #include "kernels/cpu/dispatch.h"

@@ -25,10 +25,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli/kv_dtype_flag.h"
-#include "cli/loaded_model.h"
-#include "cli/model_names.h"
+#include "kv/kv_dtype_name.h"
 #include "commands/tool_commands.h"
+#include "runtime/loaded_model.h"
+#include "runtime/model_names.h"
 #include "kernels/cpu/dispatch.h"
 #include "kv/kv_block_pool.h"
 

@@ -53,24 +53,24 @@ void rope_angles(float position, const float* inverse_frequencies, int64_t pairs
     }
 }
 
-void rope_rotate(float* x, int64_t rotary_dims, const float* cos_angles, const float* sin_angles, RopeStyle style) {
+void rope_rotate(float* x, int64_t rotary_dims, const float* cos_angles, const float* sin_angles, RotaryPairing pairing) {
     const int64_t pairs = rotary_dims / 2;
     for (int64_t i = 0; i < pairs; ++i) {
-        float* first = style == RopeStyle::AdjacentPairs ? &x[2 * i] : &x[i];
-        float* second = style == RopeStyle::AdjacentPairs ? &x[2 * i + 1] : &x[i + pairs];
+        float* first = pairing == RotaryPairing::AdjacentElements ? &x[2 * i] : &x[i];
+        float* second = pairing == RotaryPairing::AdjacentElements ? &x[2 * i + 1] : &x[i + pairs];
         const float a = *first, b = *second;
         *first = a * cos_angles[i] - b * sin_angles[i];
         *second = a * sin_angles[i] + b * cos_angles[i];
     }
 }
 
-void rope(float* x, int64_t rotary_dims, float position, const float* inverse_frequencies, RopeStyle style) {
+void rope(float* x, int64_t rotary_dims, float position, const float* inverse_frequencies, RotaryPairing pairing) {
     const int64_t pairs = rotary_dims / 2;
     for (int64_t i = 0; i < pairs; ++i) {
         const float angle = position * inverse_frequencies[i];
         const float cos_angle = std::cos(angle), sin_angle = std::sin(angle);
-        float* first = style == RopeStyle::AdjacentPairs ? &x[2 * i] : &x[i];
-        float* second = style == RopeStyle::AdjacentPairs ? &x[2 * i + 1] : &x[i + pairs];
+        float* first = pairing == RotaryPairing::AdjacentElements ? &x[2 * i] : &x[i];
+        float* second = pairing == RotaryPairing::AdjacentElements ? &x[2 * i + 1] : &x[i + pairs];
         const float a = *first, b = *second;
         *first = a * cos_angle - b * sin_angle;
         *second = a * sin_angle + b * cos_angle;

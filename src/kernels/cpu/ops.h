@@ -14,20 +14,20 @@ namespace tempered {
 // y (n) = x / sqrt(mean(x^2) + epsilon) * weight. y may alias x.
 void rmsnorm(const float* x, const float* weight, float* y, int64_t n, float epsilon);
 
-// Which element pairs a rotary embedding rotates together (ggml's "normal" and "neox" modes).
-enum class RopeStyle {
-    AdjacentPairs,  // (x[2i], x[2i+1]); llama GGUFs, whose Q/K rows the converter permuted to suit it
-    Halves,         // (x[i], x[i + rotary_dims/2]); qwen2, gemma, phi3, ...
+// Which elements a rotary embedding rotates together as pair i of rotary_dims/2 pairs.
+enum class RotaryPairing {
+    AdjacentElements,  // (x[2i], x[2i+1])
+    HalvesApart,       // (x[i], x[i + rotary_dims/2])
 };
 
 // Rotates the first rotary_dims elements of one head vector x (head_dim) in place, pair i by the angle
 // position * inverse_frequencies[i] (inverse_frequencies: rotary_dims/2 values).
-void rope(float* x, int64_t rotary_dims, float position, const float* inverse_frequencies, RopeStyle style);
+void rope(float* x, int64_t rotary_dims, float position, const float* inverse_frequencies, RotaryPairing pairing);
 
 // rope() in two steps, so that a token's angles are computed once for all its heads and layers:
 // cos_angles[i], sin_angles[i] of pair i's angle (pairs values each), then the rotation.
 void rope_angles(float position, const float* inverse_frequencies, int64_t pairs, float* cos_angles, float* sin_angles);
-void rope_rotate(float* x, int64_t rotary_dims, const float* cos_angles, const float* sin_angles, RopeStyle style);
+void rope_rotate(float* x, int64_t rotary_dims, const float* cos_angles, const float* sin_angles, RotaryPairing pairing);
 
 // x (n) = softmax(x), in place; max-subtracted, so large logits do not overflow.
 void softmax(float* x, int64_t n);
@@ -48,7 +48,7 @@ void kv_to_float(DType type, const void* src, float* dst, int64_t n);
 void float_to_kv(DType type, const float* src, void* dst, int64_t n);
 
 // Keys and values of one layer of a paged KV cache, seen from one KV head (layout: KvCacheShape in
-// models/kv_cache.h). For the position in slot s of block b, element d of the key is at
+// kv/kv_cache.h). For the position in slot s of block b, element d of the key is at
 // keys + b * block_stride + (d * block_size + s) * element bytes (keys are transposed in a block), and
 // the value starts at values + b * block_stride + s * slot_stride.
 struct KvHeadView {

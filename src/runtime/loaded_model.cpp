@@ -1,8 +1,8 @@
-#include "cli/loaded_model.h"
+#include "runtime/loaded_model.h"
 
 #include <thread>
 
-#include "cli/model_names.h"
+#include "runtime/model_names.h"
 
 namespace tempered {
 

@@ -1,18 +1,13 @@
 // Where the keys and values of past positions live. The model sees only the small KvCache interface:
 // storage split into fixed-size blocks, and for each sequence a block table mapping position p to slot
-// p % block_size of block table[p / block_size]. Who hands blocks to sequences (this file's simple
-// PagedKvCache, or a server's block manager with prefix sharing) is not the model's concern.
+// p % block_size of block table[p / block_size]. Who hands blocks to sequences (KvBlockPool, with prefix
+// sharing) is not the model's concern.
 #pragma once
 
 #include <cstdint>
-#include <memory>
 #include <span>
-#include <unordered_map>
-#include <vector>
 
 #include "core/dtype.h"
-#include "core/result.h"
-#include "models/model_config.h"
 
 namespace tempered {
 
@@ -39,7 +34,6 @@ struct KvCacheShape {
     }
 };
 
-KvCacheShape kv_cache_shape(const ModelConfig& config, DType type, int64_t block_size = 16);
 bool kv_type_supported(DType type);
 
 // Stores one position's keys and values (kv_head_count * head_dim floats each), converted to the
@@ -71,35 +65,6 @@ public:
     int64_t capacity(int32_t sequence) const {
         return static_cast<int64_t>(block_table(sequence).size()) * shape().block_size;
     }
-};
-
-// A fixed pool of blocks, handed to sequences as they grow and returned when they are released.
-class PagedKvCache final : public KvCache {
-public:
-    // Allocates block_count blocks of every layer up front; an Error for a bad shape or type.
-    static Result<std::unique_ptr<PagedKvCache>> create(const KvCacheShape& shape, int64_t block_count);
-    // Enough blocks for `positions` tokens of a single sequence.
-    static Result<std::unique_ptr<PagedKvCache>> for_positions(const KvCacheShape& shape, int64_t positions);
-
-    const KvCacheShape& shape() const override { return shape_; }
-    std::span<const int32_t> block_table(int32_t sequence) const override;
-    LayerStorage layer_storage(int64_t layer) override;
-
-    // Gives `sequence` blocks for positions [0, positions); an Error, changing nothing, when the pool is short.
-    Status reserve(int32_t sequence, int64_t positions);
-    // Returns the blocks of `sequence` to the pool; its contents are forgotten.
-    void release(int32_t sequence);
-    int64_t free_block_count() const { return static_cast<int64_t>(free_blocks_.size()); }
-
-private:
-    PagedKvCache(const KvCacheShape& shape, int64_t block_count);
-
-    KvCacheShape shape_;
-    int64_t block_count_ = 0;
-    std::vector<uint8_t> keys_;    // (layer, block, block_size, kv_head_count, head_dim) of shape_.type
-    std::vector<uint8_t> values_;  // same layout
-    std::vector<int32_t> free_blocks_;
-    std::unordered_map<int32_t, std::vector<int32_t>> block_tables_;
 };
 
 }  // namespace tempered

@@ -1,4 +1,4 @@
-// Everything a command needs from a model file, loaded once: the mapped file, the tokenizer, the
+// Everything a command or the server needs from a model file, loaded once: the mapped file, the tokenizer, the
 // chat template, the model itself and the threads that run it.
 #pragma once
 

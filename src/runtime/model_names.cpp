@@ -1,4 +1,4 @@
-#include "cli/model_names.h"
+#include "runtime/model_names.h"
 
 #include <cstdlib>
 #include <filesystem>

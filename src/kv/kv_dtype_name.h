@@ -1,4 +1,5 @@
-// --kv-cache-dtype: the KV cache's element type, chosen by the operator and never changed silently.
+// The KV cache's element type by its flag name (--kv-cache-dtype): chosen by the operator, never changed
+// silently.
 #pragma once
 
 #include <string>

@@ -1,0 +1,31 @@
+# ctest's proof that the build enforces the layering. A probe is one #include line compiled with a
+# module's include paths (an object library linking that module, outside `all`, built by the test).
+# The forbidden probe passes only when the compiler reports that very header as not found; its twin
+# includes a header the module may use and must compile, so neither can pass by failing for another
+# reason. All probe tests share one lock, since each runs a build in this build directory.
+function(tempered_layering_probe module)
+  cmake_parse_arguments(PARSE_ARGV 1 probe "" "FORBIDDEN;ALLOWED" "")
+  if(NOT EXISTS ${TEMPERED_SOURCE_ROOT}/${probe_FORBIDDEN})  # else "not found" would prove nothing
+    message(FATAL_ERROR "layering probe: src/${probe_FORBIDDEN} does not exist")
+  endif()
+  foreach(kind forbidden allowed)
+    string(TOUPPER ${kind} key)
+    set(header ${probe_${key}})
+    string(REGEX REPLACE "/.*" "" folder ${header})
+    set(name layering_probe_${module}_${kind}_${folder})
+    file(CONFIGURE OUTPUT ${CMAKE_BINARY_DIR}/layering_probes/${name}.cpp CONTENT "#include \"${header}\"\n")
+    add_library(${name} OBJECT EXCLUDE_FROM_ALL ${CMAKE_BINARY_DIR}/layering_probes/${name}.cpp)
+    target_link_libraries(${name} PRIVATE tempered_${module})
+    add_test(NAME layering.${module}_${kind}_${folder}
+             COMMAND ${CMAKE_COMMAND} --build ${CMAKE_BINARY_DIR} --target ${name})
+    set_tests_properties(layering.${module}_${kind}_${folder} PROPERTIES RESOURCE_LOCK tempered_build_dir)
+  endforeach()
+  string(REGEX REPLACE "/.*" "" folder ${probe_FORBIDDEN})
+  set_tests_properties(layering.${module}_forbidden_${folder} PROPERTIES
+    PASS_REGULAR_EXPRESSION "${probe_FORBIDDEN}(: No such file|' file not found)")
+endfunction()
+
+tempered_layering_probe(models FORBIDDEN server/openai_service.h ALLOWED kv/kv_cache.h)
+tempered_layering_probe(kv FORBIDDEN models/model_config.h ALLOWED kernels/cpu/ops.h)
+tempered_layering_probe(kernels FORBIDDEN models/model_config.h ALLOWED core/dtype.h)
+tempered_layering_probe(server FORBIDDEN cli/commands.h ALLOWED runtime/loaded_model.h)

@@ -1,0 +1,32 @@
+#include "kv/kv_cache.h"
+
+#include <cstring>
+#include <vector>
+
+#include "kernels/cpu/ops.h"
+
+namespace tempered {
+
+int64_t KvCacheShape::element_bytes() const { return static_cast<int64_t>(dtype_traits(type).block_bytes); }
+
+int64_t KvCacheShape::slot_bytes() const { return kv_head_count * head_dim * element_bytes(); }
+
+void store_kv_position(const KvCacheShape& shape, const KvLayerView& layer, int32_t block, int64_t slot,
+                       const float* key, const float* value) {
+    uint8_t* key_block = layer.keys + block * layer.block_stride;
+    uint8_t* value_block = layer.values + block * layer.block_stride;
+    const int64_t width = shape.kv_head_count * shape.head_dim, element = shape.element_bytes();
+    float_to_kv(shape.type, value, value_block + shape.value_offset(slot, 0, 0), width);
+    thread_local std::vector<uint8_t> converted;
+    converted.resize(static_cast<size_t>(width * element));
+    float_to_kv(shape.type, key, converted.data(), width);
+    for (int64_t i = 0; i < width; ++i)  // element i is (kv_head i / head_dim, dimension i % head_dim)
+        std::memcpy(key_block + shape.key_offset(slot, 0, i), &converted[static_cast<size_t>(i * element)],
+                    static_cast<size_t>(element));
+}
+
+int64_t KvCacheShape::block_bytes() const { return block_size * slot_bytes(); }
+
+bool kv_type_supported(DType type) { return type == DType::F16 || type == DType::BF16 || type == DType::F32; }
+
+}  // namespace tempered
