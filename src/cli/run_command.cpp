@@ -58,7 +58,7 @@ int run(const RunOptions& options) {
             std::fprintf(stderr, "tempered run: chat template: %s\n", rendered.error().message.c_str());
             return 1;
         }
-        prompt = bundle.tokenize_chat(*rendered);
+        prompt = bundle.tokenizer->encode_chat(*rendered);
     } else {
         prompt = bundle.tokenizer->encode(options.prompt, /*add_special_tokens=*/true, /*parse_special=*/true);
     }

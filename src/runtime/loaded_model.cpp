@@ -6,15 +6,6 @@
 
 namespace tempered {
 
-std::vector<int32_t> LoadedModel::tokenize_chat(const std::string& rendered) const {
-    bool add_special = true;
-    if (auto bos = tokenizer->bos_id(); bos && tokenizer->adds_bos()) {
-        const std::string& bos_text = tokenizer->token_text(*bos);
-        if (!bos_text.empty() && rendered.starts_with(bos_text)) add_special = false;
-    }
-    return tokenizer->encode(rendered, add_special, /*parse_special=*/true);
-}
-
 Result<std::unique_ptr<LoadedModel>> load_model_bundle(const std::string& name_or_path, int threads) {
     auto path = resolve_model_path(name_or_path);
     if (!path) return path.error();

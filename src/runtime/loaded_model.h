@@ -20,10 +20,6 @@ struct LoadedModel {
     std::string chat_template;  // "" when the file has none
     std::unique_ptr<ThreadPool> pool;
     std::unique_ptr<Model> model;
-
-    // The prompt tokens of a rendered chat: special tokens parsed, BOS added as the model asks unless
-    // the template already put it there.
-    std::vector<int32_t> tokenize_chat(const std::string& rendered) const;
 };
 
 // `name_or_path` as --model takes it; `threads` <= 0 means every core.

@@ -12,7 +12,7 @@ api::ApiResult<std::vector<int32_t>> OpenAiService::chat_prompt(const api::ChatR
     if (auto eos = model_.tokenizer.eos_id()) inputs.eos_token = model_.tokenizer.token_text(*eos);
     auto rendered = chat_template_->apply(inputs);
     if (!rendered) return api::invalid_request("chat template: " + rendered.error().message, "messages");
-    return chat_prompt_tokens(model_.tokenizer, *rendered);
+    return model_.tokenizer.encode_chat(*rendered);
 }
 
 http::HttpResponse OpenAiService::chat(const http::HttpRequest& http_request) {

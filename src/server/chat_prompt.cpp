@@ -42,13 +42,4 @@ ChatTemplateInputs chat_template_inputs(const api::ChatRequest& request) {
     return inputs;
 }
 
-std::vector<int32_t> chat_prompt_tokens(const Tokenizer& tokenizer, const std::string& rendered) {
-    bool add_special = true;
-    if (auto bos = tokenizer.bos_id(); bos && tokenizer.adds_bos()) {
-        const std::string& bos_text = tokenizer.token_text(*bos);
-        if (!bos_text.empty() && rendered.starts_with(bos_text)) add_special = false;
-    }
-    return tokenizer.encode(rendered, add_special, /*parse_special=*/true);
-}
-
 }  // namespace tempered

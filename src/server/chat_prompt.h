@@ -16,8 +16,4 @@ namespace tempered {
 // Everything but the tokenizer's special tokens, which the caller adds.
 ChatTemplateInputs chat_template_inputs(const api::ChatRequest& request);
 
-// The prompt tokens of a rendered chat: special tokens parsed, BOS added as the model asks unless the
-// template already wrote it. (The same rule as LoadedModel::tokenize_chat, which `tempered run` uses.)
-std::vector<int32_t> chat_prompt_tokens(const Tokenizer& tokenizer, const std::string& rendered);
-
 }  // namespace tempered

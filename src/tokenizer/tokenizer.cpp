@@ -171,6 +171,15 @@ void Tokenizer::encode_text(std::string_view text, bool after_special, std::vect
     }
 }
 
+std::vector<int32_t> Tokenizer::encode_chat(std::string_view rendered) const {
+    bool add_special = true;
+    if (auto bos = bos_id(); bos && adds_bos()) {
+        const std::string& bos_text = token_text(*bos);
+        if (!bos_text.empty() && rendered.starts_with(bos_text)) add_special = false;
+    }
+    return encode(rendered, add_special, /*parse_special=*/true);
+}
+
 std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special_tokens, bool parse_special) const {
     std::vector<int32_t> out;
     if (add_special_tokens && vocab_.add_bos) out.push_back(*vocab_.bos_id);

@@ -31,6 +31,10 @@ public:
     // token texts in `text` (e.g. "<|im_start|>") become those tokens; user-defined tokens always do.
     std::vector<int32_t> encode(std::string_view text, bool add_special_tokens, bool parse_special) const;
 
+    // The prompt tokens of a rendered chat template: control tokens parsed, BOS added as the model asks
+    // unless the template already wrote it (many templates start with "{{ bos_token }}").
+    std::vector<int32_t> encode_chat(std::string_view rendered) const;
+
     // The bytes of the ids, as llama.cpp's detokenizer gives them (not necessarily valid UTF-8 for a
     // partial sequence). `skip_special` drops control tokens and a leading BOS / trailing EOS that the
     // model adds by itself. Unknown ids are skipped.

@@ -188,6 +188,19 @@ TEST(TokenizerSpecialTokens, EndOfGenerationDetectedByText) {
     EXPECT_EQ(tokenizer.encode("<|im_end|>", false, true), (Ids{258}));
 }
 
+TEST(TokenizerSpecialTokens, EncodeChatAddsBosUnlessTheTemplateWroteIt) {
+    VocabSpec spec = bpe_spec({"<s>", "<|im_start|>"}, {});
+    spec.token_types.assign(spec.tokens.size(), static_cast<int32_t>(GgufTokenType::kNormal));
+    spec.token_types[256] = spec.token_types[257] = static_cast<int32_t>(GgufTokenType::kControl);
+    spec.bos_id = 256;
+    spec.add_bos = true;
+    const Tokenizer tokenizer = make(spec);
+    EXPECT_EQ(tokenizer.encode_chat("<|im_start|>a"), (Ids{256, 257, 'a'}));
+    EXPECT_EQ(tokenizer.encode_chat("<s><|im_start|>a"), (Ids{256, 257, 'a'}));  // not two BOS
+    spec.add_bos = false;
+    EXPECT_EQ(make(spec).encode_chat("<|im_start|>a"), (Ids{257, 'a'}));
+}
+
 TEST(TokenizerBpe, CleansUpSpacesWhereThePreTokenizerSaysSo) {
     const Tokenizer tokenizer = make(bpe_spec({}, {}));  // "gpt-2" cleans up, as in llama.cpp
     const std::string text = "a , b . c ' d 's e 're f 'll";
