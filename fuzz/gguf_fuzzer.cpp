@@ -16,8 +16,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         if (file->find(key) != &value) __builtin_trap();  // keys are unique
     }
     for (const auto& tensor : file->tensors()) {
-        if (tensor.data < data || tensor.size_bytes > size ||
-            tensor.data + tensor.size_bytes > data + size)
+        if (tensor.data < data || tensor.size_bytes > size || tensor.data + tensor.size_bytes > data + size)
             __builtin_trap();
         if (tensor.size_bytes) checksum += tensor.data[0] + tensor.data[tensor.size_bytes - 1];
         checksum += tensor.element_count() + tensor.row_count();

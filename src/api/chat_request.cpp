@@ -45,8 +45,10 @@ FieldError parse_content(const Json* field, const std::string& param, ChatMessag
         ContentPart content_part;
         if (auto e = require_string(part, "type", param_path(part_param, "type"), content_part.type)) return e;
         if (content_part.type != "text") {
-            return invalid_request("Invalid value for '" + param_path(part_param, "type") + "': only 'text' content "
-                                   "parts are supported, but got '" + content_part.type + "'.",
+            return invalid_request("Invalid value for '" + param_path(part_param, "type") +
+                                       "': only 'text' content "
+                                       "parts are supported, but got '" +
+                                       content_part.type + "'.",
                                    param_path(part_param, "type"), "invalid_value");
         }
         if (auto e = require_string(part, "text", param_path(part_param, "text"), content_part.text)) return e;
@@ -70,10 +72,9 @@ FieldError parse_tool_calls(const Json* field, const std::string& param, std::ve
         const Json* function = find_field(call, "function");
         const std::string function_param = param_path(call_param, "function");
         if (function == nullptr || !function->is_object()) {
-            return function == nullptr
-                       ? invalid_request("Missing required parameter: '" + function_param + "'.", function_param,
-                                         "missing_required_parameter")
-                       : wrong_type(function_param, "an object", *function);
+            return function == nullptr ? invalid_request("Missing required parameter: '" + function_param + "'.",
+                                                         function_param, "missing_required_parameter")
+                                       : wrong_type(function_param, "an object", *function);
         }
         if (auto e = require_string(*function, "name", param_path(function_param, "name"), tool_call.name)) return e;
         // Arguments are JSON text; some clients send the object itself. Accept both, keep text.
@@ -135,9 +136,9 @@ FieldError parse_tools(const Json* field, Json& out) {
         std::string type;
         if (auto e = require_string(tool, "type", param_path(param, "type"), type)) return e;
         if (type != "function") {
-            return invalid_request("Invalid value for '" + param_path(param, "type") +
-                                       "': only 'function' tools are supported.",
-                                   param_path(param, "type"), "invalid_value");
+            return invalid_request(
+                "Invalid value for '" + param_path(param, "type") + "': only 'function' tools are supported.",
+                param_path(param, "type"), "invalid_value");
         }
         const Json* function = find_field(tool, "function");
         const std::string function_param = param_path(param, "function");
@@ -236,8 +237,8 @@ ApiResult<ChatRequest> parse_chat_request(std::string_view body) {
     }
     if (!messages->is_array()) return wrong_type("messages", "an array", *messages);
     if (messages->empty()) {
-        return invalid_request("Invalid 'messages': empty array. Expected an array with minimum length 1.",
-                               "messages", "empty_array");
+        return invalid_request("Invalid 'messages': empty array. Expected an array with minimum length 1.", "messages",
+                               "empty_array");
     }
     for (size_t i = 0; i < messages->size(); ++i) {
         ChatMessage message;

@@ -38,24 +38,24 @@ enum class ContentKind {
 struct ChatMessage {
     Role role = Role::User;
     ContentKind content_kind = ContentKind::None;
-    std::string content;                // Text: the string; Parts: the text parts concatenated
-    std::vector<ContentPart> parts;     // Parts only, in order (templates may iterate them)
-    std::string name;                   // "" when absent
-    std::string tool_call_id;           // role Tool: the call this message answers
-    std::vector<ToolCall> tool_calls;   // role Assistant
+    std::string content;               // Text: the string; Parts: the text parts concatenated
+    std::vector<ContentPart> parts;    // Parts only, in order (templates may iterate them)
+    std::string name;                  // "" when absent
+    std::string tool_call_id;          // role Tool: the call this message answers
+    std::vector<ToolCall> tool_calls;  // role Assistant
 };
 
 struct ChatRequest {
     GenerationRequest generation;
     std::vector<ChatMessage> messages;
     bool logprobs = false;
-    int top_logprobs = 0;           // 0..20, only with logprobs
+    int top_logprobs = 0;  // 0..20, only with logprobs
     // Kept as JSON for the chat template and tool-call parsers; null when absent. Shapes checked.
-    Json tools;                     // array of {"type":"function","function":{"name",...}}
-    Json tool_choice;               // "none" | "auto" | "required" | {"type":"function","function":{"name"}}
+    Json tools;        // array of {"type":"function","function":{"name",...}}
+    Json tool_choice;  // "none" | "auto" | "required" | {"type":"function","function":{"name"}}
     bool parallel_tool_calls = true;
-    Json response_format;           // {"type": "text" | "json_object" | "json_schema", ...}
-    Json chat_template_kwargs;      // extra template variables (e.g. enable_thinking); object or null
+    Json response_format;       // {"type": "text" | "json_object" | "json_schema", ...}
+    Json chat_template_kwargs;  // extra template variables (e.g. enable_thinking); object or null
 };
 
 inline constexpr int kMaxTopLogprobs = 20;

@@ -86,11 +86,11 @@ FieldError validate_completion_request(const CompletionRequest& request, const M
         if (ids == nullptr) continue;
         for (size_t i = 0; i < ids->size(); ++i) {
             if ((*ids)[i] >= limits.vocab_size) {
-                const std::string param = request.prompt_is_batch ? param_path(param_path("prompt", p), i)
-                                                                  : param_path("prompt", i);
+                const std::string param =
+                    request.prompt_is_batch ? param_path(param_path("prompt", p), i) : param_path("prompt", i);
                 return invalid_request("Invalid '" + param + "': token id " + std::to_string((*ids)[i]) +
-                                           " is out of range; the vocabulary has " +
-                                           std::to_string(limits.vocab_size) + " tokens.",
+                                           " is out of range; the vocabulary has " + std::to_string(limits.vocab_size) +
+                                           " tokens.",
                                        param, "invalid_value");
             }
         }

@@ -23,8 +23,8 @@ struct CompletionRequest {
     // choice index = prompt_index * n + choice_within_prompt (OpenAI's numbering).
     std::vector<PromptInput> prompts;
     bool prompt_is_batch = false;  // "prompt" was an array of prompts (names errors "prompt[i][j]")
-    std::optional<int> logprobs;  // top alternatives per token, 0..20 (OpenAI allows 5); nullopt: none
-    bool echo = false;            // prepend the prompt to the text (and its logprobs)
+    std::optional<int> logprobs;   // top alternatives per token, 0..20 (OpenAI allows 5); nullopt: none
+    bool echo = false;             // prepend the prompt to the text (and its logprobs)
 };
 
 inline constexpr int kMaxCompletionLogprobs = 20;

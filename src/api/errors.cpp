@@ -14,9 +14,7 @@ nlohmann::json ApiError::to_json() const {
              {{"message", message}, {"type", type}, {"param", string_or_null(param)}, {"code", string_or_null(code)}}}};
 }
 
-std::string ApiError::body() const {
-    return to_json().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
+std::string ApiError::body() const { return to_json().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
 
 http::HttpResponse to_http_response(const ApiError& error) {
     http::HttpResponse response = http::HttpResponse::json(error.http_status, error.body());
@@ -31,8 +29,12 @@ ApiError invalid_request(std::string message, std::string param, std::string cod
 }
 
 ApiError model_not_found(std::string_view model) {
-    return {404, "The model `" + std::string(model) + "` does not exist.", "invalid_request_error", "model",
-            "model_not_found", std::nullopt};
+    return {404,
+            "The model `" + std::string(model) + "` does not exist.",
+            "invalid_request_error",
+            "model",
+            "model_not_found",
+            std::nullopt};
 }
 
 ApiError context_length_exceeded(int64_t max_context_tokens, int64_t prompt_tokens, int64_t completion_tokens,
@@ -40,24 +42,25 @@ ApiError context_length_exceeded(int64_t max_context_tokens, int64_t prompt_toke
     std::string message = "This model's maximum context length is " + std::to_string(max_context_tokens) +
                           " tokens. However, you requested " + std::to_string(prompt_tokens + completion_tokens) +
                           " tokens (" + std::to_string(prompt_tokens) + " in the " + param + ", " +
-                          std::to_string(completion_tokens) +
-                          " in the completion). Please reduce the length of the " + param + " or completion.";
+                          std::to_string(completion_tokens) + " in the completion). Please reduce the length of the " +
+                          param + " or completion.";
     return invalid_request(std::move(message), std::move(param), "context_length_exceeded");
 }
 
 ApiError payload_too_large(size_t limit_bytes) {
     return {413,
             "Request body too large: the limit is " + std::to_string(limit_bytes) + " bytes (--max-body-bytes).",
-            "invalid_request_error", "", "request_too_large", std::nullopt};
+            "invalid_request_error",
+            "",
+            "request_too_large",
+            std::nullopt};
 }
 
 ApiError rate_limited(std::string message, int retry_after_seconds) {
     return {429, std::move(message), "requests", "", "rate_limit_exceeded", retry_after_seconds};
 }
 
-ApiError internal_error(std::string message) {
-    return {500, std::move(message), "server_error", "", "", std::nullopt};
-}
+ApiError internal_error(std::string message) { return {500, std::move(message), "server_error", "", "", std::nullopt}; }
 
 ApiError service_unavailable(std::string message, std::optional<int> retry_after_seconds) {
     return {503, std::move(message), "server_error", "", "service_unavailable", retry_after_seconds};
@@ -68,8 +71,8 @@ ApiError service_unavailable(std::string message, std::optional<int> retry_after
 namespace tempered::api {
 
 http::HttpResponse http_error_response(int status, std::string_view message) {
-    ApiError error{status, std::string(message), status >= 500 ? "server_error" : "invalid_request_error", "", "",
-                   std::nullopt};
+    ApiError error{status, std::string(message), status >= 500 ? "server_error" : "invalid_request_error", "",
+                   "",     std::nullopt};
     if (status == 413) error.code = "request_too_large";
     if (status == 404) error.code = "unknown_url";
     return to_http_response(error);

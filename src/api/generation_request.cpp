@@ -22,8 +22,8 @@ FieldError parse_sampling(const Json& body, SamplingRequest& out) {
                              out.repetition_penalty)) {
         return e;
     }
-    return read_integer(field("seed"), "seed", std::numeric_limits<int64_t>::min(),
-                        std::numeric_limits<int64_t>::max(), out.seed);
+    return read_integer(field("seed"), "seed", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(),
+                        out.seed);
 }
 
 FieldError parse_stop(const Json* field, std::vector<std::string>& out) {
@@ -69,8 +69,9 @@ FieldError parse_logit_bias(const Json* field, std::vector<std::pair<int64_t, do
         int64_t token = -1;
         const auto [end, error] = std::from_chars(key.data(), key.data() + key.size(), token);
         if (error != std::errc() || end != key.data() + key.size() || token < 0) {
-            return invalid_request("Invalid key in 'logit_bias': '" + key + "' is not a token id (a non-negative "
-                                   "integer as a string).",
+            return invalid_request("Invalid key in 'logit_bias': '" + key +
+                                       "' is not a token id (a non-negative "
+                                       "integer as a string).",
                                    "logit_bias", "invalid_value");
         }
         RequestedValue<double> bias;
@@ -114,8 +115,8 @@ FieldError parse_generation_fields(const Json& body, int64_t max_tokens_min, Gen
                               unbounded, max_completion_tokens)) {
         return e;
     }
-    if (auto e = read_integer(find_field(body, "max_tokens"), "max_tokens", max_tokens_min, unbounded,
-                              out.max_tokens)) {
+    if (auto e =
+            read_integer(find_field(body, "max_tokens"), "max_tokens", max_tokens_min, unbounded, out.max_tokens)) {
         return e;
     }
     const bool completion_null = max_completion_tokens.presence == Presence::Null;
@@ -124,9 +125,9 @@ FieldError parse_generation_fields(const Json& body, int64_t max_tokens_min, Gen
     }
     if (auto e = read_integer(find_field(body, "min_tokens"), "min_tokens", 0, unbounded, out.min_tokens)) return e;
     if (out.min_tokens.given() && out.max_tokens.given() && *out.min_tokens.value > *out.max_tokens.value) {
-        return invalid_request("Invalid 'min_tokens': it must not exceed max_tokens (" +
-                                   std::to_string(*out.max_tokens.value) + ").",
-                               "min_tokens", "invalid_value");
+        return invalid_request(
+            "Invalid 'min_tokens': it must not exceed max_tokens (" + std::to_string(*out.max_tokens.value) + ").",
+            "min_tokens", "invalid_value");
     }
 
     RequestedValue<int64_t> n;

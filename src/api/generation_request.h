@@ -34,12 +34,12 @@ struct StreamOptions {
 };
 
 struct GenerationRequest {
-    std::string model;                     // "" when omitted
+    std::string model;  // "" when omitted
     SamplingRequest sampling;
-    RequestedValue<int64_t> max_tokens;    // chat: max_completion_tokens, else max_tokens
+    RequestedValue<int64_t> max_tokens;  // chat: max_completion_tokens, else max_tokens
     RequestedValue<int64_t> min_tokens;
-    int n = 1;                             // choices per prompt, 1..16
-    std::vector<std::string> stop;         // at most 4; empty strings are dropped
+    int n = 1;                      // choices per prompt, 1..16
+    std::vector<std::string> stop;  // at most 4; empty strings are dropped
     bool stream = false;
     StreamOptions stream_options;
     std::vector<std::pair<int64_t, double>> logit_bias;  // (token id, bias in [-100, 100]), by id

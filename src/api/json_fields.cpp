@@ -65,8 +65,7 @@ ApiError wrong_type(const std::string& param, std::string_view expected, const J
                            param, "invalid_type");
 }
 
-FieldError read_number(const Json* field, const std::string& param, const Range& range,
-                       RequestedValue<double>& out) {
+FieldError read_number(const Json* field, const std::string& param, const Range& range, RequestedValue<double>& out) {
     if (field == nullptr) return std::nullopt;
     if (field->is_null()) {
         out = RequestedValue<double>::null();

@@ -39,8 +39,7 @@ struct Range {
 const Json* find_field(const Json& object, std::string_view key);
 
 // Readers: `param` is the name used in errors (the full path).
-FieldError read_number(const Json* field, const std::string& param, const Range& range,
-                       RequestedValue<double>& out);
+FieldError read_number(const Json* field, const std::string& param, const Range& range, RequestedValue<double>& out);
 // Integers accept integral floats (3.0) as clients serialise them; not 3.5, strings or bools.
 FieldError read_integer(const Json* field, const std::string& param, int64_t min, int64_t max,
                         RequestedValue<int64_t>& out);

@@ -147,7 +147,8 @@ BodyJson chat_completion_json(const ResponseMeta& meta, const std::vector<ChatCh
     return json;
 }
 
-BodyJson chat_chunk_json(const ResponseMeta& meta, const std::vector<ChatChunkChoice>& choices, bool include_usage_field) {
+BodyJson chat_chunk_json(const ResponseMeta& meta, const std::vector<ChatChunkChoice>& choices,
+                         bool include_usage_field) {
     BodyJson json = envelope(meta, "chat.completion.chunk");
     BodyJson array = BodyJson::array();
     for (const ChatChunkChoice& choice : choices) {
@@ -192,7 +193,8 @@ BodyJson completion_choices_json(const std::vector<CompletionChoice>& choices) {
 
 }  // namespace
 
-BodyJson text_completion_json(const ResponseMeta& meta, const std::vector<CompletionChoice>& choices, const Usage& usage) {
+BodyJson text_completion_json(const ResponseMeta& meta, const std::vector<CompletionChoice>& choices,
+                              const Usage& usage) {
     BodyJson json = envelope(meta, "text_completion");
     json["choices"] = completion_choices_json(choices);
     json["usage"] = usage_json(usage);
@@ -200,7 +202,7 @@ BodyJson text_completion_json(const ResponseMeta& meta, const std::vector<Comple
 }
 
 BodyJson text_completion_chunk_json(const ResponseMeta& meta, const std::vector<CompletionChoice>& choices,
-                                bool include_usage_field) {
+                                    bool include_usage_field) {
     BodyJson json = envelope(meta, "text_completion");
     json["choices"] = completion_choices_json(choices);
     if (include_usage_field) json["usage"] = nullptr;

@@ -22,8 +22,8 @@ std::string_view finish_reason_name(FinishReason reason);
 
 // What every response object carries. One ResponseMeta per request: all chunks of a stream share it.
 struct ResponseMeta {
-    std::string id;                  // "chatcmpl-..." or "cmpl-..."
-    int64_t created = 0;             // Unix seconds
+    std::string id;       // "chatcmpl-..." or "cmpl-..."
+    int64_t created = 0;  // Unix seconds
     std::string model;
     std::string system_fingerprint;  // "" renders as null
 };
@@ -43,7 +43,7 @@ nlohmann::json usage_json(const Usage& usage);
 // --- logprobs ---
 
 struct TopLogprob {
-    std::string token;           // the token's text (may be part of a UTF-8 character)
+    std::string token;  // the token's text (may be part of a UTF-8 character)
     double logprob = 0.0;
     std::vector<uint8_t> bytes;  // the token's exact bytes
 };

@@ -17,7 +17,7 @@ namespace tempered {
 struct ChatTemplateInputs {
     // ordered_json keeps the key order of the request, which tool schemas printed with `tojson` need.
     nlohmann::ordered_json messages = nlohmann::ordered_json::array();  // passed through as given
-    nlohmann::ordered_json tools;                                      // null or array
+    nlohmann::ordered_json tools;                                       // null or array
     bool add_generation_prompt = true;
     std::string bos_token, eos_token;
     nlohmann::ordered_json extra_context;  // object or null: extra template variables, set last

@@ -30,8 +30,7 @@ void print_file(const GgufFile& file) {
     std::printf("data offset: %llu\n", static_cast<unsigned long long>(file.data_offset()));
     std::printf("\nmetadata (%zu keys):\n", file.metadata().size());
     for (const auto& [key, value] : file.metadata())
-        std::printf("  %s (%s) = %s\n", key.c_str(), value_type_text(value).c_str(),
-                    value.to_display_string().c_str());
+        std::printf("  %s (%s) = %s\n", key.c_str(), value_type_text(value).c_str(), value.to_display_string().c_str());
 
     uint64_t total_bytes = 0;
     std::printf("\ntensors (%zu):\n", file.tensors().size());
@@ -39,8 +38,7 @@ void print_file(const GgufFile& file) {
     for (const auto& tensor : file.tensors()) {
         std::printf("  %-40s %-6s %-24s %14llu %14llu\n", tensor.name.c_str(),
                     std::string(dtype_name(tensor.type)).c_str(), dims_text(tensor.dims).c_str(),
-                    static_cast<unsigned long long>(tensor.offset),
-                    static_cast<unsigned long long>(tensor.size_bytes));
+                    static_cast<unsigned long long>(tensor.offset), static_cast<unsigned long long>(tensor.size_bytes));
         total_bytes += tensor.size_bytes;
     }
     std::printf("total tensor bytes: %llu\n", static_cast<unsigned long long>(total_bytes));

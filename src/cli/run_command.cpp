@@ -6,9 +6,9 @@
 
 #include "chat/chat_template.h"
 #include "cli/commands.h"
-#include "kv/kv_dtype_name.h"
 #include "engine/engine.h"
 #include "kv/kv_block_pool.h"
+#include "kv/kv_dtype_name.h"
 #include "runtime/loaded_model.h"
 #include "runtime/model_names.h"
 #include "sampling/generation_config.h"

@@ -11,10 +11,10 @@
 
 #include "api/errors.h"
 #include "cli/commands.h"
-#include "kv/kv_dtype_name.h"
 #include "engine/engine.h"
 #include "http/http_server.h"
 #include "kv/kv_block_pool.h"
+#include "kv/kv_dtype_name.h"
 #include "runtime/loaded_model.h"
 #include "runtime/model_names.h"
 #include "server/openai_service.h"

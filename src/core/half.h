@@ -16,7 +16,10 @@ inline float half_to_float(uint16_t h) {
             bits = sign;
         } else {  // subnormal: renormalise
             int shift = 0;
-            while ((mantissa & 0x400u) == 0) { mantissa <<= 1; ++shift; }
+            while ((mantissa & 0x400u) == 0) {
+                mantissa <<= 1;
+                ++shift;
+            }
             mantissa &= 0x3FFu;
             bits = sign | static_cast<uint32_t>(127 - 15 - shift + 1) << 23 | mantissa << 13;
         }

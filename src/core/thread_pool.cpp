@@ -97,8 +97,7 @@ void ThreadPool::parallel_for(int64_t count, const std::function<void(int64_t, i
     });
 }
 
-void ThreadPool::parallel_for_dynamic(int64_t count, int64_t grain,
-                                      const std::function<void(int64_t, int64_t)>& body) {
+void ThreadPool::parallel_for_dynamic(int64_t count, int64_t grain, const std::function<void(int64_t, int64_t)>& body) {
     grain = std::max<int64_t>(grain, 1);
     if (workers_.empty() || count <= grain) {
         if (count > 0) body(0, count);

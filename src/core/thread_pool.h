@@ -33,7 +33,8 @@ public:
     // Splits [0, count) into ranges of `grain` that the threads take in turn until none is left, so a
     // thread slowed down by something else (an interrupt, the HTTP threads) does not hold up the rest.
     // A pool of one thread, or a count within one grain, runs body(0, count) on the caller.
-    void parallel_for_dynamic(int64_t count, int64_t grain, const std::function<void(int64_t begin, int64_t end)>& body);
+    void parallel_for_dynamic(int64_t count, int64_t grain,
+                              const std::function<void(int64_t begin, int64_t end)>& body);
 
 private:
     void worker_loop(int thread_index);
@@ -45,8 +46,8 @@ private:
     std::condition_variable work_done_;
     const std::function<void(int)>* task_ = nullptr;  // written before generation_ is bumped
     std::atomic<uint64_t> generation_{0};             // bumped under mutex_ for each run_on_all
-    std::atomic<int> pending_{0};                      // workers still running the current task
-    std::atomic<bool> stopping_{false};                // set under mutex_ with a generation bump
+    std::atomic<int> pending_{0};                     // workers still running the current task
+    std::atomic<bool> stopping_{false};               // set under mutex_ with a generation bump
 };
 
 }  // namespace tempered

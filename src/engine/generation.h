@@ -23,10 +23,10 @@ struct GenerationOptions {
     int64_t min_tokens = 0;       // end-of-generation tokens are masked until this many are generated
     bool ignore_eos = false;
     std::vector<std::string> stop;
-    SamplingParams sampling;      // temperature, truncation, logit bias
+    SamplingParams sampling;  // temperature, truncation, logit bias
     PenaltyParams penalties;
-    uint64_t seed = 0;            // choice i draws from a generator seeded with (seed, i)
-    int top_logprobs = -1;        // < 0: no logprobs; else logprobs with this many alternatives
+    uint64_t seed = 0;      // choice i draws from a generator seeded with (seed, i)
+    int top_logprobs = -1;  // < 0: no logprobs; else logprobs with this many alternatives
 };
 
 enum class FinishReason { Stop, Length };

@@ -72,12 +72,12 @@ ChoiceDelta Postprocessor::sample(Request& request, Sequence& sequence, const fl
     const std::span<const int32_t> tokens(sequence.tokens);
     const auto prompt_length = static_cast<size_t>(sequence.prompt_length);
     const bool end_masked = options.ignore_eos || sequence.generated() < options.min_tokens;
-    const TokenHistory history{tokens.first(prompt_length), tokens.subspan(prompt_length),
-                               end_masked ? std::span<const int32_t>(end_of_generation_tokens_)
-                                          : std::span<const int32_t>()};
-    SampledToken next = next_token({logits, static_cast<size_t>(config_.vocab_size)},
-                                   {options.sampling, options.penalties, options.top_logprobs}, history,
-                                   sequence.rng, workspace_);
+    const TokenHistory history{
+        tokens.first(prompt_length), tokens.subspan(prompt_length),
+        end_masked ? std::span<const int32_t>(end_of_generation_tokens_) : std::span<const int32_t>()};
+    SampledToken next =
+        next_token({logits, static_cast<size_t>(config_.vocab_size)},
+                   {options.sampling, options.penalties, options.top_logprobs}, history, sequence.rng, workspace_);
     ChoiceDelta delta;
     delta.index = sequence.choice;
     if (next.logprob) delta.logprobs.push_back(std::move(*next.logprob));

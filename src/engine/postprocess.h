@@ -52,7 +52,7 @@ private:
     SequenceIds& sequence_ids_;
     std::vector<int32_t> end_of_generation_tokens_;  // masked while min_tokens is unmet or with ignore_eos
     NextTokenWorkspace workspace_;
-    std::vector<Request*> touched_;   // requests with a chunk in this step, in plan order
+    std::vector<Request*> touched_;  // requests with a chunk in this step, in plan order
     std::vector<Request*> finished_;
 };
 

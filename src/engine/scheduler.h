@@ -37,9 +37,9 @@ struct ScheduledChunk {
 
 // One step's decisions. Valid until the next schedule().
 struct StepPlan {
-    std::vector<ScheduledChunk> chunks;        // in batch order: running requests oldest first, then admitted ones
-    std::vector<Request*> admitted_first_time;  // their prefix lookup is done: usage.cached_tokens is set
-    std::vector<Request*> preempted;            // blocks freed, back at the front of the queue
+    std::vector<ScheduledChunk> chunks;             // in batch order: running requests oldest first, then admitted ones
+    std::vector<Request*> admitted_first_time;      // their prefix lookup is done: usage.cached_tokens is set
+    std::vector<Request*> preempted;                // blocks freed, back at the front of the queue
     std::vector<std::unique_ptr<Request>> refused;  // even an empty pool cannot hold them; out of the queue
 
     void clear() {

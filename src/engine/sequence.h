@@ -52,9 +52,9 @@ struct Request {
     GenerationOptions options;
     std::shared_ptr<GenerationStream> stream;
     std::vector<std::unique_ptr<Sequence>> sequences;  // one until the prefill is done, then n
-    bool forked = false;         // the n choices exist (or n is 1)
+    bool forked = false;                               // the n choices exist (or n is 1)
     bool ever_admitted = false;
-    bool running = false;        // among the scheduler's running requests (else waiting)
+    bool running = false;  // among the scheduler's running requests (else waiting)
     GenerationUsage usage;
     EngineClock::time_point submitted;
     EngineClock::time_point first_scheduled;

@@ -25,7 +25,8 @@ StopMatcher::Output StopMatcher::push(std::string_view text) {
     for (const auto& stop : stop_strings_) {
         const size_t longest = std::min(stop.size() - 1, pending_.size());
         for (size_t length = longest; length > keep; --length) {
-            if (std::string_view(pending_).substr(pending_.size() - length) == std::string_view(stop).substr(0, length)) {
+            if (std::string_view(pending_).substr(pending_.size() - length) ==
+                std::string_view(stop).substr(0, length)) {
                 keep = length;
                 break;
             }

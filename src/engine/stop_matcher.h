@@ -14,7 +14,7 @@ public:
     explicit StopMatcher(std::vector<std::string> stop_strings);
 
     struct Output {
-        std::string text;   // safe to emit now
+        std::string text;      // safe to emit now
         bool stopped = false;  // a stop string was found; `text` ends right before it
     };
     // Adds generated text; returns what may be emitted.

@@ -18,13 +18,13 @@
 namespace tempered {
 namespace {
 
-constexpr uint32_t kMaxDims = 4;          // ggml's GGML_MAX_DIMS
-constexpr int kMaxArrayNesting = 8;       // arrays of arrays deeper than this are rejected
+constexpr uint32_t kMaxDims = 4;     // ggml's GGML_MAX_DIMS
+constexpr int kMaxArrayNesting = 8;  // arrays of arrays deeper than this are rejected
 constexpr uint64_t kDefaultAlignment = 32;
 // Each array element becomes a GgufValue (~100 bytes) however few bytes it took in the file, so a file
 // of one-byte elements would cost 100x its size in memory. Real vocabularies need well under a million.
 constexpr uint64_t kMaxArrayElementsTotal = uint64_t{1} << 24;
-constexpr uint64_t kMinMetadataBytes = 8 + 4 + 1;       // key length, value type, smallest value
+constexpr uint64_t kMinMetadataBytes = 8 + 4 + 1;        // key length, value type, smallest value
 constexpr uint64_t kMinTensorInfoBytes = 8 + 4 + 4 + 8;  // name length, n_dims, type, offset
 
 // Overflow-checked arithmetic on sizes and offsets read from the file.
@@ -41,10 +41,17 @@ bool checked_align_up(uint64_t value, uint64_t alignment, uint64_t& out) {
 // bytes left before anything is allocated. Arrays of arrays need at least an element type and a count.
 uint64_t min_value_bytes(GgufValueType type) {
     switch (type) {
-        case GgufValueType::UINT8: case GgufValueType::INT8: case GgufValueType::BOOL: return 1;
-        case GgufValueType::UINT16: case GgufValueType::INT16: return 2;
-        case GgufValueType::UINT32: case GgufValueType::INT32: case GgufValueType::FLOAT32: return 4;
-        case GgufValueType::UINT64: case GgufValueType::INT64: case GgufValueType::FLOAT64: return 8;
+        case GgufValueType::UINT8:
+        case GgufValueType::INT8:
+        case GgufValueType::BOOL: return 1;
+        case GgufValueType::UINT16:
+        case GgufValueType::INT16: return 2;
+        case GgufValueType::UINT32:
+        case GgufValueType::INT32:
+        case GgufValueType::FLOAT32: return 4;
+        case GgufValueType::UINT64:
+        case GgufValueType::INT64:
+        case GgufValueType::FLOAT64: return 8;
         case GgufValueType::STRING: return 8;
         case GgufValueType::ARRAY: return 4 + 8;
     }
@@ -93,8 +100,8 @@ public:
     explicit Parser(std::span<const uint8_t> bytes) : bytes_(bytes) {}
 
     bool parse(ParsedGguf& out) {
-        return read_header(out) && read_metadata(out) && resolve_alignment(out) &&
-               read_tensor_infos(out) && place_tensor_data(out) && check_no_overlap(out);
+        return read_header(out) && read_metadata(out) && resolve_alignment(out) && read_tensor_infos(out) &&
+               place_tensor_data(out) && check_no_overlap(out);
     }
 
     const std::string& error() const { return error_; }
@@ -105,7 +112,7 @@ private:
     uint64_t metadata_count_ = 0;  // both checked against the file size in read_header
     uint64_t tensor_count_ = 0;
     uint64_t array_elements_ = 0;  // across all arrays, nested included; capped by kMaxArrayElementsTotal
-    std::string context_;  // "metadata 'key'" or "tensor 'name'" while reading one
+    std::string context_;          // "metadata 'key'" or "tensor 'name'" while reading one
     std::string error_;
 
     uint64_t remaining() const { return bytes_.size() - position_; }
@@ -123,8 +130,8 @@ private:
     bool need(uint64_t count, std::string_view what, std::string_view what_suffix = {}) {
         if (count <= remaining()) return true;
         return fail_at(position_, std::string(what) + std::string(what_suffix) + " needs " + std::to_string(count) +
-                                      " bytes but only " + std::to_string(remaining()) +
-                                      " remain (file size " + std::to_string(bytes_.size()) + ")");
+                                      " bytes but only " + std::to_string(remaining()) + " remain (file size " +
+                                      std::to_string(bytes_.size()) + ")");
     }
 
     template <class T>
@@ -140,9 +147,8 @@ private:
         uint64_t length = 0;
         if (!read(length, what, " length")) return false;
         if (length > remaining())
-            return fail_at(start, std::string(what) + " length " + std::to_string(length) +
-                                      " exceeds the " + std::to_string(remaining()) +
-                                      " bytes left in the file");
+            return fail_at(start, std::string(what) + " length " + std::to_string(length) + " exceeds the " +
+                                      std::to_string(remaining()) + " bytes left in the file");
         out.assign(reinterpret_cast<const char*>(bytes_.data() + position_), length);
         position_ += length;
         return true;
@@ -150,8 +156,7 @@ private:
 
     bool read_header(ParsedGguf& out) {
         if (bytes_.size() < 4)
-            return fail("file is " + std::to_string(bytes_.size()) +
-                        " bytes, too short to hold the GGUF magic");
+            return fail("file is " + std::to_string(bytes_.size()) + " bytes, too short to hold the GGUF magic");
         if (std::memcmp(bytes_.data(), "GGUF", 4) != 0) {
             std::string shown;
             for (int i = 0; i < 4; ++i) {
@@ -165,27 +170,25 @@ private:
         uint32_t version = 0;
         if (!read(version, "version")) return false;
         if (version == 1)
-            return fail_at(4, "GGUF version 1 is not supported (only versions 2 and 3); "
-                              "re-convert the model with a current llama.cpp");
+            return fail_at(4,
+                           "GGUF version 1 is not supported (only versions 2 and 3); "
+                           "re-convert the model with a current llama.cpp");
         if (__builtin_bswap32(version) == 2 || __builtin_bswap32(version) == 3)
             return fail_at(4, "big-endian GGUF files are not supported");
         if (version != 2 && version != 3)
-            return fail_at(4, "unsupported GGUF version " + std::to_string(version) +
-                                  " (only versions 2 and 3)");
+            return fail_at(4, "unsupported GGUF version " + std::to_string(version) + " (only versions 2 and 3)");
         out.version = version;
 
         uint64_t tensor_count = 0, metadata_count = 0;
         const uint64_t tensor_count_offset = position_;
-        if (!read(tensor_count, "tensor count") || !read(metadata_count, "metadata count"))
-            return false;
+        if (!read(tensor_count, "tensor count") || !read(metadata_count, "metadata count")) return false;
         if (metadata_count > remaining() / kMinMetadataBytes)
-            return fail_at(tensor_count_offset + 8,
-                           "metadata count " + std::to_string(metadata_count) + " cannot fit in the " +
-                               std::to_string(remaining()) + " bytes left in the file");
+            return fail_at(tensor_count_offset + 8, "metadata count " + std::to_string(metadata_count) +
+                                                        " cannot fit in the " + std::to_string(remaining()) +
+                                                        " bytes left in the file");
         if (tensor_count > remaining() / kMinTensorInfoBytes)
-            return fail_at(tensor_count_offset,
-                           "tensor count " + std::to_string(tensor_count) + " cannot fit in the " +
-                               std::to_string(remaining()) + " bytes left in the file");
+            return fail_at(tensor_count_offset, "tensor count " + std::to_string(tensor_count) + " cannot fit in the " +
+                                                    std::to_string(remaining()) + " bytes left in the file");
         metadata_count_ = metadata_count;
         tensor_count_ = tensor_count;
         out.metadata.reserve(metadata_count);
@@ -285,8 +288,8 @@ private:
                                           " bytes left in the file");
         array_elements_ += count;  // cannot overflow: each count is below the file size
         if (array_elements_ > kMaxArrayElementsTotal)
-            return fail_at(start + 4, "arrays hold more than " + std::to_string(kMaxArrayElementsTotal) +
-                                          " elements in total");
+            return fail_at(start + 4,
+                           "arrays hold more than " + std::to_string(kMaxArrayElementsTotal) + " elements in total");
         value.element_type = element_type;
         value.elements.resize(count);
         for (auto& element : value.elements)
@@ -327,15 +330,16 @@ private:
             auto [existing, inserted] = name_offsets.emplace(info.name, tensor.info_offset);
             if (!inserted)
                 return fail("duplicate tensor name " + quoted(info.name) + " at byte " +
-                            std::to_string(tensor.info_offset) + " (first at byte " +
-                            std::to_string(existing->second) + ")");
+                            std::to_string(tensor.info_offset) + " (first at byte " + std::to_string(existing->second) +
+                            ")");
             context_ = "tensor " + quoted(info.name);
             if (!read_dims(info)) return false;
             uint32_t type_id = 0;
             const uint64_t type_offset = position_;
             if (!read(type_id, "type")) return false;
             const auto traits = dtype_traits(type_id);
-            if (!traits) return fail_at(type_offset, "unknown or unsupported tensor type id " + std::to_string(type_id));
+            if (!traits)
+                return fail_at(type_offset, "unknown or unsupported tensor type id " + std::to_string(type_id));
             info.type = traits->type;
             if (!read(info.offset, "data offset")) return false;
             out.tensors.push_back(std::move(tensor));
@@ -351,8 +355,8 @@ private:
         uint32_t n_dims = 0;
         if (!read(n_dims, "dimension count")) return false;
         if (n_dims > kMaxDims)
-            return fail_at(n_dims_offset, "dimension count " + std::to_string(n_dims) +
-                                              " exceeds the maximum of " + std::to_string(kMaxDims));
+            return fail_at(n_dims_offset, "dimension count " + std::to_string(n_dims) + " exceeds the maximum of " +
+                                              std::to_string(kMaxDims));
         info.dims.resize(n_dims);
         uint64_t elements = 1;
         for (uint32_t d = 0; d < n_dims; ++d) {
@@ -361,8 +365,7 @@ private:
             if (info.dims[d] == 0) return fail_at(dim_offset, "dimension " + std::to_string(d) + " is 0");
             if (!checked_mul(elements, info.dims[d], elements) ||
                 elements > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
-                return fail_at(n_dims_offset, "element count of dims " + dims_text(info.dims, d + 1) +
-                                                  " overflows");
+                return fail_at(n_dims_offset, "element count of dims " + dims_text(info.dims, d + 1) + " overflows");
         }
         return true;
     }
@@ -385,13 +388,12 @@ private:
             GgufTensorInfo& info = tensor.info;
             if (info.offset % out.alignment != 0)
                 return fail_tensor(tensor, "data offset " + std::to_string(info.offset) +
-                                               " is not a multiple of the alignment " +
-                                               std::to_string(out.alignment));
+                                               " is not a multiple of the alignment " + std::to_string(out.alignment));
             const DTypeTraits& traits = dtype_traits(info.type);
             if (info.row_length() % traits.block_elements != 0)
                 return fail_tensor(tensor, "row length " + std::to_string(info.row_length()) +
-                                               " is not a whole number of " + std::string(traits.name) +
-                                               " blocks of " + std::to_string(traits.block_elements));
+                                               " is not a whole number of " + std::string(traits.name) + " blocks of " +
+                                               std::to_string(traits.block_elements));
             uint64_t row_bytes = 0;
             if (!checked_mul(info.row_length() / traits.block_elements, traits.block_bytes, row_bytes) ||
                 !checked_mul(row_bytes, info.row_count(), info.size_bytes))
@@ -418,9 +420,8 @@ private:
         for (const ParsedTensor* tensor : by_offset) {
             if (tensor->info.size_bytes == 0) continue;
             if (previous && tensor->info.offset < previous->info.offset + previous->info.size_bytes)
-                return fail_tensor(*tensor, "data range " + range_text(out, tensor->info) +
-                                                " overlaps tensor " + quoted(previous->info.name) +
-                                                " at " + range_text(out, previous->info));
+                return fail_tensor(*tensor, "data range " + range_text(out, tensor->info) + " overlaps tensor " +
+                                                quoted(previous->info.name) + " at " + range_text(out, previous->info));
             previous = tensor;
         }
         return true;

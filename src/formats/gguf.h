@@ -20,8 +20,19 @@
 namespace tempered {
 
 enum class GgufValueType : uint32_t {
-    UINT8 = 0, INT8 = 1, UINT16 = 2, INT16 = 3, UINT32 = 4, INT32 = 5, FLOAT32 = 6,
-    BOOL = 7, STRING = 8, ARRAY = 9, UINT64 = 10, INT64 = 11, FLOAT64 = 12,
+    UINT8 = 0,
+    INT8 = 1,
+    UINT16 = 2,
+    INT16 = 3,
+    UINT32 = 4,
+    INT32 = 5,
+    FLOAT32 = 6,
+    BOOL = 7,
+    STRING = 8,
+    ARRAY = 9,
+    UINT64 = 10,
+    INT64 = 11,
+    FLOAT64 = 12,
 };
 std::string_view gguf_value_type_name(GgufValueType type);
 
@@ -29,15 +40,15 @@ std::string_view gguf_value_type_name(GgufValueType type);
 // callers ask for "an integer" without caring how the writer sized it. Arrays hold their elements.
 struct GgufValue {
     GgufValueType type = GgufValueType::UINT8;
-    uint64_t unsigned_value = 0;   // UINT8/16/32/64 and BOOL
-    int64_t signed_value = 0;      // INT8/16/32/64
-    double float_value = 0.0;      // FLOAT32/64
-    std::string string_value;      // STRING
+    uint64_t unsigned_value = 0;                        // UINT8/16/32/64 and BOOL
+    int64_t signed_value = 0;                           // INT8/16/32/64
+    double float_value = 0.0;                           // FLOAT32/64
+    std::string string_value;                           // STRING
     GgufValueType element_type = GgufValueType::UINT8;  // ARRAY
-    std::vector<GgufValue> elements;                     // ARRAY
+    std::vector<GgufValue> elements;                    // ARRAY
 
-    std::optional<int64_t> as_int() const;    // any integer type, if it fits
-    std::optional<double> as_float() const;   // any integer or float type
+    std::optional<int64_t> as_int() const;   // any integer type, if it fits
+    std::optional<double> as_float() const;  // any integer or float type
     std::optional<bool> as_bool() const;
     const std::string* as_string() const;
     std::string to_display_string(size_t max_array_items = 8) const;  // for `tempered inspect`
@@ -47,7 +58,7 @@ struct GgufTensorInfo {
     std::string name;
     std::vector<uint64_t> dims;  // dims[0] is the innermost (contiguous) dimension, as in ggml's ne[]
     DType type = DType::F32;
-    uint64_t offset = 0;         // relative to the start of the data section
+    uint64_t offset = 0;  // relative to the start of the data section
     uint64_t size_bytes = 0;
     const uint8_t* data = nullptr;  // points into the mapping
 

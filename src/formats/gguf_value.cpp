@@ -11,25 +11,22 @@ namespace tempered {
 namespace {
 
 bool is_unsigned_integer(GgufValueType type) {
-    return type == GgufValueType::UINT8 || type == GgufValueType::UINT16 ||
-           type == GgufValueType::UINT32 || type == GgufValueType::UINT64;
+    return type == GgufValueType::UINT8 || type == GgufValueType::UINT16 || type == GgufValueType::UINT32 ||
+           type == GgufValueType::UINT64;
 }
 
 bool is_signed_integer(GgufValueType type) {
-    return type == GgufValueType::INT8 || type == GgufValueType::INT16 ||
-           type == GgufValueType::INT32 || type == GgufValueType::INT64;
+    return type == GgufValueType::INT8 || type == GgufValueType::INT16 || type == GgufValueType::INT32 ||
+           type == GgufValueType::INT64;
 }
 
-bool is_float(GgufValueType type) {
-    return type == GgufValueType::FLOAT32 || type == GgufValueType::FLOAT64;
-}
+bool is_float(GgufValueType type) { return type == GgufValueType::FLOAT32 || type == GgufValueType::FLOAT64; }
 
 // Shortest text that reads back to the same value, at the width the file stored it.
 std::string format_float(double value, bool single_precision) {
     char buffer[64];
-    auto result = single_precision
-                      ? std::to_chars(buffer, buffer + sizeof buffer, static_cast<float>(value))
-                      : std::to_chars(buffer, buffer + sizeof buffer, value);
+    auto result = single_precision ? std::to_chars(buffer, buffer + sizeof buffer, static_cast<float>(value))
+                                   : std::to_chars(buffer, buffer + sizeof buffer, value);
     return std::string(buffer, result.ptr);
 }
 
@@ -87,8 +84,7 @@ std::string_view gguf_value_type_name(GgufValueType type) {
 
 std::optional<int64_t> GgufValue::as_int() const {
     if (is_signed_integer(type)) return signed_value;
-    if (is_unsigned_integer(type) &&
-        unsigned_value <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+    if (is_unsigned_integer(type) && unsigned_value <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
         return static_cast<int64_t>(unsigned_value);
     return std::nullopt;
 }
@@ -105,9 +101,7 @@ std::optional<bool> GgufValue::as_bool() const {
     return std::nullopt;
 }
 
-const std::string* GgufValue::as_string() const {
-    return type == GgufValueType::STRING ? &string_value : nullptr;
-}
+const std::string* GgufValue::as_string() const { return type == GgufValueType::STRING ? &string_value : nullptr; }
 
 std::string GgufValue::to_display_string(size_t max_array_items) const {
     if (is_unsigned_integer(type)) return std::to_string(unsigned_value);
@@ -171,8 +165,7 @@ std::optional<std::vector<std::string>> GgufFile::get_string_array(std::string_v
 
 std::optional<std::vector<double>> GgufFile::get_float_array(std::string_view key) const {
     const GgufValue* value = find(key);
-    if (!value || value->type != GgufValueType::ARRAY || !element_kind(*value).as_float())
-        return std::nullopt;
+    if (!value || value->type != GgufValueType::ARRAY || !element_kind(*value).as_float()) return std::nullopt;
     std::vector<double> out;
     out.reserve(value->elements.size());
     for (const auto& element : value->elements) {
@@ -185,8 +178,7 @@ std::optional<std::vector<double>> GgufFile::get_float_array(std::string_view ke
 
 std::optional<std::vector<int64_t>> GgufFile::get_int_array(std::string_view key) const {
     const GgufValue* value = find(key);
-    if (!value || value->type != GgufValueType::ARRAY || !element_kind(*value).as_int())
-        return std::nullopt;
+    if (!value || value->type != GgufValueType::ARRAY || !element_kind(*value).as_int()) return std::nullopt;
     std::vector<int64_t> out;
     out.reserve(value->elements.size());
     for (const auto& element : value->elements) {

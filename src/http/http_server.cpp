@@ -152,18 +152,13 @@ private:
     mutable bool failed_ = false;
 };
 
-std::string_view error_type_for(int status) {
-    return status < 500 ? "invalid_request_error" : "server_error";
-}
+std::string_view error_type_for(int status) { return status < 500 ? "invalid_request_error" : "server_error"; }
 
 }  // namespace
 
 HttpResponse default_error_response(int status, std::string_view message) {
-    nlohmann::json body = {{"error",
-                            {{"message", message},
-                             {"type", error_type_for(status)},
-                             {"param", nullptr},
-                             {"code", nullptr}}}};
+    nlohmann::json body = {
+        {"error", {{"message", message}, {"type", error_type_for(status)}, {"param", nullptr}, {"code", nullptr}}}};
     return HttpResponse::json(status, body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
@@ -270,8 +265,7 @@ void HttpServer::Impl::to_httplib(HttpResponse response, httplib::Response& out)
         });
 }
 
-void HttpServer::Impl::serve(const httplib::Request& in, std::string body,
-                             httplib::Response& out) const {
+void HttpServer::Impl::serve(const httplib::Request& in, std::string body, httplib::Response& out) const {
     HttpRequest request;
     request.method = in.method;
     request.path = in.path;
@@ -283,8 +277,7 @@ void HttpServer::Impl::serve(const httplib::Request& in, std::string body,
     }
     for (const auto& [name, value] : in.headers) {
         // httplib adds these pseudo-headers itself; they are not the client's.
-        if (name == "REMOTE_ADDR" || name == "REMOTE_PORT" || name == "LOCAL_ADDR" ||
-            name == "LOCAL_PORT") {
+        if (name == "REMOTE_ADDR" || name == "REMOTE_PORT" || name == "LOCAL_ADDR" || name == "LOCAL_PORT") {
             continue;
         }
         request.headers.emplace(name, value);
@@ -337,9 +330,9 @@ void HttpServer::Impl::serve_with_body(const httplib::Request& in, httplib::Resp
         return true;
     });
     if (too_large || (!read_ok && out.status == 413)) {
-        const HttpResponse response = render_error(
-            413, "Request body too large: the limit is " + std::to_string(options.max_body_bytes) +
-                     " bytes (--max-body-bytes)");
+        const HttpResponse response =
+            render_error(413, "Request body too large: the limit is " + std::to_string(options.max_body_bytes) +
+                                  " bytes (--max-body-bytes)");
         out.headers.clear();
         to_httplib(response, out);
         return;
@@ -370,8 +363,7 @@ void HttpServer::Impl::configure() {
     // One catch-all per method: routing, path params and 404/405 are ours (router.h).
     const std::string any = ".*";
     auto plain = [this](const httplib::Request& in, httplib::Response& out) { serve(in, {}, out); };
-    auto with_body = [this](const httplib::Request& in, httplib::Response& out,
-                            const httplib::ContentReader& reader) {
+    auto with_body = [this](const httplib::Request& in, httplib::Response& out, const httplib::ContentReader& reader) {
         serve_with_body(in, out, reader);
     };
     server.Get(any, plain);
@@ -390,11 +382,10 @@ void HttpServer::Impl::configure() {
             out.set_content(response.body, response.content_type.c_str());
             return httplib::Server::HandlerResponse::Handled;
         }));
-    server.set_exception_handler(
-        [this](const httplib::Request&, httplib::Response& out, std::exception_ptr) {
-            out.headers.clear();
-            to_httplib(render_error(500, "internal error"), out);
-        });
+    server.set_exception_handler([this](const httplib::Request&, httplib::Response& out, std::exception_ptr) {
+        out.headers.clear();
+        to_httplib(render_error(500, "internal error"), out);
+    });
 }
 
 HttpServer::HttpServer(HttpServerOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
@@ -405,9 +396,7 @@ void HttpServer::route(std::string method, std::string_view path_pattern, HttpHa
     impl_->router.add(std::move(method), path_pattern, std::move(handler));
 }
 
-void HttpServer::set_error_renderer(ErrorRenderer renderer) {
-    impl_->render_error = std::move(renderer);
-}
+void HttpServer::set_error_renderer(ErrorRenderer renderer) { impl_->render_error = std::move(renderer); }
 
 Status HttpServer::start() {
     if (impl_->listen_thread.joinable()) return Error{"http server: already started"};

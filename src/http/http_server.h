@@ -23,9 +23,9 @@ namespace tempered::http {
 
 struct HttpServerOptions {
     std::string host = "127.0.0.1";
-    int port = 0;                          // 0: an ephemeral port, see HttpServer::port()
-    int threads = 512;                     // open connections served at once; more wait in a queue
-    int listen_backlog = 1024;             // connections the kernel queues before accept()
+    int port = 0;               // 0: an ephemeral port, see HttpServer::port()
+    int threads = 512;          // open connections served at once; more wait in a queue
+    int listen_backlog = 1024;  // connections the kernel queues before accept()
     // SDK clients pool connections (httpx keeps them 5 s by default). The server must keep them at
     // least as long, or a client reuses a connection the server is closing and the request fails.
     size_t keep_alive_max_requests = 100000;

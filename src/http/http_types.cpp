@@ -31,8 +31,7 @@ HttpResponse HttpResponse::text(int status, std::string body, std::string conten
     return response;
 }
 
-HttpResponse HttpResponse::streaming(std::string content_type, ChunkProducer producer,
-                                     StreamFinished on_finished) {
+HttpResponse HttpResponse::streaming(std::string content_type, ChunkProducer producer, StreamFinished on_finished) {
     HttpResponse response;
     response.content_type = std::move(content_type);
     response.producer = std::move(producer);

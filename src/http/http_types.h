@@ -17,9 +17,9 @@ struct CaseInsensitiveLess {
 using Headers = std::multimap<std::string, std::string, CaseInsensitiveLess>;
 
 struct HttpRequest {
-    std::string method;                                   // "GET", "POST", ...
-    std::string path;                                     // without the query string
-    std::map<std::string, std::string> path_params;       // "/v1/models/{model}" -> {"model": ...}
+    std::string method;                              // "GET", "POST", ...
+    std::string path;                                // without the query string
+    std::map<std::string, std::string> path_params;  // "/v1/models/{model}" -> {"model": ...}
     std::multimap<std::string, std::string> query;
     Headers headers;
     std::string body;
@@ -61,15 +61,14 @@ struct HttpResponse {
     Headers headers;
     std::string content_type = "application/json";
     std::string body;
-    ChunkProducer producer;   // set: a chunked, streamed body and `body` is ignored
+    ChunkProducer producer;  // set: a chunked, streamed body and `body` is ignored
     StreamFinished on_finished;
 
     bool is_streaming() const { return static_cast<bool>(producer); }
 
     static HttpResponse json(int status, std::string body);
     static HttpResponse text(int status, std::string body, std::string content_type = "text/plain");
-    static HttpResponse streaming(std::string content_type, ChunkProducer producer,
-                                  StreamFinished on_finished = {});
+    static HttpResponse streaming(std::string content_type, ChunkProducer producer, StreamFinished on_finished = {});
 };
 
 using HttpHandler = std::function<HttpResponse(const HttpRequest& request)>;

@@ -25,8 +25,7 @@ void Router::add(std::string method, std::string_view pattern, HttpHandler handl
     Route route{std::move(method), {}, std::move(handler)};
     for (const std::string_view part : split_path(pattern)) {
         const bool is_param = part.size() > 2 && part.front() == '{' && part.back() == '}';
-        route.segments.push_back(
-            {std::string(is_param ? part.substr(1, part.size() - 2) : part), is_param});
+        route.segments.push_back({std::string(is_param ? part.substr(1, part.size() - 2) : part), is_param});
     }
     routes_.push_back(std::move(route));
 }

@@ -122,8 +122,7 @@ int64_t KvBlockPool::adopt_cached_prefix(int32_t sequence, std::span<const int32
 
 bool KvBlockPool::ensure_capacity(int32_t sequence, int64_t positions) {
     auto& table = block_tables_[sequence];
-    const int64_t needed =
-        (positions + shape_.block_size - 1) / shape_.block_size - static_cast<int64_t>(table.size());
+    const int64_t needed = (positions + shape_.block_size - 1) / shape_.block_size - static_cast<int64_t>(table.size());
     if (needed <= 0) return true;
     if (needed > available_block_count()) return false;
     for (int64_t i = 0; i < needed; ++i) table.push_back(*take_block());

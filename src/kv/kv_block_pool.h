@@ -54,9 +54,7 @@ public:
     // Blocks held by at least one sequence (not counting cached blocks nobody uses).
     int64_t used_block_count() const { return used_blocks_; }
     // Blocks that could be handed out now: free plus unused cached ones.
-    int64_t available_block_count() const {
-        return static_cast<int64_t>(free_blocks_.size() + evictable_.size());
-    }
+    int64_t available_block_count() const { return static_cast<int64_t>(free_blocks_.size() + evictable_.size()); }
     int64_t cached_block_count() const { return static_cast<int64_t>(hash_to_block_.size()); }
 
 private:

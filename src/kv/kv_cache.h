@@ -18,8 +18,8 @@ struct KvCacheShape {
     int64_t layer_count = 0;
     int64_t kv_head_count = 0;
     int64_t head_dim = 0;
-    int64_t block_size = 16;    // positions per block
-    DType type = DType::F16;    // F16, BF16 or F32; never quantized
+    int64_t block_size = 16;  // positions per block
+    DType type = DType::F16;  // F16, BF16 or F32; never quantized
 
     // Bytes of one block of keys (or of values) of one layer: block_size * kv_head_count * head_dim.
     int64_t block_bytes() const;

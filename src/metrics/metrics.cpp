@@ -25,8 +25,8 @@ Histogram::Histogram(std::vector<double> upper_bounds) : upper_bounds_(std::move
 
 void Histogram::observe(double value) {
     // A value equal to a bound belongs to that bucket (le = "less or equal").
-    const size_t bucket = static_cast<size_t>(
-        std::lower_bound(upper_bounds_.begin(), upper_bounds_.end(), value) - upper_bounds_.begin());
+    const size_t bucket = static_cast<size_t>(std::lower_bound(upper_bounds_.begin(), upper_bounds_.end(), value) -
+                                              upper_bounds_.begin());
     bucket_counts_[bucket].fetch_add(1, std::memory_order_relaxed);
     sum_.fetch_add(value, std::memory_order_relaxed);
 }
@@ -102,10 +102,14 @@ std::string escape_label_value(std::string_view value) {
     std::string out;
     out.reserve(value.size());
     for (const char c : value) {
-        if (c == '\\') out += "\\\\";
-        else if (c == '"') out += "\\\"";
-        else if (c == '\n') out += "\\n";
-        else out += c;
+        if (c == '\\')
+            out += "\\\\";
+        else if (c == '"')
+            out += "\\\"";
+        else if (c == '\n')
+            out += "\\n";
+        else
+            out += c;
     }
     return out;
 }
@@ -114,9 +118,12 @@ std::string escape_help(std::string_view help) {
     std::string out;
     out.reserve(help.size());
     for (const char c : help) {
-        if (c == '\\') out += "\\\\";
-        else if (c == '\n') out += "\\n";
-        else out += c;
+        if (c == '\\')
+            out += "\\\\";
+        else if (c == '\n')
+            out += "\\n";
+        else
+            out += c;
     }
     return out;
 }
@@ -227,8 +234,8 @@ GaugeFamily& Registry::gauge(const std::string& name, const std::string& help, s
     return *add(name, help, MetricType::Gauge, label_names, {}).gauges;
 }
 
-HistogramFamily& Registry::histogram(const std::string& name, const std::string& help,
-                                     std::vector<double> upper_bounds, std::vector<std::string> label_names) {
+HistogramFamily& Registry::histogram(const std::string& name, const std::string& help, std::vector<double> upper_bounds,
+                                     std::vector<std::string> label_names) {
     std::lock_guard lock(mutex_);
     return *add(name, help, MetricType::Histogram, label_names, upper_bounds).histograms;
 }

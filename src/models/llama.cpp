@@ -11,8 +11,8 @@
 #include "kernels/cpu/dequantize.h"
 #include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/matmul.h"
-#include "kernels/cpu/packed_weights.h"
 #include "kernels/cpu/ops.h"
+#include "kernels/cpu/packed_weights.h"
 #include "models/weights.h"
 
 namespace tempered {
@@ -31,10 +31,10 @@ struct LlamaLayer {
 };
 
 struct LlamaWeights {
-    WeightMatrix token_embeddings;   // (vocab_size, embedding_dim)
-    std::vector<LlamaLayer> layers;  // (layer_count)
-    std::vector<float> output_norm;  // (embedding_dim)
-    WeightMatrix output;             // (vocab_size, embedding_dim); token_embeddings when tied
+    WeightMatrix token_embeddings;                // (vocab_size, embedding_dim)
+    std::vector<LlamaLayer> layers;               // (layer_count)
+    std::vector<float> output_norm;               // (embedding_dim)
+    WeightMatrix output;                          // (vocab_size, embedding_dim); token_embeddings when tied
     std::vector<float> rope_inverse_frequencies;  // (rope_dims / 2): angle of pair i = position * this[i]
     std::vector<std::vector<float>> dequantized;  // owners of the matrices when ModelOptions::dequantize_weights
     std::vector<AlignedBuffer> packed;            // owners of the matrices repacked for the integer kernels
@@ -89,18 +89,18 @@ struct AttentionWork {
 // Activations of one step, sized for `token_capacity` tokens and grown only when a batch is larger.
 struct LlamaRunState {
     int64_t token_capacity = 0;
-    std::vector<float> residual;   // (tokens, embedding_dim): the residual stream x
-    std::vector<float> normed;     // (tokens, embedding_dim): rmsnorm(x), the input of each matmul
-    std::vector<float> query;      // (tokens, q_dim)
-    std::vector<float> key;        // (tokens, kv_dim)
-    std::vector<float> value;      // (tokens, kv_dim)
-    std::vector<float> attention;  // (tokens, q_dim): attention output, heads side by side
-    std::vector<float> projected;  // (tokens, embedding_dim): output of attention_output and ffn_down
-    std::vector<float> gate;       // (tokens, ffn_dim), then silu(gate) * up
-    std::vector<float> up;         // (tokens, ffn_dim)
-    std::vector<float> rope_cos;   // (tokens, rope_dims / 2): cosines of each token's rotary angles
-    std::vector<float> rope_sin;   // (tokens, rope_dims / 2)
-    std::vector<float> attention_scratch;  // (threads, scratch_floats()): see attend()
+    std::vector<float> residual;                // (tokens, embedding_dim): the residual stream x
+    std::vector<float> normed;                  // (tokens, embedding_dim): rmsnorm(x), the input of each matmul
+    std::vector<float> query;                   // (tokens, q_dim)
+    std::vector<float> key;                     // (tokens, kv_dim)
+    std::vector<float> value;                   // (tokens, kv_dim)
+    std::vector<float> attention;               // (tokens, q_dim): attention output, heads side by side
+    std::vector<float> projected;               // (tokens, embedding_dim): output of attention_output and ffn_down
+    std::vector<float> gate;                    // (tokens, ffn_dim), then silu(gate) * up
+    std::vector<float> up;                      // (tokens, ffn_dim)
+    std::vector<float> rope_cos;                // (tokens, rope_dims / 2): cosines of each token's rotary angles
+    std::vector<float> rope_sin;                // (tokens, rope_dims / 2)
+    std::vector<float> attention_scratch;       // (threads, scratch_floats()): see attend()
     std::vector<AttentionWork> attention_work;  // this step's attention items, the same for every layer
     std::atomic<int64_t> next_attention_work{0};
 };
@@ -108,11 +108,11 @@ struct LlamaRunState {
 Result<LlamaWeights> load_weights(const GgufFile& file, const ModelConfig& config) {
     LlamaWeights weights;
     const int64_t dim = config.embedding_dim;
-#define LOAD(target, expression)                       \
-    do {                                               \
-        auto loaded_ = (expression);                   \
-        if (!loaded_) return loaded_.error();          \
-        target = std::move(loaded_.value());           \
+#define LOAD(target, expression)              \
+    do {                                      \
+        auto loaded_ = (expression);          \
+        if (!loaded_) return loaded_.error(); \
+        target = std::move(loaded_.value());  \
     } while (0)
     LOAD(weights.token_embeddings, find_matrix(file, "token_embd.weight", config.vocab_size, dim));
     LOAD(weights.output_norm, find_vector(file, "output_norm.weight", dim));
@@ -180,7 +180,8 @@ private:
     // Per thread: attend_run's scratch, or for head sizes it does not take, attend_heads': (group,
     // context_length) scores and (group + 1, head_dim) floats.
     int64_t scratch_floats() const {
-        if (attention_run_supports(config_.head_dim)) return attention_scratch_floats(config_.group_size(), config_.head_dim);
+        if (attention_run_supports(config_.head_dim))
+            return attention_scratch_floats(config_.group_size(), config_.head_dim);
         return config_.group_size() * config_.context_length + (config_.group_size() + 1) * config_.head_dim;
     }
 
@@ -199,8 +200,8 @@ private:
                              std::to_string(config_.context_length)};
             }
             if (t.position >= cache.capacity(t.sequence)) {
-                return Error{"forward: sequence " + std::to_string(t.sequence) + " has no KV cache block for position " +
-                             std::to_string(t.position)};
+                return Error{"forward: sequence " + std::to_string(t.sequence) +
+                             " has no KV cache block for position " + std::to_string(t.position)};
             }
         }
         return Ok{};
@@ -227,7 +228,8 @@ private:
         const WeightMatrix& table = weights_.token_embeddings;
         const uint64_t row_bytes = *dtype_row_bytes(table.type, static_cast<uint64_t>(table.cols));
         for (int64_t t = 0; t < batch.size(); ++t) {
-            const auto* row = static_cast<const uint8_t*>(table.data) + row_bytes * static_cast<uint64_t>(batch.tokens[t].token);
+            const auto* row =
+                static_cast<const uint8_t*>(table.data) + row_bytes * static_cast<uint64_t>(batch.tokens[t].token);
             dequantize_row(table.type, row, &state_.residual[t * config_.embedding_dim], config_.embedding_dim);
         }
     }
@@ -237,7 +239,8 @@ private:
         const int64_t pairs = config_.rope_dims / 2;
         for (int64_t t = 0; t < batch.size(); ++t) {
             rope_angles(static_cast<float>(batch.tokens[static_cast<size_t>(t)].position),
-                        weights_.rope_inverse_frequencies.data(), pairs, &state_.rope_cos[t * pairs], &state_.rope_sin[t * pairs]);
+                        weights_.rope_inverse_frequencies.data(), pairs, &state_.rope_cos[t * pairs],
+                        &state_.rope_sin[t * pairs]);
         }
     }
 
@@ -277,7 +280,8 @@ private:
         matmul_many(projections, state_.normed.data(), tokens, outputs, pool_);
 
         // Rotate queries and keys by position, then store this step's keys and values in the cache.
-        for_tokens(tokens, [&](int64_t begin, int64_t end) { rotate_and_cache(batch, cache, layer_index, begin, end); });
+        for_tokens(tokens,
+                   [&](int64_t begin, int64_t end) { rotate_and_cache(batch, cache, layer_index, begin, end); });
 
         const AttentionStep step{&batch, &cache, layer_index};
         state_.next_attention_work.store(0);
@@ -298,14 +302,15 @@ private:
             const float* cos_angles = &state_.rope_cos[t * pairs];
             const float* sin_angles = &state_.rope_sin[t * pairs];
             for (int64_t h = 0; h < config_.head_count; ++h) {
-                rope_rotate(&state_.query[t * config_.q_dim() + h * head_dim], config_.rope_dims, cos_angles, sin_angles,
-                            pairing);
+                rope_rotate(&state_.query[t * config_.q_dim() + h * head_dim], config_.rope_dims, cos_angles,
+                            sin_angles, pairing);
             }
             for (int64_t h = 0; h < config_.kv_head_count; ++h) {
                 rope_rotate(&state_.key[t * config_.kv_dim() + h * head_dim], config_.rope_dims, cos_angles, sin_angles,
                             pairing);
             }
-            const int32_t block = cache.block_table(token.sequence)[static_cast<size_t>(token.position / shape.block_size)];
+            const int32_t block =
+                cache.block_table(token.sequence)[static_cast<size_t>(token.position / shape.block_size)];
             store_kv_position(shape, KvLayerView{storage.keys, storage.values, storage.block_stride}, block,
                               token.position % shape.block_size, &state_.key[t * config_.kv_dim()],
                               &state_.value[t * config_.kv_dim()]);
@@ -330,14 +335,16 @@ private:
             int64_t end = t + 1;
             while (end < batch.size() && end - t < kMaxRunTokens &&
                    batch.tokens[static_cast<size_t>(end)].sequence == batch.tokens[static_cast<size_t>(t)].sequence &&
-                   batch.tokens[static_cast<size_t>(end)].position == batch.tokens[static_cast<size_t>(end - 1)].position + 1) {
+                   batch.tokens[static_cast<size_t>(end)].position ==
+                       batch.tokens[static_cast<size_t>(end - 1)].position + 1) {
                 ++end;
             }
             for (int64_t h = 0; h < config_.kv_head_count; ++h) work.push_back({t, end - t, h});
             t = end;
         }
         std::stable_sort(work.begin(), work.end(), [&batch](const AttentionWork& a, const AttentionWork& b) {
-            return batch.tokens[static_cast<size_t>(a.first_token)].position > batch.tokens[static_cast<size_t>(b.first_token)].position;
+            return batch.tokens[static_cast<size_t>(a.first_token)].position >
+                   batch.tokens[static_cast<size_t>(b.first_token)].position;
         });
     }
 
@@ -351,16 +358,25 @@ private:
         const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
         float* scratch = &state_.attention_scratch[static_cast<size_t>(thread * scratch_floats())];
         const auto items = static_cast<int64_t>(state_.attention_work.size());
-        for (int64_t i = state_.next_attention_work.fetch_add(1); i < items; i = state_.next_attention_work.fetch_add(1)) {
+        for (int64_t i = state_.next_attention_work.fetch_add(1); i < items;
+             i = state_.next_attention_work.fetch_add(1)) {
             const AttentionWork& item = state_.attention_work[static_cast<size_t>(i)];
             const BatchToken& first = batch.tokens[static_cast<size_t>(item.first_token)];
             const KvHeadView view{storage.keys + shape.key_offset(0, item.kv_head, 0),
-                                  storage.values + shape.value_offset(0, item.kv_head, 0), storage.block_stride,
-                                  shape.slot_bytes(), shape.block_size, shape.type};
+                                  storage.values + shape.value_offset(0, item.kv_head, 0),
+                                  storage.block_stride,
+                                  shape.slot_bytes(),
+                                  shape.block_size,
+                                  shape.type};
             const int64_t first_query = item.first_token * config_.q_dim() + item.kv_head * group * head_dim;
             if (attention_run_supports(head_dim)) {
-                const AttentionRun run{&state_.query[first_query], &state_.attention[first_query], config_.q_dim(),
-                                       item.token_count, group, head_dim, first.position};
+                const AttentionRun run{&state_.query[first_query],
+                                       &state_.attention[first_query],
+                                       config_.q_dim(),
+                                       item.token_count,
+                                       group,
+                                       head_dim,
+                                       first.position};
                 attend_run(run, view, cache.block_table(first.sequence), scale, scratch);
                 continue;
             }

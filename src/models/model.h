@@ -10,8 +10,8 @@
 #include "core/result.h"
 #include "core/thread_pool.h"
 #include "formats/gguf.h"
-#include "models/batch.h"
 #include "kv/kv_cache.h"
+#include "models/batch.h"
 #include "models/model_config.h"
 
 namespace tempered {

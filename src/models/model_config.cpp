@@ -22,8 +22,8 @@ public:
         if (!value) return required ? Status(Error{"model metadata: missing " + name}) : Status(Ok{});
         const auto number = value->as_int();
         if (!number) {
-            return Error{"model metadata: " + name + " has type " +
-                         std::string(gguf_value_type_name(value->type)) + ", expected an integer"};
+            return Error{"model metadata: " + name + " has type " + std::string(gguf_value_type_name(value->type)) +
+                         ", expected an integer"};
         }
         if (*number < min || *number > max) {
             return Error{"model metadata: " + name + " = " + std::to_string(*number) + " is outside [" +
@@ -39,8 +39,8 @@ public:
         if (!value) return required ? Status(Error{"model metadata: missing " + name}) : Status(Ok{});
         const auto number = value->as_float();
         if (!number) {
-            return Error{"model metadata: " + name + " has type " +
-                         std::string(gguf_value_type_name(value->type)) + ", expected a number"};
+            return Error{"model metadata: " + name + " has type " + std::string(gguf_value_type_name(value->type)) +
+                         ", expected a number"};
         }
         if (!std::isfinite(*number) || *number < min || *number > max) {
             return Error{"model metadata: " + name + " = " + std::to_string(*number) + " is out of range"};
@@ -57,8 +57,8 @@ private:
     std::string prefix_;
 };
 
-#define TEMPERED_TRY(expression)                        \
-    do {                                                \
+#define TEMPERED_TRY(expression)                                           \
+    do {                                                                   \
         if (auto status_ = (expression); !status_) return status_.error(); \
     } while (0)
 

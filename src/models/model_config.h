@@ -24,20 +24,20 @@ enum class RopeStyle {
 RotaryPairing rotary_pairing(RopeStyle style);
 
 struct ModelConfig {
-    std::string architecture;      // general.architecture, e.g. "llama"
-    int64_t layer_count = 0;       // {arch}.block_count
-    int64_t embedding_dim = 0;     // {arch}.embedding_length: the residual stream width
-    int64_t ffn_dim = 0;           // {arch}.feed_forward_length
-    int64_t head_count = 0;        // {arch}.attention.head_count: query heads
-    int64_t kv_head_count = 0;     // {arch}.attention.head_count_kv (defaults to head_count)
-    int64_t head_dim = 0;          // {arch}.attention.key_length (defaults to embedding_dim / head_count)
-    int64_t vocab_size = 0;        // tokenizer.ggml.tokens length, else token_embd rows
-    int64_t context_length = 0;    // {arch}.context_length: positions the model was trained for
-    float rms_epsilon = 0.0f;      // {arch}.attention.layer_norm_rms_epsilon
-    int64_t rope_dims = 0;         // {arch}.rope.dimension_count (defaults to head_dim)
-    float rope_freq_base = 10000.0f;    // {arch}.rope.freq_base
-    RopeScaling rope_scaling = RopeScaling::None;  // {arch}.rope.scaling.type
-    float rope_scaling_factor = 1.0f;   // {arch}.rope.scaling.factor: positions are divided by it
+    std::string architecture;         // general.architecture, e.g. "llama"
+    int64_t layer_count = 0;          // {arch}.block_count
+    int64_t embedding_dim = 0;        // {arch}.embedding_length: the residual stream width
+    int64_t ffn_dim = 0;              // {arch}.feed_forward_length
+    int64_t head_count = 0;           // {arch}.attention.head_count: query heads
+    int64_t kv_head_count = 0;        // {arch}.attention.head_count_kv (defaults to head_count)
+    int64_t head_dim = 0;             // {arch}.attention.key_length (defaults to embedding_dim / head_count)
+    int64_t vocab_size = 0;           // tokenizer.ggml.tokens length, else token_embd rows
+    int64_t context_length = 0;       // {arch}.context_length: positions the model was trained for
+    float rms_epsilon = 0.0f;         // {arch}.attention.layer_norm_rms_epsilon
+    int64_t rope_dims = 0;            // {arch}.rope.dimension_count (defaults to head_dim)
+    float rope_freq_base = 10000.0f;  // {arch}.rope.freq_base
+    RopeScaling rope_scaling = RopeScaling::None;     // {arch}.rope.scaling.type
+    float rope_scaling_factor = 1.0f;                 // {arch}.rope.scaling.factor: positions are divided by it
     RopeStyle rope_style = RopeStyle::AdjacentPairs;  // fixed by the architecture, not the file
 
     int64_t q_dim() const { return head_count * head_dim; }

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <bit>
-#include <cstdint>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 
 #include "kernels/cpu/ops.h"
@@ -35,9 +35,10 @@ void order_prefix_holding(std::vector<Candidate>& candidates, float mass, float 
         held += bucket_mass[cut];
         if (held >= mass * total) break;
     }
-    const auto inside = std::partition(candidates.begin(), candidates.end(),
-                                       [&](const Candidate& c) { return bucket_of(c) > cut; });
-    const auto cut_end = std::partition(inside, candidates.end(), [&](const Candidate& c) { return bucket_of(c) == cut; });
+    const auto inside =
+        std::partition(candidates.begin(), candidates.end(), [&](const Candidate& c) { return bucket_of(c) > cut; });
+    const auto cut_end =
+        std::partition(inside, candidates.end(), [&](const Candidate& c) { return bucket_of(c) == cut; });
     std::sort(inside, cut_end, more_likely);
 }
 

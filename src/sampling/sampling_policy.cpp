@@ -20,8 +20,7 @@ Result<SamplingPolicy> parse_sampling_policy(const nlohmann::json& object, const
                     return Error{origin + ": " + name + "." + key + ": " + *problem};
                 (key == "min" ? bounds.min : bounds.max) = value.get<double>();
             } else if (key == "greedy" && name == "temperature") {
-                if (value != "use_default")
-                    return Error{origin + ": temperature.greedy must be \"use_default\""};
+                if (value != "use_default") return Error{origin + ": temperature.greedy must be \"use_default\""};
                 policy.replace_greedy_with_default = true;
             } else {
                 return Error{origin + ": unknown policy rule '" + name + "." + key + "'"};

@@ -79,9 +79,10 @@ ResolvedSampling resolve_sampling(const SamplingValues& request, const SamplingD
                                        model.repetition_penalty, kDefaultRepetitionPenalty);
     out.presence_penalty = first_set(request.presence_penalty, preferred.presence_penalty, model.presence_penalty,
                                      kDefaultPresencePenalty);
-    out.frequency_penalty = first_set(request.frequency_penalty, preferred.frequency_penalty,
-                                      model.frequency_penalty, kDefaultFrequencyPenalty);
-    out.seed = first_set(request.seed, preferred.seed, model.seed, static_cast<int64_t>(random_seed >> 33));  // 31 bits: exact in every JSON client
+    out.frequency_penalty = first_set(request.frequency_penalty, preferred.frequency_penalty, model.frequency_penalty,
+                                      kDefaultFrequencyPenalty);
+    out.seed = first_set(request.seed, preferred.seed, model.seed,
+                         static_cast<int64_t>(random_seed >> 33));  // 31 bits: exact in every JSON client
 
     if (!config.policy) return out;
     const SamplingPolicy& policy = *config.policy;

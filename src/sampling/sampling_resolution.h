@@ -54,8 +54,8 @@ struct ResolvedSampling {
 
 // How the server fills what requests leave out; built once at start-up.
 struct SamplingDefaultsConfig {
-    SamplingValues preferred;        // the operator's preferred values
-    SamplingValues model;            // from the model's generation config (empty with --sampling-defaults openai)
+    SamplingValues preferred;  // the operator's preferred values
+    SamplingValues model;      // from the model's generation config (empty with --sampling-defaults openai)
     std::optional<SamplingPolicy> policy;
 };
 

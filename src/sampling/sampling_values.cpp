@@ -55,14 +55,22 @@ Result<SamplingValues> parse_sampling_values(const nlohmann::json& object, std::
     SamplingValues values;
     for (const auto& [key, value] : object.items()) {
         Status status = Ok{};
-        if (key == "temperature") status = read_double(value, key, origin, values.temperature);
-        else if (key == "top_p") status = read_double(value, key, origin, values.top_p);
-        else if (key == "top_k") status = read_integer(value, key, origin, values.top_k);
-        else if (key == "min_p") status = read_double(value, key, origin, values.min_p);
-        else if (key == "repetition_penalty") status = read_double(value, key, origin, values.repetition_penalty);
-        else if (key == "presence_penalty") status = read_double(value, key, origin, values.presence_penalty);
-        else if (key == "frequency_penalty") status = read_double(value, key, origin, values.frequency_penalty);
-        else if (key == "seed") status = read_integer(value, key, origin, values.seed);
+        if (key == "temperature")
+            status = read_double(value, key, origin, values.temperature);
+        else if (key == "top_p")
+            status = read_double(value, key, origin, values.top_p);
+        else if (key == "top_k")
+            status = read_integer(value, key, origin, values.top_k);
+        else if (key == "min_p")
+            status = read_double(value, key, origin, values.min_p);
+        else if (key == "repetition_penalty")
+            status = read_double(value, key, origin, values.repetition_penalty);
+        else if (key == "presence_penalty")
+            status = read_double(value, key, origin, values.presence_penalty);
+        else if (key == "frequency_penalty")
+            status = read_double(value, key, origin, values.frequency_penalty);
+        else if (key == "seed")
+            status = read_integer(value, key, origin, values.seed);
         else
             return Error{std::string(origin) + ": unknown sampling parameter '" + key +
                          "' (known: temperature, top_p, top_k, min_p, repetition_penalty, presence_penalty, "

@@ -15,9 +15,9 @@
 namespace tempered {
 
 struct SamplingValues {
-    std::optional<double> temperature;         // 0: greedy
+    std::optional<double> temperature;  // 0: greedy
     std::optional<double> top_p;
-    std::optional<int64_t> top_k;              // 0: no top-k
+    std::optional<int64_t> top_k;  // 0: no top-k
     std::optional<double> min_p;
     std::optional<double> repetition_penalty;  // multiplicative, over prompt and output; 1: none
     std::optional<double> presence_penalty;    // additive (OpenAI), over the output
@@ -29,8 +29,7 @@ struct SamplingValues {
 
 // The parameters, in the order responses and logs list them. `seed` is last.
 inline constexpr std::string_view kSamplingParamNames[] = {
-    "temperature", "top_p", "top_k", "min_p", "repetition_penalty", "presence_penalty", "frequency_penalty",
-    "seed"};
+    "temperature", "top_p", "top_k", "min_p", "repetition_penalty", "presence_penalty", "frequency_penalty", "seed"};
 
 // Reads a JSON object such as {"temperature": 0.6, "top_p": 0.95} (the --preferred-sampling-params flag,
 // the config file). Unknown keys and out-of-range values are errors that name the key and `origin`;

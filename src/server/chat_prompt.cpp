@@ -8,11 +8,12 @@ nlohmann::ordered_json template_tool_calls(const std::vector<api::ToolCall>& cal
     for (const auto& call : calls) {
         // Templates index into the arguments: an object when they parse, else the text as written.
         nlohmann::ordered_json arguments = nlohmann::ordered_json::parse(call.arguments, nullptr, false);
-        out.push_back({{"id", call.id},
-                       {"type", call.type},
-                       {"function",
-                        {{"name", call.name},
-                         {"arguments", arguments.is_discarded() ? nlohmann::ordered_json(call.arguments) : arguments}}}});
+        out.push_back(
+            {{"id", call.id},
+             {"type", call.type},
+             {"function",
+              {{"name", call.name},
+               {"arguments", arguments.is_discarded() ? nlohmann::ordered_json(call.arguments) : arguments}}}});
     }
     return out;
 }
@@ -22,8 +23,10 @@ nlohmann::ordered_json template_messages(const api::ChatRequest& request) {
     for (const auto& message : request.messages) {
         nlohmann::ordered_json entry;
         entry["role"] = std::string(api::role_name(message.role));
-        if (message.content_kind == api::ContentKind::None) entry["content"] = nullptr;
-        else entry["content"] = message.content;
+        if (message.content_kind == api::ContentKind::None)
+            entry["content"] = nullptr;
+        else
+            entry["content"] = message.content;
         if (!message.name.empty()) entry["name"] = message.name;
         if (!message.tool_call_id.empty()) entry["tool_call_id"] = message.tool_call_id;
         if (!message.tool_calls.empty()) entry["tool_calls"] = template_tool_calls(message.tool_calls);

@@ -35,7 +35,8 @@ std::optional<nlohmann::json> ChatResponseBuilder::on_delta(const ChoiceDelta& d
         *choice.content += delta.text;
         if (delta.finish) choice.finish_reason = to_api_finish_reason(*delta.finish);
         if (shape_.logprobs)
-            for (api::TokenLogprob& logprob : api_logprobs(delta.logprobs)) choice.logprobs->push_back(std::move(logprob));
+            for (api::TokenLogprob& logprob : api_logprobs(delta.logprobs))
+                choice.logprobs->push_back(std::move(logprob));
         return std::nullopt;
     }
     if (delta.text.empty() && !delta.finish && delta.logprobs.empty()) return std::nullopt;

@@ -14,7 +14,7 @@ class ChatResponseBuilder final : public ResponseBuilder {
 public:
     struct Shape {
         int choices = 1;
-        bool logprobs = false;       // the request asked for token logprobs
+        bool logprobs = false;  // the request asked for token logprobs
         bool stream = false;
         bool include_usage = false;  // streams: "usage": null on every chunk, totals on the last
     };

@@ -22,7 +22,8 @@ OpenAiService::CompletionPrompts OpenAiService::completion_prompts(const api::Co
     CompletionPrompts prompts;
     for (const auto& input : request.prompts) {
         if (const auto* text = std::get_if<std::string>(&input)) {
-            prompts.tokens.push_back(model_.tokenizer.encode(*text, /*add_special_tokens=*/true, /*parse_special=*/true));
+            prompts.tokens.push_back(
+                model_.tokenizer.encode(*text, /*add_special_tokens=*/true, /*parse_special=*/true));
             prompts.texts.push_back(*text);
         } else {
             prompts.tokens.push_back(std::get<std::vector<int32_t>>(input));
@@ -32,16 +33,16 @@ OpenAiService::CompletionPrompts OpenAiService::completion_prompts(const api::Co
     return prompts;
 }
 
-std::optional<api::ApiError> OpenAiService::submit_prompts(const api::CompletionRequest& request, const CompletionPrompts& prompts,
+std::optional<api::ApiError> OpenAiService::submit_prompts(const api::CompletionRequest& request,
+                                                           const CompletionPrompts& prompts,
                                                            const ResolvedSampling& sampling, bool score_only,
                                                            StreamSet& streams) {
     // Every prompt is checked before any is submitted, so a bad one refuses the request whole.
     std::vector<GenerationOptions> all_options;
     for (size_t p = 0; p < prompts.tokens.size(); ++p) {
         const std::string param = request.prompt_is_batch ? api::param_path("prompt", p) : "prompt";
-        auto options = generation_options(request.generation, prompts.tokens[p],
-                                          request.logprobs.value_or(-1), sampling, param.c_str(),
-                                          kDefaultCompletionTokens);
+        auto options = generation_options(request.generation, prompts.tokens[p], request.logprobs.value_or(-1),
+                                          sampling, param.c_str(), kDefaultCompletionTokens);
         if (!options) return options.error();
         all_options.push_back(std::move(options).value());
     }

@@ -29,7 +29,9 @@ private:
     void abort();
     void log_finished(const std::string& outcome);
     api::Usage usage() const;
-    double seconds_since_received() const { return std::chrono::duration<double>(Clock::now() - job_.received).count(); }
+    double seconds_since_received() const {
+        return std::chrono::duration<double>(Clock::now() - job_.received).count();
+    }
 
     GenerationJob job_;
     ServingMetrics& metrics_;

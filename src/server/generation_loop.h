@@ -44,7 +44,7 @@ struct GenerationJob {
     std::shared_ptr<StreamSet> streams;
     std::unique_ptr<ResponseBuilder> builder;
     bool stream = false;
-    bool include_usage = false;  // streams: a usage chunk before [DONE]
+    bool include_usage = false;   // streams: a usage chunk before [DONE]
     bool report_sampling = true;  // the resolved sampling in the first chunk, or in the body
     nlohmann::json sampling;      // the resolved sampling values with their sources
     // The request log: which endpoint, under which id, since when.

@@ -44,7 +44,8 @@ void OpenAiService::register_routes(http::HttpServer& server) {
     auto bind = [this](auto method) {
         return [this, method](const http::HttpRequest& request) {
             http::HttpResponse response = (this->*method)(request);
-            if (const std::string id = request.header("X-Request-Id"); !id.empty() && !response.headers.count("X-Request-Id"))
+            if (const std::string id = request.header("X-Request-Id");
+                !id.empty() && !response.headers.count("X-Request-Id"))
                 response.headers.emplace("X-Request-Id", id);
             return response;
         };
@@ -97,13 +98,13 @@ http::HttpResponse OpenAiService::tokenize(const http::HttpRequest& request) con
     bool add_special = true;
     if (const api::Json* flag = api::find_field(*body, "add_special_tokens")) {
         if (!flag->is_boolean())
-            return api::to_http_response(api::invalid_request("'add_special_tokens' must be a boolean", "add_special_tokens"));
+            return api::to_http_response(
+                api::invalid_request("'add_special_tokens' must be a boolean", "add_special_tokens"));
         add_special = flag->get<bool>();
     }
     const auto tokens = model_.tokenizer.encode(text->get<std::string>(), add_special, /*parse_special=*/true);
-    return json_response({{"tokens", tokens},
-                          {"count", tokens.size()},
-                          {"max_model_len", model_.config.context_length}});
+    return json_response(
+        {{"tokens", tokens}, {"count", tokens.size()}, {"max_model_len", model_.config.context_length}});
 }
 
 http::HttpResponse OpenAiService::detokenize(const http::HttpRequest& request) const {
@@ -202,8 +203,8 @@ api::ApiResult<std::shared_ptr<GenerationStream>> OpenAiService::submit(Generati
 }
 
 GenerationJob OpenAiService::generation_job(const char* endpoint, const http::HttpRequest& http_request,
-                                            const api::GenerationRequest& generation,
-                                            const ResolvedSampling& sampling, const std::string& response_id,
+                                            const api::GenerationRequest& generation, const ResolvedSampling& sampling,
+                                            const std::string& response_id,
                                             std::chrono::steady_clock::time_point received) const {
     GenerationJob job;
     job.streams = std::make_shared<StreamSet>();

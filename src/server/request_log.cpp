@@ -28,8 +28,9 @@ void RequestLog::write(const nlohmann::json& entry) {
     } else {
         text = timestamp() + " request";
         for (const auto& [key, value] : entry.items())
-            text += " " + key + "=" + (value.is_string() ? value.get<std::string>()
-                                                         : value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+            text += " " + key + "=" +
+                    (value.is_string() ? value.get<std::string>()
+                                       : value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     }
     std::lock_guard lock(mutex_);
     std::fprintf(stderr, "%s\n", text.c_str());
@@ -38,9 +39,10 @@ void RequestLog::write(const nlohmann::json& entry) {
 void RequestLog::info(const std::string& message) {
     std::lock_guard lock(mutex_);
     if (json_) {
-        std::fprintf(stderr, "%s\n", nlohmann::json{{"time", timestamp()}, {"level", "info"}, {"message", message}}
-                                         .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
-                                         .c_str());
+        std::fprintf(stderr, "%s\n",
+                     nlohmann::json{{"time", timestamp()}, {"level", "info"}, {"message", message}}
+                         .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+                         .c_str());
     } else {
         std::fprintf(stderr, "%s %s\n", timestamp().c_str(), message.c_str());
     }

@@ -26,8 +26,10 @@ Result<SamplingSettings> load_sampling_settings(const SamplingFlags& flags, cons
         if (config.is_discarded() || !config.is_object())
             return Error{"--config: '" + flags.config_file + "' is not a JSON object"};
         for (const auto& [key, value] : config.items()) {
-            if (key == "preferred_sampling_params") preferred_object = value;
-            else if (key == "sampling_policy") policy_object = value;
+            if (key == "preferred_sampling_params")
+                preferred_object = value;
+            else if (key == "sampling_policy")
+                policy_object = value;
             else if (key == "sampling_defaults" && value.is_string()) {
                 if (merged.defaults_mode.empty()) merged.defaults_mode = value.get<std::string>();
             } else if (key == "generation_config" && value.is_string()) {

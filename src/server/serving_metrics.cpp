@@ -4,7 +4,8 @@ namespace tempered {
 namespace {
 
 std::vector<double> latency_buckets() {
-    return {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0};
+    return {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,  0.25, 0.5,
+            0.75,  1.0,   2.5,  5.0,  7.5,  10.0, 20.0, 40.0, 80.0};
 }
 
 }  // namespace
@@ -34,8 +35,8 @@ ServingMetrics::ServingMetrics(std::string model_name, std::string kv_cache_dtyp
                                       {"model_name"})),
       request_success_(registry_.counter("vllm:request_success_total", "Requests finished, by finish reason.",
                                          {"model_name", "finished_reason"})),
-      preemptions_(registry_.counter("vllm:num_preemptions_total", "Requests preempted for lack of KV blocks.",
-                                     {"model_name"})),
+      preemptions_(
+          registry_.counter("vllm:num_preemptions_total", "Requests preempted for lack of KV blocks.", {"model_name"})),
       prefix_queries_(registry_.counter("vllm:prefix_cache_queries_total",
                                         "Prompt tokens looked up in the prefix cache.", {"model_name"})),
       prefix_hits_(registry_.counter("vllm:prefix_cache_hits_total", "Prompt tokens found in the prefix cache.",
@@ -46,7 +47,8 @@ ServingMetrics::ServingMetrics(std::string model_name, std::string kv_cache_dtyp
       sampling_sources_(registry_.counter("tempered:sampling_param_source_total",
                                           "Sampling parameter values used, by where each came from.",
                                           {"param", "source"})),
-      kv_dtype_info_(registry_.gauge("tempered:kv_cache_dtype_info", "The KV cache element type (value 1).", {"dtype"})),
+      kv_dtype_info_(
+          registry_.gauge("tempered:kv_cache_dtype_info", "The KV cache element type (value 1).", {"dtype"})),
       kv_blocks_in_use_(registry_.gauge("tempered:kv_blocks_in_use", "KV blocks held by running sequences.")) {
     kv_dtype_info_.with({kv_cache_dtype_}).set(1);
     rejected_.get();
@@ -65,14 +67,15 @@ void ServingMetrics::watch_engine(std::function<EngineStats()> stats) {
         const EngineStats now = stats();
         running_.with({model_name_}).set(now.running_requests);
         waiting_.with({model_name_}).set(now.waiting_requests);
-        const double usage =
-            now.kv_blocks_total ? static_cast<double>(now.kv_blocks_used) / static_cast<double>(now.kv_blocks_total) : 0;
+        const double usage = now.kv_blocks_total
+                                 ? static_cast<double>(now.kv_blocks_used) / static_cast<double>(now.kv_blocks_total)
+                                 : 0;
         kv_usage_.with({model_name_}).set(usage);
         gpu_cache_usage_.with({model_name_}).set(usage);
         kv_blocks_in_use_.get().set(static_cast<double>(now.kv_blocks_used));
         cache_config_
-            .with({model_name_, std::to_string(now.kv_block_size), std::to_string(now.kv_blocks_total),
-                   kv_cache_dtype_})
+            .with(
+                {model_name_, std::to_string(now.kv_block_size), std::to_string(now.kv_blocks_total), kv_cache_dtype_})
             .set(1);
     });
 }

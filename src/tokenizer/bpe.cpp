@@ -92,9 +92,9 @@ Result<BpeMerges> BpeMerges::build(const Vocab& vocab, std::span<const std::stri
 namespace {
 
 struct Symbol {
-    int32_t id;     // interned symbol, -1 if the text is in no merge
-    int32_t prev;   // index of the previous live symbol, -1 at the start
-    int32_t next;   // index of the next live symbol, -1 at the end
+    int32_t id;    // interned symbol, -1 if the text is in no merge
+    int32_t prev;  // index of the previous live symbol, -1 at the start
+    int32_t next;  // index of the next live symbol, -1 at the end
     uint32_t begin;
     uint32_t length;  // bytes of the word; 0 once merged into its left neighbour
 };

@@ -23,8 +23,7 @@ public:
 
     // Appends the token ids of one pre-tokenized word, given as raw bytes. With `whole_word_first`, a
     // word that is itself a token is emitted as that token without merging (llama.cpp's ignore_merges).
-    void encode_word(std::string_view word, const Vocab& vocab, bool whole_word_first,
-                     std::vector<int32_t>& out) const;
+    void encode_word(std::string_view word, const Vocab& vocab, bool whole_word_first, std::vector<int32_t>& out) const;
 
     size_t size() const { return merges_.size(); }
 
@@ -55,8 +54,8 @@ private:
     }
     int32_t intern(std::string_view text);
 
-    TokenIdsByText symbol_ids_;           // GPT-2-spelled text -> symbol id
-    std::vector<int32_t> symbol_tokens_;  // (n_symbols) token id of the symbol's text, or -1
+    TokenIdsByText symbol_ids_;                // GPT-2-spelled text -> symbol id
+    std::vector<int32_t> symbol_tokens_;       // (n_symbols) token id of the symbol's text, or -1
     std::array<int32_t, 256> byte_symbols_{};  // symbol of each single byte, or -1
     MergeTable merges_;
 };

@@ -14,7 +14,11 @@ constexpr uint32_t kOutside = 0xFFFFFFFF;  // the "code point" before or after t
 // Per-code-point flags, computed once per text. Every real code point has kPresent, so a zero flags
 // byte means "outside the piece", as in llama.cpp where an out-of-range position has no flags at all.
 enum : uint8_t {
-    kPresent = 1, kLetter = 2, kNumber = 4, kWhitespace = 8, kPunctuationLike = 16,
+    kPresent = 1,
+    kLetter = 2,
+    kNumber = 4,
+    kWhitespace = 8,
+    kPunctuationLike = 16,
 };
 
 struct Piece {
@@ -192,28 +196,25 @@ void run_pass(PreTokenizerPass pass, const Piece& piece, size_t begin, std::vect
         };
     };
     switch (pass) {
-        case PreTokenizerPass::kGpt2:
-            return split_gpt2(piece, begin, out);
-        case PreTokenizerPass::kLlama3:
-            return split_llama3(piece, begin, 3, out);
-        case PreTokenizerPass::kQwen2:
-            return split_llama3(piece, begin, 1, out);
+        case PreTokenizerPass::kGpt2: return split_gpt2(piece, begin, out);
+        case PreTokenizerPass::kLlama3: return split_llama3(piece, begin, 3, out);
+        case PreTokenizerPass::kQwen2: return split_llama3(piece, begin, 1, out);
         case PreTokenizerPass::kEachDigit:
-            return split_by_matches(piece, begin, [&](size_t pos) -> size_t {
-                return (piece.flags_at(pos) & kNumber) ? 1 : 0;
-            }, out);
-        case PreTokenizerPass::kDigitRuns:
-            return split_by_matches(piece, begin, run_of(kNumber), out);
-        case PreTokenizerPass::kPunctuationRuns:
-            return split_by_matches(piece, begin, run_of(kPunctuationLike), out);
+            return split_by_matches(
+                piece, begin, [&](size_t pos) -> size_t { return (piece.flags_at(pos) & kNumber) ? 1 : 0; }, out);
+        case PreTokenizerPass::kDigitRuns: return split_by_matches(piece, begin, run_of(kNumber), out);
+        case PreTokenizerPass::kPunctuationRuns: return split_by_matches(piece, begin, run_of(kPunctuationLike), out);
         case PreTokenizerPass::kAsciiDigitTriples:
-            return split_by_matches(piece, begin, [&](size_t pos) -> size_t {
-                for (size_t i = 0; i < 3; ++i) {
-                    const uint32_t c = piece.at(pos + i);
-                    if (c < '0' || c > '9') return 0;
-                }
-                return 3;
-            }, out);
+            return split_by_matches(
+                piece, begin,
+                [&](size_t pos) -> size_t {
+                    for (size_t i = 0; i < 3; ++i) {
+                        const uint32_t c = piece.at(pos + i);
+                        if (c < '0' || c > '9') return 0;
+                    }
+                    return 3;
+                },
+                out);
     }
 }
 
@@ -245,8 +246,8 @@ Result<PreTokenizer> PreTokenizer::from_name(std::string_view name) {
     pre.clean_spaces = true;  // llama.cpp's default for byte-level BPE; most names below turn it off
     if (name.empty() || name == "default") {
         pre.passes = {P::kPunctuationRuns, P::kGpt2, P::kDigitRuns, P::kAsciiDigitTriples};
-    } else if (name_in(name, {"gpt-2", "phi-2", "jina-es", "jina-de", "gigachat", "jina-v2-es", "jina-v2-de",
-                              "a.x-4.0", "mellum", "modern-bert", "mpt", "olmo", "jais", "exaone4"})) {
+    } else if (name_in(name, {"gpt-2", "phi-2", "jina-es", "jina-de", "gigachat", "jina-v2-es", "jina-v2-de", "a.x-4.0",
+                              "mellum", "modern-bert", "mpt", "olmo", "jais", "exaone4"})) {
         pre.passes = {P::kGpt2};
     } else if (name_in(name, {"trillion", "granite-docling"})) {
         pre.passes = {P::kGpt2};
@@ -256,8 +257,8 @@ Result<PreTokenizer> PreTokenizer::from_name(std::string_view name) {
     } else if (name_in(name, {"smollm", "command-r"})) {
         pre.passes = {P::kEachDigit, P::kGpt2};
         pre.clean_spaces = false;
-    } else if (name_in(name, {"llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral", "midm-2.0",
-                              "lfm2", "jina-v5-nano"})) {
+    } else if (name_in(name, {"llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral", "midm-2.0", "lfm2",
+                              "jina-v5-nano"})) {
         pre.passes = {P::kLlama3};
         pre.ignore_merges = true;
         pre.add_bos = true;

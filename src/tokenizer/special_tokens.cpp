@@ -8,9 +8,8 @@ SpecialTokenMatcher::SpecialTokenMatcher(const Vocab& vocab) {
     for (int32_t id = 0; id < vocab.size(); ++id) {
         if (vocab.attrs[id] & (kAttrControl | kAttrUserDefined | kAttrUnknown)) specials_.push_back(id);
     }
-    std::stable_sort(specials_.begin(), specials_.end(), [&](int32_t a, int32_t b) {
-        return vocab.texts[a].size() > vocab.texts[b].size();
-    });
+    std::stable_sort(specials_.begin(), specials_.end(),
+                     [&](int32_t a, int32_t b) { return vocab.texts[a].size() > vocab.texts[b].size(); });
 
     root_children_.fill(-1);
     node_special_.assign(1, -1);  // the root

@@ -64,9 +64,7 @@ size_t append_valid_utf8(std::string_view bytes, bool at_end, std::string& out) 
     return i;
 }
 
-std::string StreamingDetokenizer::push(int32_t id) {
-    return push_bytes(tokenizer_->token_piece(id, skip_special_));
-}
+std::string StreamingDetokenizer::push(int32_t id) { return push_bytes(tokenizer_->token_piece(id, skip_special_)); }
 
 std::string StreamingDetokenizer::push_bytes(std::string_view bytes) {
     pending_.append(bytes);

@@ -66,8 +66,8 @@ private:
     std::string piece_of(int32_t id) const;
 
     Vocab vocab_;
-    PreTokenizer pre_tokenizer_;       // byte-level BPE only
-    BpeMerges merges_;                 // byte-level BPE only
+    PreTokenizer pre_tokenizer_;  // byte-level BPE only
+    BpeMerges merges_;            // byte-level BPE only
     SpecialTokenMatcher special_tokens_;
     std::vector<std::string> pieces_;  // (n_tokens) token_bytes of each id
 };

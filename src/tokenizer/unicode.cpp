@@ -43,10 +43,15 @@ UnicodeClass unicode_class(uint32_t code_point) {
 bool unicode_is_whitespace(uint32_t c) {
     if (c < 0x80) return (c >= 0x09 && c <= 0x0D) || c == 0x20;
     switch (c) {
-        case 0x85: case 0xA0: case 0x1680: case 0x2028: case 0x2029: case 0x202F: case 0x205F: case 0x3000:
-            return true;
-        default:
-            return c >= 0x2000 && c <= 0x200A;
+        case 0x85:
+        case 0xA0:
+        case 0x1680:
+        case 0x2028:
+        case 0x2029:
+        case 0x202F:
+        case 0x205F:
+        case 0x3000: return true;
+        default: return c >= 0x2000 && c <= 0x200A;
     }
 }
 

@@ -18,7 +18,14 @@ constexpr uint32_t kReplacementCharacter = 0xFFFD;
 
 // The general-category major class (the first letter of the category); kUnassigned is Cn.
 enum class UnicodeClass : uint8_t {
-    kUnassigned, kLetter, kNumber, kSeparator, kMark, kPunctuation, kSymbol, kControl,
+    kUnassigned,
+    kLetter,
+    kNumber,
+    kSeparator,
+    kMark,
+    kPunctuation,
+    kSymbol,
+    kControl,
 };
 
 UnicodeClass unicode_class(uint32_t code_point);

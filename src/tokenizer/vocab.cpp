@@ -29,29 +29,42 @@ bool text_in(std::string_view text, std::span<const std::string_view> texts) {
 // found first is decided by hash-map order there; here the lowest id wins, which only matters for a
 // vocabulary holding two candidates of one kind.
 constexpr std::string_view kEndOfTurnTexts[] = {
-    "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|end_of_text|>", "<EOT>",
-    "_<EOT>", "[EOT]", "<｜end▁of▁sentence｜>", "<end_of_utterance>"};
-constexpr std::string_view kFimPrefixTexts[] = {
-    "<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<｜fim▁begin｜>", "<PRE>", "▁<PRE>", "<|code_prefix|>",
-    "<|prefix|>"};
-constexpr std::string_view kFimSuffixTexts[] = {
-    "<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<｜fim▁hole｜>", "<SUF>", "▁<SUF>", "<|code_suffix|>",
-    "<|suffix|>"};
-constexpr std::string_view kFimMiddleTexts[] = {
-    "<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<｜fim▁end｜>", "<MID>", "▁<MID>", "<|code_middle|>",
-    "<|middle|>"};
-constexpr std::string_view kFimPadTexts[] = {
-    "<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]"};
-constexpr std::string_view kFimRepoTexts[] = {
-    "<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>"};
+    "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>",         "<|endoftext|>",     "<|end_of_text|>",
+    "<EOT>",      "_<EOT>",     "[EOT]",   "<｜end▁of▁sentence｜>", "<end_of_utterance>"};
+constexpr std::string_view kFimPrefixTexts[] = {"<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>",    "<｜fim▁begin｜>",
+                                                "<PRE>",          "▁<PRE>",       "<|code_prefix|>", "<|prefix|>"};
+constexpr std::string_view kFimSuffixTexts[] = {"<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>",    "<｜fim▁hole｜>",
+                                                "<SUF>",          "▁<SUF>",       "<|code_suffix|>", "<|suffix|>"};
+constexpr std::string_view kFimMiddleTexts[] = {"<|fim_middle|>", "<fim-middle>", "<fim_middle>",    "<｜fim▁end｜>",
+                                                "<MID>",          "▁<MID>",       "<|code_middle|>", "<|middle|>"};
+constexpr std::string_view kFimPadTexts[] = {"<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]"};
+constexpr std::string_view kFimRepoTexts[] = {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>"};
 constexpr std::string_view kFimSeparatorTexts[] = {"<|file_sep|>"};
 constexpr std::string_view kEndOfMessageTexts[] = {"<|eom_id|>"};
 // gpt-oss tokens rendered like user-defined ones.
 constexpr std::string_view kAlwaysRenderedTexts[] = {"<|channel|>", "<|message|>", "<|start|>", "<|constrain|>"};
-constexpr std::string_view kEndOfGenerationTexts[] = {
-    "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>", "<end_of_turn>",
-    "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]", "<|end_of_text|>",
-    "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>", "<｜end▁of▁sentence｜>", "[e~["};
+constexpr std::string_view kEndOfGenerationTexts[] = {"<|eot_id|>",
+                                                      "<|im_end|>",
+                                                      "<|end|>",
+                                                      "<|return|>",
+                                                      "<|call|>",
+                                                      "<|flush|>",
+                                                      "<|calls|>",
+                                                      "<end_of_turn>",
+                                                      "<|endoftext|>",
+                                                      "</s>",
+                                                      "<|eom_id|>",
+                                                      "<EOT>",
+                                                      "_<EOT>",
+                                                      "[EOT]",
+                                                      "[EOS]",
+                                                      "<|end_of_text|>",
+                                                      "<end_of_utterance>",
+                                                      "<eos>",
+                                                      "<turn|>",
+                                                      "<|tool_response>",
+                                                      "<｜end▁of▁sentence｜>",
+                                                      "[e~["};
 
 // Applies llama.cpp's text-based detection of special tokens, attribute fix-ups and the
 // end-of-generation set. `ids` are the explicit (or default) special ids.
@@ -74,8 +87,8 @@ void detect_special_tokens(Vocab& vocab, SpecialIds ids) {
         for (const int32_t id : candidates) visit(id, vocab.texts[id], vocab.attrs[id]);
     };
     std::optional<int32_t> fim_prefix, fim_suffix, fim_middle;
-    const auto detect = [&](std::optional<int32_t>& slot, std::span<const std::string_view> texts,
-                            int32_t id, std::string_view text, uint32_t& attr) {
+    const auto detect = [&](std::optional<int32_t>& slot, std::span<const std::string_view> texts, int32_t id,
+                            std::string_view text, uint32_t& attr) {
         if (slot || !text_in(text, texts)) return;
         slot = id;
         attr |= kAttrControl;
@@ -158,7 +171,7 @@ void TokenLookup::build(const std::vector<std::string>& texts) {
 
 std::optional<int32_t> TokenLookup::find(std::string_view text, const std::vector<std::string>& texts) const {
     if (slots_.empty()) return std::nullopt;
-    const uint64_t hash = std::hash<std::string_view>{}(text) * 0x9E3779B97F4A7C15ull;
+    const uint64_t hash = std::hash<std::string_view>{}(text)*0x9E3779B97F4A7C15ull;
     const size_t mask = slots_.size() - 1;
     for (size_t slot = slot_of(hash);; slot = (slot + 1) & mask) {
         const Slot& entry = slots_[slot];
@@ -172,8 +185,8 @@ Result<Vocab> Vocab::build(const VocabSpec& spec, bool default_add_bos, bool cle
     if (n_tokens == 0) return Error{"tokenizer: the vocabulary is empty"};
     if (n_tokens > static_cast<size_t>(INT32_MAX)) return Error{"tokenizer: the vocabulary is too large"};
     if (!spec.scores.empty() && spec.scores.size() < n_tokens) {
-        return Error{"tokenizer: " + std::to_string(spec.scores.size()) + " scores for " +
-                     std::to_string(n_tokens) + " tokens"};
+        return Error{"tokenizer: " + std::to_string(spec.scores.size()) + " scores for " + std::to_string(n_tokens) +
+                     " tokens"};
     }
     if (!spec.token_types.empty() && spec.token_types.size() < n_tokens) {
         return Error{"tokenizer: " + std::to_string(spec.token_types.size()) + " token types for " +

@@ -20,13 +20,19 @@ namespace tempered {
 class GgufFile;
 
 enum class TokenizerModel : uint8_t {
-    kBytePairGpt2,    // tokenizer.ggml.model = "gpt2": byte-level BPE with ranked merges
-    kSentencePiece,   // tokenizer.ggml.model = "llama": SentencePiece-style BPE by score, byte fallback
+    kBytePairGpt2,   // tokenizer.ggml.model = "gpt2": byte-level BPE with ranked merges
+    kSentencePiece,  // tokenizer.ggml.model = "llama": SentencePiece-style BPE by score, byte fallback
 };
 
 // GGUF token types (tokenizer.ggml.token_type).
 enum class GgufTokenType : int32_t {
-    kUndefined = 0, kNormal = 1, kUnknown = 2, kControl = 3, kUserDefined = 4, kUnused = 5, kByte = 6,
+    kUndefined = 0,
+    kNormal = 1,
+    kUnknown = 2,
+    kControl = 3,
+    kUserDefined = 4,
+    kUnused = 5,
+    kByte = 6,
 };
 
 // Token attributes, a bit set as in llama.cpp (a token can gain kControl on top of its type).
@@ -42,11 +48,11 @@ enum TokenAttr : uint32_t {
 
 struct VocabSpec {
     TokenizerModel model = TokenizerModel::kBytePairGpt2;
-    std::string pre_tokenizer;            // tokenizer.ggml.pre; byte-level BPE only
+    std::string pre_tokenizer;  // tokenizer.ggml.pre; byte-level BPE only
     std::vector<std::string> tokens;
-    std::vector<float> scores;            // empty: all zero
-    std::vector<int32_t> token_types;     // GgufTokenType values; empty: all normal
-    std::vector<std::string> merges;      // "left right", by rank; byte-level BPE only
+    std::vector<float> scores;         // empty: all zero
+    std::vector<int32_t> token_types;  // GgufTokenType values; empty: all normal
+    std::vector<std::string> merges;   // "left right", by rank; byte-level BPE only
 
     // Explicit ids from the file; an id out of range is ignored (the model's default stays).
     std::optional<int64_t> bos_id, eos_id, unknown_id, eot_id, eom_id;
@@ -82,17 +88,17 @@ private:
 
 struct Vocab {
     TokenizerModel model = TokenizerModel::kBytePairGpt2;
-    std::vector<std::string> texts;   // (n_tokens) as stored, "[EMPTY_<id>]" for an empty text
-    std::vector<float> scores;        // (n_tokens)
-    std::vector<uint32_t> attrs;      // (n_tokens) TokenAttr bits
+    std::vector<std::string> texts;  // (n_tokens) as stored, "[EMPTY_<id>]" for an empty text
+    std::vector<float> scores;       // (n_tokens)
+    std::vector<uint32_t> attrs;     // (n_tokens) TokenAttr bits
     TokenLookup ids_by_text;
 
     std::optional<int32_t> bos_id, eos_id, unknown_id;
     std::unordered_set<int32_t> end_of_generation;
     bool add_bos = false;
     bool add_eos = false;
-    bool add_space_prefix = false;    // SentencePiece: a space before the text (and after each special token)
-    bool clean_spaces = false;        // decode drops the space before , . ! ? and some contractions
+    bool add_space_prefix = false;  // SentencePiece: a space before the text (and after each special token)
+    bool clean_spaces = false;      // decode drops the space before , . ! ? and some contractions
 
     // `default_add_bos` and `clean_spaces` come from the pre-tokenizer (byte-level BPE).
     static Result<Vocab> build(const VocabSpec& spec, bool default_add_bos, bool clean_spaces);

@@ -61,8 +61,8 @@ struct GgufTensorSpec {
     std::string name;
     std::vector<uint64_t> dims;
     uint32_t type_id = 0;
-    std::vector<uint8_t> data;            // written at the tensor's offset in the data section
-    std::optional<uint64_t> offset;       // default: the next aligned offset after the previous tensor
+    std::vector<uint8_t> data;       // written at the tensor's offset in the data section
+    std::optional<uint64_t> offset;  // default: the next aligned offset after the previous tensor
 };
 
 class GgufWriter {
@@ -71,10 +71,19 @@ public:
 
     // Layout alignment for tensor offsets and the data section; add a `general.alignment` key yourself
     // when it differs from the default 32.
-    GgufWriter& layout_alignment(uint64_t alignment) { alignment_ = alignment; return *this; }
+    GgufWriter& layout_alignment(uint64_t alignment) {
+        alignment_ = alignment;
+        return *this;
+    }
     // Counts written in the header instead of the real ones.
-    GgufWriter& claim_tensor_count(uint64_t count) { tensor_count_ = count; return *this; }
-    GgufWriter& claim_metadata_count(uint64_t count) { metadata_count_ = count; return *this; }
+    GgufWriter& claim_tensor_count(uint64_t count) {
+        tensor_count_ = count;
+        return *this;
+    }
+    GgufWriter& claim_metadata_count(uint64_t count) {
+        metadata_count_ = count;
+        return *this;
+    }
 
     template <class T>
     GgufWriter& scalar(std::string_view key, uint32_t type_id, T value) {

@@ -63,11 +63,20 @@ TEST(ChatRequest, SamplingRecordsOmittedNullAndGiven) {
 }
 
 TEST(ChatRequest, SamplingRanges) {
-    for (const auto& [field, bad] : std::vector<std::pair<std::string, std::string>>{
-             {"temperature", "2.01"}, {"temperature", "-0.1"}, {"top_p", "0"}, {"top_p", "1.5"},
-             {"top_k", "-2"}, {"top_k", "1.5"}, {"min_p", "1.01"}, {"presence_penalty", "-2.5"},
-             {"frequency_penalty", "3"}, {"repetition_penalty", "0"}, {"repetition_penalty", "2.1"},
-             {"temperature", "\"1\""}, {"seed", "\"7\""}, {"seed", "true"}}) {
+    for (const auto& [field, bad] : std::vector<std::pair<std::string, std::string>>{{"temperature", "2.01"},
+                                                                                     {"temperature", "-0.1"},
+                                                                                     {"top_p", "0"},
+                                                                                     {"top_p", "1.5"},
+                                                                                     {"top_k", "-2"},
+                                                                                     {"top_k", "1.5"},
+                                                                                     {"min_p", "1.01"},
+                                                                                     {"presence_penalty", "-2.5"},
+                                                                                     {"frequency_penalty", "3"},
+                                                                                     {"repetition_penalty", "0"},
+                                                                                     {"repetition_penalty", "2.1"},
+                                                                                     {"temperature", "\"1\""},
+                                                                                     {"seed", "\"7\""},
+                                                                                     {"seed", "true"}}) {
         expect_invalid("{" + kHello + ",\"" + field + "\":" + bad + "}", field);
     }
     const ChatRequest edges =
@@ -138,8 +147,8 @@ TEST(ChatRequest, MessagesShape) {
 }
 
 TEST(ChatRequest, ContentParts) {
-    const ChatRequest request = parse_ok(
-        R"({"messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}]})");
+    const ChatRequest request =
+        parse_ok(R"({"messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}]})");
     const ChatMessage& message = request.messages[0];
     EXPECT_EQ(message.content_kind, ContentKind::Parts);
     EXPECT_EQ(message.content, "ab");
@@ -256,8 +265,8 @@ TEST(ChatRequest, ToolsKwargsAndCallArgumentsKeepTheClientsKeyOrder) {
     const std::string call_history =
         R"("messages":[{"role":"user","content":"hi"},{"role":"assistant","tool_calls":[{"id":"c1","type":"function",)"
         R"("function":{"name":"get_weather","arguments":{"zip":"1","city":"x"}}}]}])";
-    const ChatRequest request = parse_ok("{" + call_history + "," + tools +
-                                         R"(,"chat_template_kwargs":{"zeta":1,"alpha":2}})");
+    const ChatRequest request =
+        parse_ok("{" + call_history + "," + tools + R"(,"chat_template_kwargs":{"zeta":1,"alpha":2}})");
     EXPECT_EQ(request.tools[0]["function"].dump(), function);
     EXPECT_EQ(request.tools[0].begin().key(), "type");
     EXPECT_EQ(request.chat_template_kwargs.dump(), R"({"zeta":1,"alpha":2})");

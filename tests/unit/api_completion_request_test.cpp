@@ -65,8 +65,8 @@ TEST(CompletionRequest, TokenIdsAreCheckedAgainstTheVocabulary) {
     const auto batch = validate_completion_request(parse_ok(R"({"prompt":["x",[5,1000]]})"), ModelLimits{100});
     ASSERT_TRUE(batch.has_value());
     EXPECT_EQ(batch->param, "prompt[1][1]");
-    const auto bias = validate_completion_request(parse_ok(R"({"prompt":"x","logit_bias":{"100":1}})"),
-                                                  ModelLimits{100});
+    const auto bias =
+        validate_completion_request(parse_ok(R"({"prompt":"x","logit_bias":{"100":1}})"), ModelLimits{100});
     ASSERT_TRUE(bias.has_value());
     EXPECT_EQ(bias->param, "logit_bias");
 }

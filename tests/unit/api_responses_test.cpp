@@ -37,8 +37,8 @@ TEST(Responses, IdsHavePrefixesAndAreUnique) {
 
 TEST(Responses, Usage) {
     const json usage = usage_json({10, 5, 8});
-    EXPECT_EQ(keys(usage), (std::set<std::string>{"prompt_tokens", "completion_tokens", "total_tokens",
-                                                   "prompt_tokens_details"}));
+    EXPECT_EQ(keys(usage),
+              (std::set<std::string>{"prompt_tokens", "completion_tokens", "total_tokens", "prompt_tokens_details"}));
     EXPECT_EQ(usage["total_tokens"], 15);
     EXPECT_EQ(usage["prompt_tokens_details"]["cached_tokens"], 8);
 }
@@ -48,8 +48,8 @@ TEST(Responses, ChatCompletion) {
     choice.content = "Hello!";
     choice.finish_reason = FinishReason::Length;
     const json body = chat_completion_json(meta(), {choice}, {3, 2, 0});
-    EXPECT_EQ(keys(body), (std::set<std::string>{"id", "object", "created", "model", "system_fingerprint", "choices",
-                                                  "usage"}));
+    EXPECT_EQ(keys(body),
+              (std::set<std::string>{"id", "object", "created", "model", "system_fingerprint", "choices", "usage"}));
     EXPECT_EQ(body["object"], "chat.completion");
     EXPECT_EQ(body["id"], "chatcmpl-abc");
     EXPECT_EQ(body["created"], 1700000000);
@@ -163,8 +163,8 @@ TEST(Responses, TextCompletion) {
     choice.text = " there";
     choice.finish_reason = FinishReason::Stop;
     const json body = text_completion_json(m, {choice}, {2, 1, 0});
-    EXPECT_EQ(keys(body), (std::set<std::string>{"id", "object", "created", "model", "system_fingerprint", "choices",
-                                                  "usage"}));
+    EXPECT_EQ(keys(body),
+              (std::set<std::string>{"id", "object", "created", "model", "system_fingerprint", "choices", "usage"}));
     EXPECT_EQ(body["object"], "text_completion");
     EXPECT_EQ(body["id"], "cmpl-xyz");
     const json& c = body["choices"][0];

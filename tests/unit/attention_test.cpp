@@ -42,8 +42,12 @@ struct PagedLayer {
     int64_t block_bytes() const { return block_size * slot_bytes(); }
     KvCacheShape shape() const { return KvCacheShape{1, kKvHeads, head_dim, block_size, type}; }
     KvHeadView view() const {
-        return KvHeadView{keys.data() + shape().key_offset(0, 1, 0), values.data() + shape().value_offset(0, 1, 0),
-                          block_bytes(), slot_bytes(), block_size, type};
+        return KvHeadView{keys.data() + shape().key_offset(0, 1, 0),
+                          values.data() + shape().value_offset(0, 1, 0),
+                          block_bytes(),
+                          slot_bytes(),
+                          block_size,
+                          type};
     }
 };
 
@@ -64,13 +68,17 @@ PagedLayer make_layer(DType type, int64_t head_dim, int64_t block_size, int64_t 
         std::copy(key.begin(), key.end(), both_keys.begin() + head_dim);
         std::copy(value.begin(), value.end(), both_values.begin() + head_dim);
         const int32_t block = layer.block_table[static_cast<size_t>(p / block_size)];
-        store_kv_position(layer.shape(), KvLayerView{layer.keys.data(), layer.values.data(), layer.block_bytes()}, block,
-                          p % block_size, both_keys.data(), both_values.data());
+        store_kv_position(layer.shape(), KvLayerView{layer.keys.data(), layer.values.data(), layer.block_bytes()},
+                          block, p % block_size, both_keys.data(), both_values.data());
         for (int64_t d = 0; d < head_dim; ++d) {  // as the cache rounds them
             float rounded_key, rounded_value;
-            kv_to_float(type, &layer.keys[static_cast<size_t>(block * layer.block_bytes() + layer.shape().key_offset(p % block_size, 1, d))],
+            kv_to_float(type,
+                        &layer.keys[static_cast<size_t>(block * layer.block_bytes() +
+                                                        layer.shape().key_offset(p % block_size, 1, d))],
                         &rounded_key, 1);
-            kv_to_float(type, &layer.values[static_cast<size_t>(block * layer.block_bytes() + layer.shape().value_offset(p % block_size, 1, d))],
+            kv_to_float(type,
+                        &layer.values[static_cast<size_t>(block * layer.block_bytes() +
+                                                          layer.shape().value_offset(p % block_size, 1, d))],
                         &rounded_value, 1);
             layer.stored_keys.push_back(rounded_key);
             layer.stored_values.push_back(rounded_value);
@@ -88,7 +96,8 @@ TEST(Attention, ScalarRunEqualsCausalFormulaAndEveryIsaEqualsScalar) {
     std::mt19937 rng(21);
     for (DType type : {DType::F32, DType::F16, DType::BF16}) {
         for (int64_t block_size : {16, 8, 32}) {
-            for (RunCase c : {RunCase{0, 1}, RunCase{0, 7}, RunCase{5, 1}, RunCase{37, 32}, RunCase{16, 16}, RunCase{100, 3}}) {
+            for (RunCase c :
+                 {RunCase{0, 1}, RunCase{0, 7}, RunCase{5, 1}, RunCase{37, 32}, RunCase{16, 16}, RunCase{100, 3}}) {
                 const int64_t length = c.first_position + c.tokens;
                 const PagedLayer layer = make_layer(type, kHeadDim, block_size, length, rng);
                 std::normal_distribution<float> normal(0.0f, 1.0f);
@@ -98,7 +107,8 @@ TEST(Attention, ScalarRunEqualsCausalFormulaAndEveryIsaEqualsScalar) {
                 std::vector<float> scratch(static_cast<size_t>(attention_scratch_floats(kHeads, kHeadDim)));
                 const float scale = 0.125f;
                 std::vector<float> expected_bits(q.size(), 0.0f);
-                AttentionRun run{q.data(), expected_bits.data(), token_stride, c.tokens, kHeads, kHeadDim, c.first_position};
+                AttentionRun run{q.data(), expected_bits.data(), token_stride, c.tokens, kHeads,
+                                 kHeadDim, c.first_position};
                 attend_run_with_isa(run, layer.view(), layer.block_table, scale, scratch.data(), CpuIsa::Scalar);
 
                 for (int64_t t = 0; t < c.tokens; ++t) {
@@ -109,7 +119,8 @@ TEST(Attention, ScalarRunEqualsCausalFormulaAndEveryIsaEqualsScalar) {
                         double max_score = -1e300;
                         for (int64_t p = 0; p < visible; ++p) {
                             double dot = 0.0;
-                            for (int64_t i = 0; i < kHeadDim; ++i) dot += static_cast<double>(qh[i]) * layer.stored_keys[p * kHeadDim + i];
+                            for (int64_t i = 0; i < kHeadDim; ++i)
+                                dot += static_cast<double>(qh[i]) * layer.stored_keys[p * kHeadDim + i];
                             weights[p] = dot * scale;
                             max_score = std::max(max_score, weights[p]);
                         }
@@ -117,8 +128,10 @@ TEST(Attention, ScalarRunEqualsCausalFormulaAndEveryIsaEqualsScalar) {
                         for (double& w : weights) total += (w = std::exp(w - max_score));
                         for (int64_t i = 0; i < kHeadDim; ++i) {
                             double value = 0.0;
-                            for (int64_t p = 0; p < visible; ++p) value += weights[p] / total * layer.stored_values[p * kHeadDim + i];
-                            ASSERT_NEAR(expected_bits[static_cast<size_t>(t * token_stride + h * kHeadDim + i)], value, 2e-5)
+                            for (int64_t p = 0; p < visible; ++p)
+                                value += weights[p] / total * layer.stored_values[p * kHeadDim + i];
+                            ASSERT_NEAR(expected_bits[static_cast<size_t>(t * token_stride + h * kHeadDim + i)], value,
+                                        2e-5)
                                 << dtype_name(type) << " block " << block_size << " first " << c.first_position
                                 << " token " << t << " head " << h << " element " << i;
                         }
@@ -151,8 +164,8 @@ TEST(Attention, TokenOutputDoesNotDependOnItsRun) {
     attend_run(AttentionRun{q.data(), whole.data(), stride, kTokens, kHeads, kHeadDim, kFirst}, layer.view(),
                layer.block_table, 0.125f, scratch.data());
     for (int64_t t = 0; t < kTokens; ++t) {
-        attend_run(AttentionRun{&q[static_cast<size_t>(t * stride)], &single[static_cast<size_t>(t * stride)], stride, 1,
-                                kHeads, kHeadDim, kFirst + t},
+        attend_run(AttentionRun{&q[static_cast<size_t>(t * stride)], &single[static_cast<size_t>(t * stride)], stride,
+                                1, kHeads, kHeadDim, kFirst + t},
                    layer.view(), layer.block_table, 0.125f, scratch.data());
     }
     EXPECT_EQ(count_bit_differences(whole, single), 0);

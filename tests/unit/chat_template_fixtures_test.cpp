@@ -77,8 +77,8 @@ TEST(ChatTemplateFixtures, MatchPythonJinja2ByteForByte) {
             }
         }
     }
-    std::cout << "[ chat templates ] " << templates << " templates, " << compared << " cases compared, "
-              << mismatches << " mismatches\n";
+    std::cout << "[ chat templates ] " << templates << " templates, " << compared << " cases compared, " << mismatches
+              << " mismatches\n";
     EXPECT_GE(templates, 6u);
     EXPECT_GE(compared, 100u);
     EXPECT_EQ(mismatches, 0u);

@@ -31,10 +31,12 @@ TEST(ChatTemplate, RendersOpenAIMessages) {
 
 TEST(ChatTemplate, AcceptsPlainJsonMessages) {
     ChatTemplateInputs inputs;
-    inputs.messages = nlohmann::json::parse(R"([{"role": "system", "content": "S"}, {"role": "user", "content": "U"}])");
+    inputs.messages =
+        nlohmann::json::parse(R"([{"role": "system", "content": "S"}, {"role": "user", "content": "U"}])");
     const auto result = apply_chat_template(kSmolLM2, inputs);
     ASSERT_TRUE(result.ok()) << result.error().message;
-    EXPECT_EQ(result.value(), "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nU<|im_end|>\n<|im_start|>assistant\n");
+    EXPECT_EQ(result.value(),
+              "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nU<|im_end|>\n<|im_start|>assistant\n");
 }
 
 TEST(ChatTemplate, PassesTokensToolsAndExtraContext) {
@@ -46,7 +48,8 @@ TEST(ChatTemplate, PassesTokensToolsAndExtraContext) {
         "{{ bos_token }}|{{ eos_token }}|{{ tools is none }}|{{ documents is none }}|{{ enable_thinking }}|"
         "{{ add_generation_prompt }}";
     EXPECT_EQ(apply_chat_template(source, inputs).value(), "<override>|</s>|True|True|False|True");
-    inputs.tools = nlohmann::ordered_json::parse(R"([{"type": "function", "function": {"name": "f", "description": "d"}}])");
+    inputs.tools =
+        nlohmann::ordered_json::parse(R"([{"type": "function", "function": {"name": "f", "description": "d"}}])");
     EXPECT_EQ(apply_chat_template("{{ tools|tojson }}", inputs).value(),
               R"([{"type": "function", "function": {"name": "f", "description": "d"}}])");
 }
@@ -59,7 +62,8 @@ TEST(ChatTemplate, StrftimeNowReadsTheInjectedClock) {
 
 TEST(ChatTemplate, FailuresComeBackAsErrors) {
     ChatTemplateInputs inputs;
-    inputs.messages = nlohmann::ordered_json::parse(R"([{"role": "user", "content": [{"type": "text", "text": "x"}]}])");
+    inputs.messages =
+        nlohmann::ordered_json::parse(R"([{"role": "user", "content": [{"type": "text", "text": "x"}]}])");
     const auto concat = apply_chat_template(kSmolLM2, inputs);  // str + list, as in Python
     ASSERT_FALSE(concat.ok());
     EXPECT_NE(concat.error().message.find("can only concatenate str"), std::string::npos) << concat.error().message;
@@ -117,14 +121,16 @@ TEST(ChatTemplate, SyntaxErrorsComeBackFromParse) {
 
 // Tools reach the template in the order they were given: tojson prints them as json.dumps would.
 TEST(ChatTemplate, ToolsKeepTheirKeyOrderThroughTojson) {
-    const auto parsed = ChatTemplate::parse("{{ tools | tojson }}|{% for key in tools[0].function %}{{ key }},{% endfor %}");
+    const auto parsed =
+        ChatTemplate::parse("{{ tools | tojson }}|{% for key in tools[0].function %}{{ key }},{% endfor %}");
     ASSERT_TRUE(parsed.ok());
     ChatTemplateInputs inputs;
     inputs.tools = nlohmann::ordered_json::parse(
         R"([{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}, "description": "d"}}])");
-    EXPECT_EQ(parsed->apply(inputs).value(),
-              R"([{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}, "description": "d"}}])"
-              "|name,parameters,description,");
+    EXPECT_EQ(
+        parsed->apply(inputs).value(),
+        R"([{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}, "description": "d"}}])"
+        "|name,parameters,description,");
 }
 
 }  // namespace

@@ -48,12 +48,10 @@ TEST_P(DequantizeFixture, MatchesGgufPackageBitExactly) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, DequantizeFixture,
-                         testing::Values(DType::F32, DType::F16, DType::BF16, DType::Q4_0, DType::Q4_1,
-                                         DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q2_K, DType::Q3_K,
-                                         DType::Q4_K, DType::Q5_K, DType::Q6_K),
-                         [](const testing::TestParamInfo<DType>& info) {
-                             return std::string(dtype_name(info.param));
-                         });
+                         testing::Values(DType::F32, DType::F16, DType::BF16, DType::Q4_0, DType::Q4_1, DType::Q5_0,
+                                         DType::Q5_1, DType::Q8_0, DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K,
+                                         DType::Q6_K),
+                         [](const testing::TestParamInfo<DType>& info) { return std::string(dtype_name(info.param)); });
 
 }  // namespace
 }  // namespace tempered

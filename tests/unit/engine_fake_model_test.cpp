@@ -130,8 +130,7 @@ TEST_F(EngineFakeModel, ShutdownReportsEveryUnfinishedRequestOnce) {
         options.max_running = 1;  // the second request waits, the third may not even be taken yet
         Engine engine(model_, tokenizer_, *pool, options, &observer_);
         for (int i = 0; i < 3; ++i) streams.push_back(engine.submit(greedy(letters("abc"), 200)).stream);
-        while (!streams[0]->next(std::chrono::milliseconds(50))) {
-        }
+        while (!streams[0]->next(std::chrono::milliseconds(50))) {}
     }
     for (auto& stream : streams) {
         auto result = collect(*stream);
@@ -182,8 +181,7 @@ TEST_F(EngineFakeModel, CancelledRequestsAreReportedAsAbortedAndFreeTheirBlocks)
     std::vector<std::shared_ptr<GenerationStream>> streams;
     for (int i = 0; i < 3; ++i) streams.push_back(engine.submit(greedy(letters("abc"), 200)).stream);
     for (auto& stream : streams) {
-        while (!stream->next(std::chrono::milliseconds(50))) {
-        }
+        while (!stream->next(std::chrono::milliseconds(50))) {}
         stream->cancel();
     }
     for (int i = 0; i < 500 && !(engine.idle() && pool->used_block_count() == 0); ++i)

@@ -12,8 +12,8 @@
 #include "engine_test_support.h"
 #include "formats/gguf.h"
 #include "kv/kv_block_pool.h"
-#include "models/model.h"
 #include "model_test_support.h"
+#include "models/model.h"
 #include "tokenizer/tokenizer.h"
 
 namespace tempered {
@@ -51,8 +51,7 @@ std::vector<int32_t> reference_greedy(RealModel& real, const std::vector<int32_t
     EXPECT_TRUE((*kv)->ensure_capacity(0, static_cast<int64_t>(prompt.size()) + count + 1));
     std::vector<float> logits(vocab);
     Batch batch;
-    for (size_t i = 0; i < prompt.size(); ++i)
-        batch.add(prompt[i], static_cast<int32_t>(i), 0, i + 1 == prompt.size());
+    for (size_t i = 0; i < prompt.size(); ++i) batch.add(prompt[i], static_cast<int32_t>(i), 0, i + 1 == prompt.size());
     std::vector<int32_t> out;
     for (int64_t step = 0; step < count; ++step) {
         EXPECT_TRUE(real.model->forward(batch, **kv, logits.data()));
@@ -136,11 +135,11 @@ protected:
 };
 
 TEST_F(EngineRealModel, ConcurrentGreedyRequestsMatchTheOneAtATimeReference) {
-    const std::vector<std::string> texts = {
-        "The capital of France is", "def fibonacci(n):\n", "Once upon a time, in a small village,",
-        "1, 2, 3, 4, 5,"};
+    const std::vector<std::string> texts = {"The capital of France is", "def fibonacci(n):\n",
+                                            "Once upon a time, in a small village,", "1, 2, 3, 4, 5,"};
     std::vector<std::vector<int32_t>> expected;
-    for (const auto& text : texts) expected.push_back(reference_greedy(real_, prompt_tokens(*real_.tokenizer, text), 24));
+    for (const auto& text : texts)
+        expected.push_back(reference_greedy(real_, prompt_tokens(*real_.tokenizer, text), 24));
 
     auto pool = make_pool(256);
     Engine engine(*real_.model, *real_.tokenizer, *pool, EngineOptions{});
@@ -226,10 +225,10 @@ TEST_F(EngineRealModel, CancelledRequestsFreeTheirBlocks) {
     Engine engine(*real_.model, *real_.tokenizer, *pool, EngineOptions{});
     std::vector<std::shared_ptr<GenerationStream>> streams;
     for (int i = 0; i < 6; ++i)
-        streams.push_back(engine.submit(greedy_options(prompt_tokens(*real_.tokenizer, "Tell me a story"), 400)).stream);
+        streams.push_back(
+            engine.submit(greedy_options(prompt_tokens(*real_.tokenizer, "Tell me a story"), 400)).stream);
     for (auto& stream : streams) {
-        while (!stream->next(std::chrono::milliseconds(100))) {
-        }
+        while (!stream->next(std::chrono::milliseconds(100))) {}
         stream->cancel();
     }
     for (int i = 0; i < 200 && !(engine.idle() && pool->used_block_count() == 0); ++i)

@@ -74,7 +74,8 @@ TEST(GgufMalformed, HeaderProblems) {
 }
 
 TEST(GgufMalformed, HugeCountsFailBeforeAllocating) {
-    expect_error(GgufWriter().claim_metadata_count(kHuge).bytes(), {"metadata count 1152921504606846976", "at byte 16"});
+    expect_error(GgufWriter().claim_metadata_count(kHuge).bytes(),
+                 {"metadata count 1152921504606846976", "at byte 16"});
     expect_error(GgufWriter().claim_tensor_count(kHuge).bytes(), {"tensor count 1152921504606846976", "at byte 8"});
     expect_error(GgufWriter().claim_metadata_count(std::numeric_limits<uint64_t>::max()).bytes(), {"metadata count"});
     expect_error(GgufWriter().u8("a", 1).claim_metadata_count(2).bytes(), {"metadata count 2"});
@@ -148,11 +149,9 @@ TEST(GgufMalformed, BadAlignment) {
                  {"metadata 'general.alignment'", "not a nonzero power of two"});
     expect_error(GgufWriter().u32("general.alignment", 48).bytes(), {"general.alignment", "value 48"});
     expect_error(GgufWriter().i32("general.alignment", -32).bytes(), {"general.alignment", "value -32"});
-    expect_error(GgufWriter().string("general.alignment", "32").bytes(), {"general.alignment", "must be an integer, not string"});
-    expect_error(GgufWriter()
-                     .u64("general.alignment", uint64_t{1} << 63)
-                     .tensor({"t", {1}, 0, zeros(4), {}})
-                     .bytes(),
+    expect_error(GgufWriter().string("general.alignment", "32").bytes(),
+                 {"general.alignment", "must be an integer, not string"});
+    expect_error(GgufWriter().u64("general.alignment", uint64_t{1} << 63).tensor({"t", {1}, 0, zeros(4), {}}).bytes(),
                  {"tensor 't'", "data range [9223372036854775808, 9223372036854775812) exceeds file size"});
 }
 
@@ -175,8 +174,7 @@ TEST(GgufMalformed, TensorInfoProblems) {
     expect_error(GgufWriter().tensor({"t", {33}, 3, zeros(40), {}}).bytes(),
                  {"tensor 't'", "row length 33 is not a whole number of Q4_1 blocks of 32", "tensor info at byte 24"});
     // The tensor count promises a second tensor info that is not there.
-    expect_error(GgufWriter().claim_tensor_count(2).tensor({"t", {4}, 0, zeros(16), {}}).bytes(),
-                 {"tensor info #1"});
+    expect_error(GgufWriter().claim_tensor_count(2).tensor({"t", {4}, 0, zeros(16), {}}).bytes(), {"tensor info #1"});
 }
 
 TEST(GgufMalformed, TensorDataProblems) {
@@ -189,16 +187,11 @@ TEST(GgufMalformed, TensorDataProblems) {
                  {"tensor 't'", "overflows"});
     expect_error(GgufWriter().tensor({"t", {8}, 0, zeros(32), {16}}).bytes(),
                  {"tensor 't'", "data offset 16 is not a multiple of the alignment 32"});
-    expect_error(GgufWriter()
-                     .tensor({"a", {16}, 0, zeros(64), {0}})
-                     .tensor({"b", {8}, 0, zeros(32), {32}})
-                     .bytes(),
+    expect_error(GgufWriter().tensor({"a", {16}, 0, zeros(64), {0}}).tensor({"b", {8}, 0, zeros(32), {32}}).bytes(),
                  {"tensor 'b'", "overlaps tensor 'a'"});
-    expect_error(GgufWriter()
-                     .tensor({"late", {8}, 0, zeros(32), {64}})
-                     .tensor({"early", {32}, 0, zeros(128), {0}})
-                     .bytes(),
-                 {"tensor 'late'", "overlaps tensor 'early'"});
+    expect_error(
+        GgufWriter().tensor({"late", {8}, 0, zeros(32), {64}}).tensor({"early", {32}, 0, zeros(128), {0}}).bytes(),
+        {"tensor 'late'", "overlaps tensor 'early'"});
 }
 
 TEST(GgufMalformed, AdjacentTensorsDoNotOverlap) {

@@ -87,8 +87,8 @@ TEST(GgufReader, ArraysRoundTrip) {
             .array("scores", encode::array<float>(6, {0.5f, -1.25f}))
             .array("flags", encode::array<uint8_t>(7, {1, 0}))
             .array("empty", encode::array<uint32_t>(4, {}))
-            .array("nested", encode::array_of_arrays({encode::array<uint8_t>(0, {1, 2}),
-                                                      encode::array<uint8_t>(0, {3})}))
+            .array("nested",
+                   encode::array_of_arrays({encode::array<uint8_t>(0, {1, 2}), encode::array<uint8_t>(0, {3})}))
             .bytes();
     auto file = parse(bytes);
     ASSERT_TRUE(file.ok()) << file.error().message;
@@ -130,8 +130,8 @@ GgufWriter model_like(uint32_t version) {
     GgufWriter writer(version);
     writer.string("general.architecture", "llama")
         .u32("llama.block_count", 1)
-        .tensor({"token_embd.weight", {32, 2}, 3, filled(2 * 20, 1), {}})  // Q4_1: 20 bytes per 32
-        .tensor({"output_norm.weight", {3}, 0, filled(12, 100), {}})        // F32
+        .tensor({"token_embd.weight", {32, 2}, 3, filled(2 * 20, 1), {}})     // Q4_1: 20 bytes per 32
+        .tensor({"output_norm.weight", {3}, 0, filled(12, 100), {}})          // F32
         .tensor({"blk.0.attn_q.weight", {64, 2}, 8, filled(4 * 34, 7), {}});  // Q8_0: 34 bytes per 32
     return writer;
 }

@@ -36,7 +36,8 @@ TEST(JinjaLimits, DeeplyNestedExpressionsAreRejectedByTheParser) {
 }
 
 TEST(JinjaLimits, ModerateNestingStillWorks) {
-    const auto result = render_jinja("{{ " + repeat("(", 100) + "1" + repeat(")", 100) + " }}", nlohmann::json::object());
+    const auto result =
+        render_jinja("{{ " + repeat("(", 100) + "1" + repeat(")", 100) + " }}", nlohmann::json::object());
     ASSERT_TRUE(result.ok()) << result.error().message;
     EXPECT_EQ(result.value(), "1");
 }
@@ -51,8 +52,8 @@ TEST(JinjaLimits, UnboundedMacroRecursionIsRejected) {
 }
 
 TEST(JinjaLimits, LoopIterationsAreBounded) {
-    expect_error_containing(
-        "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}", "iteration limit");
+    expect_error_containing("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}",
+                            "iteration limit");
     JinjaLimits small;
     small.max_loop_iterations = 10;
     const auto result = render_jinja("{% for i in range(11) %}{% endfor %}", nlohmann::json::object(), small);
@@ -120,13 +121,15 @@ TEST(JinjaLimits, NoFileAccess) {
     expect_error_containing("{% include '/etc/passwd' %}", "not supported");
     expect_error_containing("{% extends 'base.html' %}", "not supported");
     expect_error_containing("{% from 'x' import y %}", "not supported");
-    const auto result = render_jinja("{{ ''.__class__ }}x{{ self }}{{ lipsum }}{{ range.__globals__ }}", nlohmann::json::object());
+    const auto result =
+        render_jinja("{{ ''.__class__ }}x{{ self }}{{ lipsum }}{{ range.__globals__ }}", nlohmann::json::object());
     ASSERT_TRUE(result.ok()) << result.error().message;  // nothing reachable: all undefined
     EXPECT_EQ(result.value(), "x");
 }
 
 TEST(JinjaLimits, ErrorsCarryLineNumbers) {
-    expect_error_containing("line one\n{% if true %}\n  {{ raise_exception('bad role') }}\n{% endif %}", "line 3: bad role");
+    expect_error_containing("line one\n{% if true %}\n  {{ raise_exception('bad role') }}\n{% endif %}",
+                            "line 3: bad role");
     expect_error_containing("a\nb\n{{ 1 + }}", "line 3");
     expect_error_containing("{% for x in y %}\n\n", "endfor");
 }
@@ -153,8 +156,12 @@ TEST(JinjaLimits, MutatedTemplatesNeverCrash) {
             const size_t at = rng() % (mutated.size() + 1);
             switch (rng() % 3) {
                 case 0: mutated.insert(at, 1, alphabet[rng() % alphabet.size()]); break;
-                case 1: if (at < mutated.size()) mutated.erase(at, 1); break;
-                default: if (at < mutated.size()) mutated[at] = alphabet[rng() % alphabet.size()]; break;
+                case 1:
+                    if (at < mutated.size()) mutated.erase(at, 1);
+                    break;
+                default:
+                    if (at < mutated.size()) mutated[at] = alphabet[rng() % alphabet.size()];
+                    break;
             }
         }
         const auto result = render_jinja(mutated, context);

@@ -19,11 +19,11 @@
 
 #include "core/half.h"
 #include "core/thread_pool.h"
+#include "kernel_test_support.h"
 #include "kernels/cpu/dequantize.h"
 #include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/quantize_activations.h"
-#include "kernel_test_support.h"
 
 namespace tempered {
 namespace {
@@ -53,8 +53,8 @@ TEST_P(IntegerMatmul, EveryIsaEqualsScalarDefinitionBitExactly) {
                     std::vector<float> actual(expected.size(), -1.0f);
                     matmul_with_isa(weights, x.data(), batch, actual.data(), pool, isa);
                     EXPECT_EQ(count_bit_differences(actual, expected), 0)
-                        << cpu_isa_name(isa) << " rows " << shape.rows << " cols " << shape.cols << " batch "
-                        << batch << " threads " << pool.size();
+                        << cpu_isa_name(isa) << " rows " << shape.rows << " cols " << shape.cols << " batch " << batch
+                        << " threads " << pool.size();
                 }
             }
         }
@@ -191,7 +191,8 @@ TEST(FloatMatmul, Avx2EqualsScalarTwinAndIsCloseToReference) {
                 dequantize_row(type, weights_data.data() + r * row_bytes, w.data(), cols);
                 for (int64_t b = 0; b < batch; ++b) {
                     double magnitude = 0.0;
-                    for (int64_t i = 0; i < cols; ++i) magnitude += std::fabs(w[static_cast<size_t>(i)] * x[static_cast<size_t>(b * cols + i)]);
+                    for (int64_t i = 0; i < cols; ++i)
+                        magnitude += std::fabs(w[static_cast<size_t>(i)] * x[static_cast<size_t>(b * cols + i)]);
                     const size_t k = static_cast<size_t>(b * rows + r);
                     EXPECT_NEAR(scalar[k], reference[k], 1e-5 * magnitude) << dtype_name(type) << " row " << r;
                 }

@@ -59,7 +59,8 @@ TEST_P(PackedMatmul, PackingKeepsEveryWeight) {
         dequantize_row(type, c.gguf_bytes.data() + r * row_bytes, row.data(), cols);
         for (int64_t col = 0; col < cols; ++col) {
             const PackedWeight w = packed_weight(c.packed, r, col);
-            ASSERT_EQ(w.d * static_cast<float>(w.q) + w.m, row[static_cast<size_t>(col)]) << "row " << r << " col " << col;
+            ASSERT_EQ(w.d * static_cast<float>(w.q) + w.m, row[static_cast<size_t>(col)])
+                << "row " << r << " col " << col;
         }
     }
 }
@@ -126,8 +127,8 @@ TEST_P(PackedMatmul, ScalarKernelFollowsTheDefinition) {
         for (int64_t b = 0; b < batch; ++b) {
             double expected = 0.0, magnitude = 0.0;
             for (int64_t i = 0; i < cols; ++i) {
-                const double term = static_cast<double>(w[static_cast<size_t>(i)]) * q.q[static_cast<size_t>(b * cols + i)] *
-                                    q.block_scale(b, i / 32);
+                const double term = static_cast<double>(w[static_cast<size_t>(i)]) *
+                                    q.q[static_cast<size_t>(b * cols + i)] * q.block_scale(b, i / 32);
                 expected += term;
                 magnitude += std::fabs(term);
             }
@@ -156,7 +157,8 @@ TEST_P(PackedMatmul, StaysWithinActivationQuantizationBoundOfFloatReference) {
         for (int64_t b = 0; b < batch; ++b) {
             const float* xb = x.data() + b * cols;
             const size_t i = static_cast<size_t>(b * rows + r);
-            EXPECT_LE(std::fabs(packed[i] - exact[i]), activation_quantization_bound(w.data(), xb, cols)) << "row " << r << " batch " << b;
+            EXPECT_LE(std::fabs(packed[i] - exact[i]), activation_quantization_bound(w.data(), xb, cols))
+                << "row " << r << " batch " << b;
         }
     }
 }

@@ -62,13 +62,16 @@ const std::string kUsage = R"(data: {"choices":[],"usage":{"prompt_tokens":7,"co
 
 TEST(LoadgenRequestRunner, TimesTextChunksSplitAcrossWrites) {
     ScriptedServer fake;
-    fake.stream("/v1/completions", {
-        {0ms, "data: {\"choices\":[{\"text\":\"\"}]}\n\n"},  // the first chunk carries no text
-        {60ms, "data: {\"choices\":[{\"te"},               // an event split across two writes
-        {20ms, "xt\":\"Hel\"}]}\n\n"},
-        {30ms, "data: {\"choices\":[{\"text\":\"lo\"}]}\n\n: keep-alive\n\ndata: {\"choices\":[{\"text\":\"!\"}]}\n\n"},
-        {0ms, kUsage + "data: [DONE]\n\n"},
-    });
+    fake.stream(
+        "/v1/completions",
+        {
+            {0ms, "data: {\"choices\":[{\"text\":\"\"}]}\n\n"},  // the first chunk carries no text
+            {60ms, "data: {\"choices\":[{\"te"},                 // an event split across two writes
+            {20ms, "xt\":\"Hel\"}]}\n\n"},
+            {30ms,
+             "data: {\"choices\":[{\"text\":\"lo\"}]}\n\n: keep-alive\n\ndata: {\"choices\":[{\"text\":\"!\"}]}\n\n"},
+            {0ms, kUsage + "data: [DONE]\n\n"},
+        });
     const BaseUrl url = fake.start();
     HttpSession session(url, 10s);
     const RequestRecord record = run_request(session, kStreamedCompletion, "hi", 10s);
@@ -86,11 +89,12 @@ TEST(LoadgenRequestRunner, TimesTextChunksSplitAcrossWrites) {
 
 TEST(LoadgenRequestRunner, ChatRoleChunkIsNotTheFirstToken) {
     ScriptedServer fake;
-    fake.stream("/v1/chat/completions", {
-        {0ms, "data: {\"choices\":[{\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n"},
-        {80ms, "data: {\"choices\":[{\"delta\":{\"content\":\"Hi\"}}]}\n\n"},
-        {0ms, "data: [DONE]\n\n"},
-    });
+    fake.stream("/v1/chat/completions",
+                {
+                    {0ms, "data: {\"choices\":[{\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n"},
+                    {80ms, "data: {\"choices\":[{\"delta\":{\"content\":\"Hi\"}}]}\n\n"},
+                    {0ms, "data: [DONE]\n\n"},
+                });
     const BaseUrl url = fake.start();
     HttpSession session(url, 10s);
     const RequestRecord record = run_request(session, {Endpoint::Chat, "m", 1, true}, "hi", 10s);
@@ -103,8 +107,8 @@ TEST(LoadgenRequestRunner, ChatRoleChunkIsNotTheFirstToken) {
 
 TEST(LoadgenRequestRunner, NonStreamedResponse) {
     ScriptedServer fake;
-    fake.reply("/v1/completions", 200, R"({"choices":[{"text":"abc"}],"usage":{"prompt_tokens":5,"completion_tokens":16}})",
-               50ms);
+    fake.reply("/v1/completions", 200,
+               R"({"choices":[{"text":"abc"}],"usage":{"prompt_tokens":5,"completion_tokens":16}})", 50ms);
     const BaseUrl url = fake.start();
     HttpSession session(url, 10s);
     const RequestRecord record = run_request(session, {Endpoint::Completions, "m", 16, false}, "hi", 10s);
@@ -117,7 +121,8 @@ TEST(LoadgenRequestRunner, NonStreamedResponse) {
 
 TEST(LoadgenRequestRunner, HttpErrorCarriesTheEnvelopeMessage) {
     ScriptedServer fake;
-    fake.reply("/v1/completions", 400, R"({"error":{"message":"'max_tokens' is too large","type":"invalid_request_error"}})");
+    fake.reply("/v1/completions", 400,
+               R"({"error":{"message":"'max_tokens' is too large","type":"invalid_request_error"}})");
     const BaseUrl url = fake.start();
     HttpSession session(url, 10s);
     const RequestRecord record = run_request(session, kStreamedCompletion, "hi", 10s);
@@ -127,10 +132,11 @@ TEST(LoadgenRequestRunner, HttpErrorCarriesTheEnvelopeMessage) {
 
 TEST(LoadgenRequestRunner, ErrorEventInTheStream) {
     ScriptedServer fake;
-    fake.stream("/v1/completions", {
-        {0ms, "data: {\"choices\":[{\"text\":\"a\"}]}\n\n"},
-        {0ms, "data: {\"error\":{\"message\":\"engine died\",\"type\":\"server_error\"}}\n\n"},
-    });
+    fake.stream("/v1/completions",
+                {
+                    {0ms, "data: {\"choices\":[{\"text\":\"a\"}]}\n\n"},
+                    {0ms, "data: {\"error\":{\"message\":\"engine died\",\"type\":\"server_error\"}}\n\n"},
+                });
     const BaseUrl url = fake.start();
     HttpSession session(url, 10s);
     const RequestRecord record = run_request(session, kStreamedCompletion, "hi", 10s);
@@ -201,7 +207,8 @@ TEST(LoadgenLoadDriver, ClosedLoopAtMostConcurrencyInFlight) {
         }
         std::this_thread::sleep_for(30ms);
         --in_flight;
-        return http::HttpResponse::json(200, R"({"choices":[{"text":"x"}],"usage":{"prompt_tokens":1,"completion_tokens":2}})");
+        return http::HttpResponse::json(
+            200, R"({"choices":[{"text":"x"}],"usage":{"prompt_tokens":1,"completion_tokens":2}})");
     });
     ASSERT_TRUE(server.start().ok());
     const BaseUrl url{"http://127.0.0.1:" + std::to_string(server.port()), "", ""};
@@ -224,7 +231,8 @@ TEST(LoadgenRequestRunner, SendsTheApiKeyAsABearerToken) {
     std::string seen = "unset";
     fake.server().route("POST", "/v1/completions", [&seen](const http::HttpRequest& request) {
         seen = request.header("Authorization");
-        return http::HttpResponse::json(200, R"({"choices":[{"text":"x"}],"usage":{"prompt_tokens":1,"completion_tokens":1}})");
+        return http::HttpResponse::json(
+            200, R"({"choices":[{"text":"x"}],"usage":{"prompt_tokens":1,"completion_tokens":1}})");
     });
     BaseUrl url = fake.start();
     const RequestSettings plain{Endpoint::Completions, "m", 1, false};

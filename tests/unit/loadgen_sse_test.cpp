@@ -62,7 +62,8 @@ TEST(LoadgenSse, CutShortStreamLeavesAPartialEvent) {
 }
 
 TEST(LoadgenPayload, CompletionChunkText) {
-    const auto chunk = nlohmann::json::parse(R"({"choices":[{"index":0,"text":"Hello","finish_reason":null}],"usage":null})");
+    const auto chunk =
+        nlohmann::json::parse(R"({"choices":[{"index":0,"text":"Hello","finish_reason":null}],"usage":null})");
     const PayloadContent content = read_payload(chunk, Endpoint::Completions);
     EXPECT_EQ(content.text_bytes, 5u);
     EXPECT_FALSE(content.prompt_tokens);
@@ -81,7 +82,8 @@ TEST(LoadgenPayload, ChatRoleChunkCarriesNoText) {
 }
 
 TEST(LoadgenPayload, UsageChunk) {
-    const auto chunk = nlohmann::json::parse(R"({"choices":[],"usage":{"prompt_tokens":32,"completion_tokens":16,"total_tokens":48}})");
+    const auto chunk = nlohmann::json::parse(
+        R"({"choices":[],"usage":{"prompt_tokens":32,"completion_tokens":16,"total_tokens":48}})");
     const PayloadContent content = read_payload(chunk, Endpoint::Completions);
     EXPECT_EQ(content.text_bytes, 0u);
     EXPECT_EQ(content.prompt_tokens, 32);

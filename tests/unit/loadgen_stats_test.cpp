@@ -15,16 +15,22 @@ TEST(LoadgenPercentile, MatchesNumpyLinear) {
         double q, expected;
     };
     const std::vector<Case> cases = {
-        {{15, 20, 35, 40, 50}, 0, 15.0},       {{15, 20, 35, 40, 50}, 25, 20.0},
-        {{15, 20, 35, 40, 50}, 50, 35.0},      {{15, 20, 35, 40, 50}, 90, 46.0},
-        {{15, 20, 35, 40, 50}, 99, 49.6},      {{15, 20, 35, 40, 50}, 100, 50.0},
-        {{1, 2}, 25, 1.25},                    {{1, 2}, 99, 1.99},
+        {{15, 20, 35, 40, 50}, 0, 15.0},
+        {{15, 20, 35, 40, 50}, 25, 20.0},
+        {{15, 20, 35, 40, 50}, 50, 35.0},
+        {{15, 20, 35, 40, 50}, 90, 46.0},
+        {{15, 20, 35, 40, 50}, 99, 49.6},
+        {{15, 20, 35, 40, 50}, 100, 50.0},
+        {{1, 2}, 25, 1.25},
+        {{1, 2}, 99, 1.99},
         {{10, 7, 3, 1, 9, 4, 8, 2, 6, 5}, 25, 3.25},  // unsorted input
         {{10, 7, 3, 1, 9, 4, 8, 2, 6, 5}, 50, 5.5},
         {{10, 7, 3, 1, 9, 4, 8, 2, 6, 5}, 90, 9.1},
         {{10, 7, 3, 1, 9, 4, 8, 2, 6, 5}, 99, 9.91},
-        {{0.25, 100.0, 7.5, 42.0}, 25, 5.6875}, {{0.25, 100.0, 7.5, 42.0}, 50, 24.75},
-        {{0.25, 100.0, 7.5, 42.0}, 90, 82.6},   {{0.25, 100.0, 7.5, 42.0}, 99, 98.26},
+        {{0.25, 100.0, 7.5, 42.0}, 25, 5.6875},
+        {{0.25, 100.0, 7.5, 42.0}, 50, 24.75},
+        {{0.25, 100.0, 7.5, 42.0}, 90, 82.6},
+        {{0.25, 100.0, 7.5, 42.0}, 99, 98.26},
     };
     for (const Case& c : cases) {
         const auto got = percentile(c.values, c.q);
@@ -75,17 +81,15 @@ TEST(LoadgenSummary, AggregatesCompletedRequestsAndCountsErrors) {
     std::vector<RequestRecord> records = {
         streamed(t0, {100, 110, 130}, 130, 32, 3),  // TTFT 100, ITL 10 and 20, TPOT (130-100)/2 = 15
         streamed(t0, {200, 240}, 300, 30, 4),       // TTFT 200, ITL 40, TPOT (300-200)/3 = 33.33
-        failed("HTTP 429: too many requests"),
-        failed("timed out after 1 s"),
-        failed("HTTP 429: too many requests"),
+        failed("HTTP 429: too many requests"),     failed("timed out after 1 s"), failed("HTTP 429: too many requests"),
     };
     const BenchSummary s = summarize(records, 2.0);
     EXPECT_EQ(s.completed, 2);
     EXPECT_EQ(s.failed, 3);
     EXPECT_DOUBLE_EQ(s.duration_s, 2.0);
     EXPECT_DOUBLE_EQ(s.request_throughput, 1.0);
-    EXPECT_DOUBLE_EQ(s.output_token_throughput, 3.5);        // (3 + 4) / 2 s
-    EXPECT_DOUBLE_EQ(s.total_token_throughput, 34.5);        // (62 + 7) / 2 s
+    EXPECT_DOUBLE_EQ(s.output_token_throughput, 3.5);  // (3 + 4) / 2 s
+    EXPECT_DOUBLE_EQ(s.total_token_throughput, 34.5);  // (62 + 7) / 2 s
     ASSERT_TRUE(s.prompt_tokens);
     EXPECT_EQ(s.prompt_tokens->total, 62);
     EXPECT_DOUBLE_EQ(s.prompt_tokens->mean, 31.0);

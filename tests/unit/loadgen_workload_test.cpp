@@ -4,8 +4,8 @@
 
 #include <unistd.h>
 
-#include <cstdio>
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <set>
 
@@ -36,8 +36,8 @@ TEST(LoadgenBaseUrl, AcceptsTheRootOrTheV1BaseUrl) {
 }
 
 TEST(LoadgenBaseUrl, RejectsWhatCannotBeConnectedTo) {
-    for (const char* text : {"ftp://host", "http://", "http://:80", "http://host:0", "http://host:99999", "http://host:x",
-                             "http://host:"}) {
+    for (const char* text : {"ftp://host", "http://", "http://:80", "http://host:0", "http://host:99999",
+                             "http://host:x", "http://host:"}) {
         auto url = parse_base_url(text);
         EXPECT_FALSE(url) << text;
         if (!url) {

@@ -56,8 +56,8 @@ TEST(Metrics, LabelledFamiliesSortedAndEscaped) {
 
 TEST(Metrics, HistogramBucketsSumAndCount) {
     Registry registry;
-    auto& latency = registry.histogram("tempered:e2e_request_latency_seconds", "Request latency.", {0.1, 0.5, 1},
-                                       {"model"});
+    auto& latency =
+        registry.histogram("tempered:e2e_request_latency_seconds", "Request latency.", {0.1, 0.5, 1}, {"model"});
     Histogram& h = latency.with({"m"});
     h.observe(0.05);
     h.observe(0.1);  // on a bound: counts in that bucket
@@ -163,8 +163,8 @@ TEST(Metrics, PromtoolAcceptsTheOutput) {
     ttft.with({"m"}).observe(0.02);
     ttft.with({"n"}).observe(20);
     registry.histogram("tempered:empty_seconds", "Nothing observed.", {1}).get();
-    const std::filesystem::path file = std::filesystem::temp_directory_path() /
-                                       ("tempered_metrics_" + std::to_string(::getpid()) + ".txt");
+    const std::filesystem::path file =
+        std::filesystem::temp_directory_path() / ("tempered_metrics_" + std::to_string(::getpid()) + ".txt");
     std::ofstream(file) << registry.render();
     const std::string command = "promtool check metrics < " + file.string() + " 2>&1";
     FILE* pipe = ::popen(command.c_str(), "r");

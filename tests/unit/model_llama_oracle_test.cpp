@@ -51,7 +51,8 @@ protected:
         if (!loaded_) {
             auto file = GgufFile::open(path.string());
             ASSERT_TRUE(file.ok()) << file.error().message;
-            loaded_ = std::make_unique<LoadedModel>(LoadedModel{std::move(file.value()), std::make_unique<ThreadPool>(2), nullptr});
+            loaded_ = std::make_unique<LoadedModel>(
+                LoadedModel{std::move(file.value()), std::make_unique<ThreadPool>(2), nullptr});
             auto model = load_model(loaded_->file, *loaded_->pool);
             ASSERT_TRUE(model.ok()) << model.error().message;
             loaded_->model = std::move(model.value());
@@ -228,7 +229,8 @@ TEST_F(LlamaOracle, DequantizedModelMatchesLlamaCppOnFloat32Copy) {
         cache_->release(0);
         ASSERT_TRUE(cache_->ensure_capacity(0, static_cast<int64_t>(tokens.size())));
         Batch batch;
-        for (size_t i = 0; i < tokens.size(); ++i) batch.add(tokens[i], static_cast<int32_t>(i), 0, i + 1 == tokens.size());
+        for (size_t i = 0; i < tokens.size(); ++i)
+            batch.add(tokens[i], static_cast<int32_t>(i), 0, i + 1 == tokens.size());
         std::vector<float> logits(static_cast<size_t>(vocab_));
         ASSERT_TRUE(dequantized.forward(batch, *cache_, logits.data()).ok());
         const float* expected = &reference[p * static_cast<size_t>(vocab_)];

@@ -60,11 +60,11 @@ inline std::vector<float> read_f16_file(const std::filesystem::path& path) {
 }  // namespace tempered::testing
 
 // Sets `path_variable` to the model file `file_name`, or skips (fails when models are required).
-#define TEMPERED_MODEL_OR_SKIP(path_variable, file_name)                                                  \
-    const std::filesystem::path path_variable = ::tempered::testing::model_dir() / (file_name);           \
-    do {                                                                                                  \
-        if (!std::filesystem::exists(path_variable)) {                                                    \
-            if (::tempered::testing::models_required()) FAIL() << "missing model " << path_variable;      \
-            GTEST_SKIP() << "model " << path_variable << " not found (scripts/pull_model.py)";            \
-        }                                                                                                 \
+#define TEMPERED_MODEL_OR_SKIP(path_variable, file_name)                                             \
+    const std::filesystem::path path_variable = ::tempered::testing::model_dir() / (file_name);      \
+    do {                                                                                             \
+        if (!std::filesystem::exists(path_variable)) {                                               \
+            if (::tempered::testing::models_required()) FAIL() << "missing model " << path_variable; \
+            GTEST_SKIP() << "model " << path_variable << " not found (scripts/pull_model.py)";       \
+        }                                                                                            \
     } while (0)

@@ -217,7 +217,8 @@ protected:
     std::vector<float> forward_all(const std::vector<int32_t>& tokens, int32_t first = 0, int32_t sequence = 0) {
         EXPECT_TRUE(cache_->ensure_capacity(sequence, first + static_cast<int64_t>(tokens.size())));
         Batch batch;
-        for (size_t i = 0; i < tokens.size(); ++i) batch.add(tokens[i], first + static_cast<int32_t>(i), sequence, true);
+        for (size_t i = 0; i < tokens.size(); ++i)
+            batch.add(tokens[i], first + static_cast<int32_t>(i), sequence, true);
         std::vector<float> logits(tokens.size() * kVocab);
         const Status status = model_->forward(batch, *cache_, logits.data());
         EXPECT_TRUE(status.ok()) << status.error().message;
@@ -291,7 +292,8 @@ TEST_F(TinyLlama, InterleavedSequencesMatchSeparateRuns) {
     load();
     const std::vector<std::vector<int32_t>> sequences = {{1, 2, 3, 4}, {40, 41}, {7, 7, 7, 7, 7}};
     std::vector<std::vector<float>> alone;
-    for (size_t s = 0; s < sequences.size(); ++s) alone.push_back(forward_all(sequences[s], 0, static_cast<int32_t>(10 + s)));
+    for (size_t s = 0; s < sequences.size(); ++s)
+        alone.push_back(forward_all(sequences[s], 0, static_cast<int32_t>(10 + s)));
 
     Batch batch;
     std::vector<std::pair<size_t, size_t>> outputs;  // (sequence, position) of each logits row
@@ -340,9 +342,9 @@ TEST_F(TinyLlama, InvalidBatchesAreErrors) {
     EXPECT_FALSE(forward_one(kVocab, 0, 0).ok());
     EXPECT_FALSE(forward_one(-1, 0, 0).ok());
     EXPECT_FALSE(forward_one(1, -1, 0).ok());
-    EXPECT_FALSE(forward_one(1, 4, 0).ok());             // no block for position 4
-    EXPECT_FALSE(forward_one(1, 0, 5).ok());             // unknown sequence
-    EXPECT_FALSE(forward_one(1, kContext, 0).ok());      // beyond the context
+    EXPECT_FALSE(forward_one(1, 4, 0).ok());         // no block for position 4
+    EXPECT_FALSE(forward_one(1, 0, 5).ok());         // unknown sequence
+    EXPECT_FALSE(forward_one(1, kContext, 0).ok());  // beyond the context
     EXPECT_TRUE(forward_one(1, 3, 0).ok());
 
     auto other = KvBlockPool::create(KvCacheShape{kLayers + 1, kKvHeads, kHeadDim, 4, DType::F16}, 4);
@@ -365,9 +367,9 @@ std::string load_error(const TinyFileOptions& options) {
 }
 
 TEST(TinyLlamaErrors, MissingOrInconsistentMetadata) {
-    for (const char* key : {"llama.block_count", "llama.embedding_length", "llama.feed_forward_length",
-                            "llama.attention.head_count", "llama.context_length",
-                            "llama.attention.layer_norm_rms_epsilon"}) {
+    for (const char* key :
+         {"llama.block_count", "llama.embedding_length", "llama.feed_forward_length", "llama.attention.head_count",
+          "llama.context_length", "llama.attention.layer_norm_rms_epsilon"}) {
         TinyFileOptions options;
         options.omit_keys = {key};
         const std::string error = load_error(options);

@@ -3,18 +3,18 @@
 
 #include <algorithm>
 #include <bit>
-#include <limits>
 #include <cmath>
 #include <complex>
+#include <limits>
 #include <numeric>
 #include <random>
 #include <vector>
 
 #include "core/half.h"
-#include "kernels/cpu/ops.h"
 #include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/elementwise_simd.h"
 #include "kernels/cpu/fast_exp.h"
+#include "kernels/cpu/ops.h"
 
 namespace tempered {
 namespace {
@@ -58,7 +58,8 @@ void expect_rotated(const std::vector<float>& before, const std::vector<float>& 
 std::vector<float> inverse_frequencies(int64_t rotary_dims, double base) {
     std::vector<float> values;
     for (int64_t i = 0; i < rotary_dims / 2; ++i) {
-        values.push_back(static_cast<float>(std::pow(base, -2.0 * static_cast<double>(i) / static_cast<double>(rotary_dims))));
+        values.push_back(
+            static_cast<float>(std::pow(base, -2.0 * static_cast<double>(i) / static_cast<double>(rotary_dims))));
     }
     return values;
 }
@@ -171,8 +172,18 @@ TEST(Ops, VectorExpOfScaledDifferenceEqualsScalarBitExactly) {
 TEST(Ops, F16cHalfConversionEqualsScalarBitExactly) {
     if (!cpu_supports(CpuIsa::Avx2)) GTEST_SKIP() << "no AVX2";
     std::mt19937 rng(19);
-    std::vector<float> values = {0.0f, -0.0f, 65504.0f, 65520.0f, 1e10f, -1e10f, 5.96e-8f, 2.98e-8f, 2.99e-8f,
-                                 1e-9f, 6.1e-5f, std::numeric_limits<float>::infinity(),
+    std::vector<float> values = {0.0f,
+                                 -0.0f,
+                                 65504.0f,
+                                 65520.0f,
+                                 1e10f,
+                                 -1e10f,
+                                 5.96e-8f,
+                                 2.98e-8f,
+                                 2.99e-8f,
+                                 1e-9f,
+                                 6.1e-5f,
+                                 std::numeric_limits<float>::infinity(),
                                  -std::numeric_limits<float>::infinity()};
     std::uniform_int_distribution<uint32_t> bits;
     while (values.size() < 200000) {
@@ -201,8 +212,8 @@ TEST(Ops, KvConversionsRoundTrip) {
 }
 
 // Keys and values of `length` positions of one sequence, written to the paged layout of kv_cache.h
-// (keys transposed in a block) with a shuffled block table and two KV heads per slot; attend_heads for the three query heads sharing KV head 1 must
-// equal the textbook formula for each of them.
+// (keys transposed in a block) with a shuffled block table and two KV heads per slot; attend_heads for the three query
+// heads sharing KV head 1 must equal the textbook formula for each of them.
 TEST(Ops, AttendHeadsMatchesFormulaOverPagedBlocks) {
     constexpr int64_t kHeadDim = 16, kKvHeads = 2, kBlockSize = 8, kBlocks = 7, kGroup = 3;
     for (DType type : {DType::F32, DType::F16, DType::BF16}) {
@@ -222,14 +233,19 @@ TEST(Ops, AttendHeadsMatchesFormulaOverPagedBlocks) {
                 const int64_t value_offset = block + slot * slot_bytes + kHeadDim * element_bytes;  // KV head 1
                 float_to_kv(type, &v[p * kHeadDim], &values[value_offset], kHeadDim);
                 kv_to_float(type, &values[value_offset], &v_stored[p * kHeadDim], kHeadDim);
-                for (int64_t d = 0; d < kHeadDim; ++d) {  // element d of head 1's key: ((1 * head_dim + d) * block_size + slot)
+                for (int64_t d = 0; d < kHeadDim;
+                     ++d) {  // element d of head 1's key: ((1 * head_dim + d) * block_size + slot)
                     const int64_t key_offset = block + ((kHeadDim + d) * kBlockSize + slot) * element_bytes;
                     float_to_kv(type, &k[p * kHeadDim + d], &keys[key_offset], 1);
                     kv_to_float(type, &keys[key_offset], &k_stored[p * kHeadDim + d], 1);
                 }
             }
             const KvHeadView view{keys.data() + kHeadDim * kBlockSize * element_bytes,
-                                  values.data() + kHeadDim * element_bytes, block_bytes, slot_bytes, kBlockSize, type};
+                                  values.data() + kHeadDim * element_bytes,
+                                  block_bytes,
+                                  slot_bytes,
+                                  kBlockSize,
+                                  type};
             const float scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
             std::vector<float> scratch(static_cast<size_t>(kGroup * length + (kGroup + 1) * kHeadDim));
             std::vector<float> out(kGroup * kHeadDim);
@@ -239,7 +255,8 @@ TEST(Ops, AttendHeadsMatchesFormulaOverPagedBlocks) {
                 std::vector<double> weights(static_cast<size_t>(length));
                 for (int64_t p = 0; p < length; ++p) {
                     double dot = 0.0;
-                    for (int64_t i = 0; i < kHeadDim; ++i) dot += static_cast<double>(q[h * kHeadDim + i]) * k_stored[p * kHeadDim + i];
+                    for (int64_t i = 0; i < kHeadDim; ++i)
+                        dot += static_cast<double>(q[h * kHeadDim + i]) * k_stored[p * kHeadDim + i];
                     weights[p] = std::exp(dot * scale);
                 }
                 const double total = std::accumulate(weights.begin(), weights.end(), 0.0);

@@ -67,8 +67,7 @@ TEST(SamplingResolution, PolicyLeavesValuesInsideItsBoundsAlone) {
 }
 
 TEST(SamplingResolution, GreedyRuleUsesTheDefaultTheRequestWouldHaveHad) {
-    auto policy =
-        parse_sampling_policy(nlohmann::json::parse(R"({"temperature":{"greedy":"use_default"}})"), "test");
+    auto policy = parse_sampling_policy(nlohmann::json::parse(R"({"temperature":{"greedy":"use_default"}})"), "test");
     ASSERT_TRUE(policy);
     SamplingValues request, preferred, model;
     request.temperature = 0.0;

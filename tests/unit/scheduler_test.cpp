@@ -209,8 +209,9 @@ TEST_F(SchedulerTest, RunningRequestsGoOldestFirstAndWaitingOnesInArrivalOrder) 
     auto c = submit(letters("ijkl"), 10);
     EXPECT_EQ(step().chunks, (std::vector<Chunk>{{a.request, 0, 0, 4}, {b.request, 0, 0, 4}, {c.request, 0, 0, 4}}));
     auto d = submit(letters("mnop"), 10);
-    EXPECT_EQ(step().chunks, (std::vector<Chunk>{{a.request, 0, 4, 1}, {b.request, 0, 4, 1}, {c.request, 0, 4, 1},
-                                                 {d.request, 0, 0, 4}}));
+    EXPECT_EQ(
+        step().chunks,
+        (std::vector<Chunk>{{a.request, 0, 4, 1}, {b.request, 0, 4, 1}, {c.request, 0, 4, 1}, {d.request, 0, 0, 4}}));
 }
 
 TEST_F(SchedulerTest, TheHeadOfTheQueueBlocksThoseBehindItEvenIfTheyWouldFit) {

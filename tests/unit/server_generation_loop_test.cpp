@@ -108,7 +108,8 @@ TEST(GenerationLoop, StreamsOpeningDeltasUsageThenDoneAndLogsOnce) {
     response.producer(writer);
     const nlohmann::json entry = log_line(testing::internal::GetCapturedStderr());
     ASSERT_EQ(writer.written.size(), 5u);
-    EXPECT_EQ(writer.written[0], R"(data: {"open":0,"sampling":{"temperature":0.5}})" "\n\n");
+    EXPECT_EQ(writer.written[0], R"(data: {"open":0,"sampling":{"temperature":0.5}})"
+                                 "\n\n");
     EXPECT_EQ(writer.written[1], "data: {\"text\":\"Hel\"}\n\n");
     EXPECT_EQ(writer.written[3], "data: {\"completion_tokens\":2}\n\n");
     EXPECT_EQ(writer.written[4], "data: [DONE]\n\n");

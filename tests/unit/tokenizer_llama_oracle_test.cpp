@@ -5,14 +5,14 @@
 // Skipped when a model is absent, unless TEMPERED_REQUIRE_MODELS=1.
 #include <gtest/gtest.h>
 
-#include <ctime>
-#include <map>
-#include <memory>
-#include <random>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <sstream>
 
 #include "formats/gguf.h"
@@ -31,7 +31,8 @@ using testing::models_required;
 
 std::string from_hex(const std::string& hex) {
     std::string bytes;
-    for (size_t i = 0; i + 1 < hex.size(); i += 2) bytes.push_back(static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16)));
+    for (size_t i = 0; i + 1 < hex.size(); i += 2)
+        bytes.push_back(static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16)));
     return bytes;
 }
 
@@ -269,8 +270,8 @@ TEST(TokenizerPreTokenizerOracle, SmolLm2VocabularyUnderOtherPreTokenizers) {
             }
         }
         EXPECT_EQ(mismatches, 0u) << pre;
-        std::cout << "[ tokenizer ] smollm2 vocabulary, pre-tokenizer " << pre << ": " << rows.size()
-                  << " lines, " << mismatches << " mismatches\n";
+        std::cout << "[ tokenizer ] smollm2 vocabulary, pre-tokenizer " << pre << ": " << rows.size() << " lines, "
+                  << mismatches << " mismatches\n";
     }
 }
 

@@ -37,8 +37,12 @@ TEST(TokenizerUnicode, DecodesLikeLlamaCpp) {
     EXPECT_EQ(utf8_to_code_points("a\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80"),
               (std::vector<uint32_t>{'a', 0xE9, 0x20AC, 0x1F600}));
     // Each bad byte is one U+FFFD and decoding goes on at the next byte.
-    EXPECT_EQ(utf8_to_code_points("\xFF" "a\x80"), (std::vector<uint32_t>{0xFFFD, 'a', 0xFFFD}));
-    EXPECT_EQ(utf8_to_code_points("\xE2\x82" "a"), (std::vector<uint32_t>{0xFFFD, 0xFFFD, 'a'}));
+    EXPECT_EQ(utf8_to_code_points("\xFF"
+                                  "a\x80"),
+              (std::vector<uint32_t>{0xFFFD, 'a', 0xFFFD}));
+    EXPECT_EQ(utf8_to_code_points("\xE2\x82"
+                                  "a"),
+              (std::vector<uint32_t>{0xFFFD, 0xFFFD, 'a'}));
     EXPECT_EQ(utf8_to_code_points("\xC3"), (std::vector<uint32_t>{0xFFFD}));
     // Lead bytes are trusted: overlong forms and surrogates decode to their value ...
     EXPECT_EQ(utf8_to_code_points(std::string_view("\xC0\x80", 2)), (std::vector<uint32_t>{0}));
@@ -50,18 +54,18 @@ TEST(TokenizerUnicode, DecodesLikeLlamaCpp) {
 TEST(TokenizerUnicode, ClassesFollowUnicode15_1) {
     EXPECT_EQ(unicode_class('A'), UnicodeClass::kLetter);
     EXPECT_EQ(unicode_class('7'), UnicodeClass::kNumber);
-    EXPECT_EQ(unicode_class(0x0663), UnicodeClass::kNumber);       // ARABIC-INDIC DIGIT THREE
-    EXPECT_EQ(unicode_class(0x00BD), UnicodeClass::kNumber);       // VULGAR FRACTION ONE HALF
-    EXPECT_EQ(unicode_class(0x4E2D), UnicodeClass::kLetter);       // 中
-    EXPECT_EQ(unicode_class(0x0301), UnicodeClass::kMark);         // COMBINING ACUTE ACCENT
+    EXPECT_EQ(unicode_class(0x0663), UnicodeClass::kNumber);  // ARABIC-INDIC DIGIT THREE
+    EXPECT_EQ(unicode_class(0x00BD), UnicodeClass::kNumber);  // VULGAR FRACTION ONE HALF
+    EXPECT_EQ(unicode_class(0x4E2D), UnicodeClass::kLetter);  // 中
+    EXPECT_EQ(unicode_class(0x0301), UnicodeClass::kMark);    // COMBINING ACUTE ACCENT
     EXPECT_EQ(unicode_class('!'), UnicodeClass::kPunctuation);
     EXPECT_EQ(unicode_class('$'), UnicodeClass::kSymbol);
     EXPECT_EQ(unicode_class(0x1F600), UnicodeClass::kSymbol);
     EXPECT_EQ(unicode_class(0x00A0), UnicodeClass::kSeparator);
-    EXPECT_EQ(unicode_class(0x200B), UnicodeClass::kControl);      // ZERO WIDTH SPACE is Cf
+    EXPECT_EQ(unicode_class(0x200B), UnicodeClass::kControl);  // ZERO WIDTH SPACE is Cf
     EXPECT_EQ(unicode_class(0x0378), UnicodeClass::kUnassigned);
-    EXPECT_EQ(unicode_class(0x2FFC), UnicodeClass::kSymbol);       // new in Unicode 15.1
-    EXPECT_EQ(unicode_class(0x0897), UnicodeClass::kUnassigned);   // assigned only in Unicode 16
+    EXPECT_EQ(unicode_class(0x2FFC), UnicodeClass::kSymbol);      // new in Unicode 15.1
+    EXPECT_EQ(unicode_class(0x0897), UnicodeClass::kUnassigned);  // assigned only in Unicode 16
     EXPECT_TRUE(unicode_is_whitespace(' '));
     EXPECT_TRUE(unicode_is_whitespace(0x00A0));
     EXPECT_TRUE(unicode_is_whitespace(0x3000));
@@ -86,8 +90,12 @@ TEST(TokenizerPreTokenizer, Gpt2) {
     EXPECT_EQ(split_words("gpt-2", "Hello world's  123 !!x\n\n y"),
               (Words{"Hello", " world", "'s", " ", " 123", " !!", "x", "\n\n", " y"}));
     EXPECT_EQ(split_words("gpt-2", "IT'S"), (Words{"IT", "'", "S"}));  // contractions are case-sensitive
-    EXPECT_EQ(split_words("gpt-2", "\xC3\xA9t\xC3\xA9 \xD9\xA3\xD9\xA4"), (Words{"\xC3\xA9t\xC3\xA9", " \xD9\xA3\xD9\xA4"}));
-    EXPECT_EQ(split_words("gpt-2", "a\xC2\xA0" "b"), (Words{"a", "\xC2\xA0", "b"}));  // NBSP is \s
+    EXPECT_EQ(split_words("gpt-2", "\xC3\xA9t\xC3\xA9 \xD9\xA3\xD9\xA4"),
+              (Words{"\xC3\xA9t\xC3\xA9", " \xD9\xA3\xD9\xA4"}));
+    EXPECT_EQ(split_words("gpt-2",
+                          "a\xC2\xA0"
+                          "b"),
+              (Words{"a", "\xC2\xA0", "b"}));  // NBSP is \s
     EXPECT_EQ(split_words("gpt-2", "trailing  "), (Words{"trailing", "  "}));
 }
 
@@ -144,11 +152,17 @@ TEST(TokenizerBpe, LowestRankMergesFirst) {
 
 TEST(TokenizerBpe, SpacesAreSpelledAndKept) {
     // "Ġb" = " b"
-    const Tokenizer tokenizer = make(bpe_spec({"\xC4\xA0" "b"}, {"\xC4\xA0 b"}));
+    const Tokenizer tokenizer = make(bpe_spec({"\xC4\xA0"
+                                               "b"},
+                                              {"\xC4\xA0 b"}));
     EXPECT_EQ(tokenizer.encode("a b", false, false), (Ids{'a', 256}));
     EXPECT_EQ(tokenizer.token_bytes(256), " b");
-    EXPECT_EQ(tokenizer.token_text(256), "\xC4\xA0" "b");
-    EXPECT_EQ(tokenizer.find_token("\xC4\xA0" "b"), 256);
+    EXPECT_EQ(tokenizer.token_text(256),
+              "\xC4\xA0"
+              "b");
+    EXPECT_EQ(tokenizer.find_token("\xC4\xA0"
+                                   "b"),
+              256);
 }
 
 TEST(TokenizerBpe, InvalidUtf8BecomesReplacementCharacter) {
@@ -260,20 +274,36 @@ constexpr int32_t kPiece0 = 259;
 
 TEST(TokenizerSentencePiece, HighestScoreMergesFirst) {
     // 259 ▁  260 a  261 b  262 c  263 ▁a  264 ab  265 bc  266 abc
-    auto spec = spm_spec({{"\xE2\x96\x81", -1}, {"a", -2}, {"b", -2}, {"c", -2}, {"\xE2\x96\x81" "a", -1.5f},
-                          {"ab", -0.5f}, {"bc", -0.3f}, {"abc", -0.1f}});
+    auto spec = spm_spec({{"\xE2\x96\x81", -1},
+                          {"a", -2},
+                          {"b", -2},
+                          {"c", -2},
+                          {"\xE2\x96\x81"
+                           "a",
+                           -1.5f},
+                          {"ab", -0.5f},
+                          {"bc", -0.3f},
+                          {"abc", -0.1f}});
     spec.add_space_prefix = false;
     const Tokenizer tokenizer = make(spec);
     EXPECT_EQ(tokenizer.encode("abc", false, false), (Ids{266}));  // bc first, then a+bc
     EXPECT_EQ(tokenizer.encode("ab c", false, false), (Ids{264, 259, 262}));
     // Adds BOS by default; unknown characters fall back to their bytes.
     EXPECT_EQ(tokenizer.encode("\xC3\xA9", true, false), (Ids{1, kByte0 + 0xC3, kByte0 + 0xA9}));
-    EXPECT_EQ(tokenizer.decode(Ids{1, kByte0 + 0xC3, kByte0 + 0xA9, 264}), "<s>\xC3\xA9" "ab");
-    EXPECT_EQ(tokenizer.decode(Ids{1, kByte0 + 0xC3, kByte0 + 0xA9, 264}, true), "\xC3\xA9" "ab");
+    EXPECT_EQ(tokenizer.decode(Ids{1, kByte0 + 0xC3, kByte0 + 0xA9, 264}),
+              "<s>\xC3\xA9"
+              "ab");
+    EXPECT_EQ(tokenizer.decode(Ids{1, kByte0 + 0xC3, kByte0 + 0xA9, 264}, true),
+              "\xC3\xA9"
+              "ab");
 }
 
 TEST(TokenizerSentencePiece, SpacePrefixAtStartAndAfterSpecialTokens) {
-    auto spec = spm_spec({{"\xE2\x96\x81", -1}, {"a", -2}, {"\xE2\x96\x81" "a", -1.5f}});
+    auto spec = spm_spec({{"\xE2\x96\x81", -1},
+                          {"a", -2},
+                          {"\xE2\x96\x81"
+                           "a",
+                           -1.5f}});
     const Tokenizer tokenizer = make(spec);  // add_space_prefix defaults to true for SentencePiece
     EXPECT_EQ(tokenizer.encode("a", false, false), (Ids{kPiece0 + 2}));
     EXPECT_EQ(tokenizer.encode("a<s>a", false, true), (Ids{kPiece0 + 2, 1, kPiece0 + 2}));
@@ -301,10 +331,12 @@ TEST(TokenizerStreaming, InvalidBytesBecomeReplacementCharacters) {
     StreamingDetokenizer stream(tokenizer);
     EXPECT_EQ(stream.push(kByte0 + 0xFF), "\xEF\xBF\xBD");  // can never start a character
     EXPECT_EQ(stream.push(kByte0 + 0xE2), "");
-    EXPECT_EQ(stream.push(kPiece0), "\xEF\xBF\xBD" "a");    // an interrupted character
+    EXPECT_EQ(stream.push(kPiece0),
+              "\xEF\xBF\xBD"
+              "a");  // an interrupted character
     EXPECT_EQ(stream.push(kByte0 + 0xF0), "");
     EXPECT_EQ(stream.push(kByte0 + 0x9F), "");
-    EXPECT_EQ(stream.flush(), "\xEF\xBF\xBD");               // cut off at the end
+    EXPECT_EQ(stream.flush(), "\xEF\xBF\xBD");  // cut off at the end
     EXPECT_EQ(stream.pending_bytes(), 0u);
     EXPECT_EQ(stream.push(1), "<s>");
     StreamingDetokenizer skipping(tokenizer, /*skip_special=*/true);
@@ -317,8 +349,13 @@ TEST(TokenizerStreaming, ValidatesStrictly) {
     EXPECT_EQ(append_valid_utf8("\xED\xA0\x80", true, out), 3u);
     EXPECT_EQ(out, "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");
     out.clear();
-    EXPECT_EQ(append_valid_utf8("\xC0\xAF" "x", true, out), 3u);
-    EXPECT_EQ(out, "\xEF\xBF\xBD\xEF\xBF\xBD" "x");
+    EXPECT_EQ(append_valid_utf8("\xC0\xAF"
+                                "x",
+                                true, out),
+              3u);
+    EXPECT_EQ(out,
+              "\xEF\xBF\xBD\xEF\xBF\xBD"
+              "x");
     out.clear();
     EXPECT_EQ(append_valid_utf8("\xF4\x90\x80\x80", true, out), 4u);
     EXPECT_EQ(out, "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");

@@ -26,9 +26,8 @@ int bench(BenchFlags& flags) {
     options.endpoint = flags.endpoint == "chat" ? loadgen::Endpoint::Chat : loadgen::Endpoint::Completions;
     options.requests = flags.requests > 0 ? flags.requests : kRequestsPerWorker * options.concurrency;
     options.show_progress = loadgen::stderr_is_terminal();
-    auto outcome = loadgen::run_bench(options, [](const std::string& note) {
-        std::fprintf(stderr, "tempered bench: note: %s\n", note.c_str());
-    });
+    auto outcome = loadgen::run_bench(
+        options, [](const std::string& note) { std::fprintf(stderr, "tempered bench: note: %s\n", note.c_str()); });
     if (!outcome) {
         std::fprintf(stderr, "tempered bench: %s\n", outcome.error().message.c_str());
         return 1;
@@ -63,11 +62,14 @@ void add_bench_command(CLI::App& app, int& exit_code) {
         ->capture_default_str();
     command->add_option("--requests,-n", flags->requests, "measured requests; default: 4 x --concurrency")
         ->check(CLI::Range(int64_t{1}, int64_t{1000000}));
-    auto* prompt_tokens = command->add_option("--prompt-tokens", options.prompt_tokens,
-                                              "tokens per synthetic prompt (distinct random words per request)")
+    auto* prompt_tokens = command
+                              ->add_option("--prompt-tokens", options.prompt_tokens,
+                                           "tokens per synthetic prompt (distinct random words per request)")
                               ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))
                               ->capture_default_str();
-    command->add_option("--prompts-file", options.prompts_file, "JSON Lines, one {\"prompt\": \"...\"} per line, used in turn")
+    command
+        ->add_option("--prompts-file", options.prompts_file,
+                     "JSON Lines, one {\"prompt\": \"...\"} per line, used in turn")
         ->excludes(prompt_tokens);
     command->add_option("--max-tokens", options.max_tokens, "tokens to generate per request (sent with ignore_eos)")
         ->check(CLI::Range(int64_t{1}, int64_t{1} << 24))

@@ -14,12 +14,12 @@
 #include <nlohmann/json.hpp>
 
 #include "commands/tool_commands.h"
-#include "runtime/model_names.h"
 #include "core/thread_pool.h"
 #include "formats/gguf.h"
 #include "kernels/cpu/dispatch.h"
 #include "perf/memory_bandwidth.h"
 #include "perf/weight_traffic.h"
+#include "runtime/model_names.h"
 
 namespace tempered {
 namespace {
@@ -97,13 +97,15 @@ void print_report(const MembenchReport& report) {
     std::printf("triad a(i) = b(i) + s*c(i): 3 arrays of %.1f MiB of doubles, %d threads, %zu runs\n",
                 static_cast<double>(triad.elements_per_array) * sizeof(double) / (1 << 20), report.threads,
                 triad.seconds.size());
-    std::printf("  best %.2f GB/s, mean %.2f GB/s  (24 bytes per element as STREAM counts them, "
-                "write-allocate not counted; GB = 1e9 bytes)\n",
-                triad.best_gb_per_second(), triad.mean_gb_per_second());
+    std::printf(
+        "  best %.2f GB/s, mean %.2f GB/s  (24 bytes per element as STREAM counts them, "
+        "write-allocate not counted; GB = 1e9 bytes)\n",
+        triad.best_gb_per_second(), triad.mean_gb_per_second());
     if (!report.arrays_beyond_cache()) {
-        std::printf("  note: each array is smaller than 4x the last-level cache (%lld MiB); raise --mib for a "
-                    "memory-only figure\n",
-                    static_cast<long long>(*report.last_level_cache_bytes >> 20));
+        std::printf(
+            "  note: each array is smaller than 4x the last-level cache (%lld MiB); raise --mib for a "
+            "memory-only figure\n",
+            static_cast<long long>(*report.last_level_cache_bytes >> 20));
     }
     if (!report.model) return;
     const WeightTraffic& t = report.model->traffic;
@@ -137,8 +139,8 @@ int membench(const MembenchOptions& options) {
         }
         report.model = std::move(model.value());
     }
-    report.threads = options.threads > 0 ? options.threads
-                                         : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    report.threads =
+        options.threads > 0 ? options.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     ThreadPool pool(report.threads);
 
     const int64_t elements = (options.array_mib << 20) / static_cast<int64_t>(sizeof(double));
@@ -151,7 +153,8 @@ int membench(const MembenchOptions& options) {
     report.last_level_cache_bytes = last_level_cache_bytes();
     if (report.model) {
         const auto working_set = static_cast<int64_t>(report.model->traffic.bytes_per_token / (3 * sizeof(double)));
-        auto cached = run_triad(pool, TriadOptions{std::max<int64_t>(working_set, report.threads), options.repetitions});
+        auto cached =
+            run_triad(pool, TriadOptions{std::max<int64_t>(working_set, report.threads), options.repetitions});
         if (!cached) {
             std::fprintf(stderr, "tempered membench: %s\n", cached.error().message.c_str());
             return 1;

@@ -25,12 +25,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kv/kv_dtype_name.h"
 #include "commands/tool_commands.h"
-#include "runtime/loaded_model.h"
-#include "runtime/model_names.h"
 #include "kernels/cpu/dispatch.h"
 #include "kv/kv_block_pool.h"
+#include "kv/kv_dtype_name.h"
+#include "runtime/loaded_model.h"
+#include "runtime/model_names.h"
 
 namespace tempered {
 namespace {
@@ -39,8 +39,8 @@ struct ModelBenchOptions {
     std::string model = kDefaultModelName;
     int64_t prompt_tokens = 512;
     int64_t gen_tokens = 128;
-    int64_t batch_decode = 0;           // sequences; 0 skips the test
-    int64_t batch_prompt_tokens = 32;   // each sequence's prompt, prefilled untimed
+    int64_t batch_decode = 0;          // sequences; 0 skips the test
+    int64_t batch_prompt_tokens = 32;  // each sequence's prompt, prefilled untimed
     int repetitions = 5;
     int threads = 0;
     std::string kv_cache_dtype = "f16";
@@ -49,9 +49,9 @@ struct ModelBenchOptions {
 };
 
 struct TestResult {
-    std::string name;             // pp512, tg128, tg128_batch32
-    int64_t prompt_tokens = 0;    // per sequence
-    int64_t gen_tokens = 0;       // per sequence
+    std::string name;           // pp512, tg128, tg128_batch32
+    int64_t prompt_tokens = 0;  // per sequence
+    int64_t gen_tokens = 0;     // per sequence
     int64_t sequences = 1;
     int64_t timed_tokens = 0;     // tokens one timed run processes
     std::vector<double> seconds;  // each timed run
@@ -91,13 +91,15 @@ public:
                           .prompt_tokens = options_.prompt_tokens,
                           .timed_tokens = options_.prompt_tokens,
                           .seconds = {}};
-        auto status = repeat(result, [] { return Status(Ok{}); }, [this] {
-            Batch batch;
-            const auto tokens = random_prompt(options_.prompt_tokens);
-            for (int64_t p = 0; p < options_.prompt_tokens; ++p)
-                batch.add(tokens[p], static_cast<int32_t>(p), 0, p + 1 == options_.prompt_tokens);
-            return timed_forwards({batch});
-        });
+        auto status = repeat(
+            result, [] { return Status(Ok{}); },
+            [this] {
+                Batch batch;
+                const auto tokens = random_prompt(options_.prompt_tokens);
+                for (int64_t p = 0; p < options_.prompt_tokens; ++p)
+                    batch.add(tokens[p], static_cast<int32_t>(p), 0, p + 1 == options_.prompt_tokens);
+                return timed_forwards({batch});
+            });
         if (!status) return status.error();
         return result;
     }
@@ -107,12 +109,15 @@ public:
                           .gen_tokens = options_.gen_tokens,
                           .timed_tokens = options_.gen_tokens,
                           .seconds = {}};
-        auto status = repeat(result, [] { return Status(Ok{}); }, [this] {
-            std::vector<Batch> steps(static_cast<size_t>(options_.gen_tokens));
-            const auto tokens = random_prompt(options_.gen_tokens);  // BOS, then random ids
-            for (int64_t p = 0; p < options_.gen_tokens; ++p) steps[p].add(tokens[p], static_cast<int32_t>(p), 0, true);
-            return timed_forwards(steps);
-        });
+        auto status = repeat(
+            result, [] { return Status(Ok{}); },
+            [this] {
+                std::vector<Batch> steps(static_cast<size_t>(options_.gen_tokens));
+                const auto tokens = random_prompt(options_.gen_tokens);  // BOS, then random ids
+                for (int64_t p = 0; p < options_.gen_tokens; ++p)
+                    steps[p].add(tokens[p], static_cast<int32_t>(p), 0, true);
+                return timed_forwards(steps);
+            });
         if (!status) return status.error();
         return result;
     }
@@ -189,7 +194,8 @@ private:
     std::vector<int32_t> random_prompt(int64_t length) {
         std::vector<int32_t> tokens(static_cast<size_t>(length));
         for (auto& token : tokens) token = random_token();
-        if (auto bos = bundle_.tokenizer->bos_id(); bos && bundle_.tokenizer->adds_bos() && length > 0) tokens[0] = *bos;
+        if (auto bos = bundle_.tokenizer->bos_id(); bos && bundle_.tokenizer->adds_bos() && length > 0)
+            tokens[0] = *bos;
         return tokens;
     }
 
@@ -197,7 +203,7 @@ private:
     KvBlockPool& cache_;
     const ModelBenchOptions& options_;
     std::mt19937_64 random_;
-    std::vector<float> logits_;  // (most sequences, vocab_size)
+    std::vector<float> logits_;     // (most sequences, vocab_size)
     int64_t sequences_in_use_ = 0;  // sequences 0..n-1 may hold blocks
     double last_seconds_ = 0.0;
 };
@@ -223,16 +229,17 @@ nlohmann::json test_json(const TestResult& test) {
 void print_table(const LoadedModel& bundle, uint64_t file_bytes, int threads, const std::vector<TestResult>& tests) {
     const std::string model = std::filesystem::path(bundle.path).stem().string();
     const std::string backend = "CPU " + std::string(cpu_isa_name(active_cpu_isa()));
-    std::printf("| %-36s | %10s | %8s | %-10s | %7s | %16s | %20s |\n", "model", "size", "params", "backend",
-                "threads", "test", "t/s");
+    std::printf("| %-36s | %10s | %8s | %-10s | %7s | %16s | %20s |\n", "model", "size", "params", "backend", "threads",
+                "test", "t/s");
     std::printf("| %.36s | %.10s | %.8s | %.10s | %.7s | %.16s | %.20s |\n", "--------------------------------------",
                 "----------", "--------", "----------", "-------", "----------------", "--------------------");
     for (const TestResult& test : tests) {
         char rate[64];
         std::snprintf(rate, sizeof rate, "%.2f ± %.2f", test.mean(), test.stddev());
         std::printf("| %-36s | %6.2f MiB | %6.2f M | %-10s | %7d | %16s | %21s |\n", model.c_str(),
-                    static_cast<double>(file_bytes) / (1 << 20), static_cast<double>(parameter_count(*bundle.file)) / 1e6,
-                    backend.c_str(), threads, test.name.c_str(), rate);
+                    static_cast<double>(file_bytes) / (1 << 20),
+                    static_cast<double>(parameter_count(*bundle.file)) / 1e6, backend.c_str(), threads,
+                    test.name.c_str(), rate);
     }
 }
 
@@ -254,9 +261,9 @@ Result<std::unique_ptr<KvBlockPool>> make_cache(const ModelConfig& config, DType
                      std::to_string(config.context_length)};
     const KvCacheShape shape = kv_cache_shape(config, kv_type);
     const auto blocks_for = [&](int64_t positions) { return (positions + shape.block_size - 1) / shape.block_size; };
-    const int64_t blocks = std::max({blocks_for(options.prompt_tokens), blocks_for(options.gen_tokens),
-                                     options.batch_decode * blocks_for(options.batch_prompt_tokens + options.gen_tokens),
-                                     int64_t{1}});
+    const int64_t blocks =
+        std::max({blocks_for(options.prompt_tokens), blocks_for(options.gen_tokens),
+                  options.batch_decode * blocks_for(options.batch_prompt_tokens + options.gen_tokens), int64_t{1}});
     return KvBlockPool::create(shape, blocks);
 }
 
@@ -337,8 +344,9 @@ void add_model_bench_command(CLI::App& app, int& exit_code) {
     command->add_option("--batch-decode", options->batch_decode, "B sequences decoding G tokens together; 0 skips")
         ->check(CLI::Range(int64_t{0}, int64_t{4096}))
         ->capture_default_str();
-    command->add_option("--batch-prompt-tokens", options->batch_prompt_tokens,
-                        "each --batch-decode sequence's prompt, in the cache before the timed steps")
+    command
+        ->add_option("--batch-prompt-tokens", options->batch_prompt_tokens,
+                     "each --batch-decode sequence's prompt, in the cache before the timed steps")
         ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))
         ->capture_default_str();
     command->add_option("--repetitions,-r", options->repetitions, "timed runs of each test, after one warm-up")

@@ -81,8 +81,10 @@ PhaseResult run_phase(const BaseUrl& url, const RequestSettings& settings, std::
             if (counters) {
                 // The text chunks were counted as they came; usage has the exact count.
                 const auto counted = static_cast<int64_t>(record.content_times_s.size());
-                if (record.ok) counters->output_tokens += record.output_tokens() - counted;
-                else ++counters->failed;
+                if (record.ok)
+                    counters->output_tokens += record.output_tokens() - counted;
+                else
+                    ++counters->failed;
                 ++counters->finished;
             }
             result.records[i] = std::move(record);  // each index is written by one worker only
@@ -147,12 +149,13 @@ Result<BenchOutcome> run_bench(const BenchOptions& options, const std::function<
 
     // A fresh seed by default: the same prompts again would find their prefixes in the server's cache
     // from the previous run and measure less work than real traffic.
-    const uint64_t seed = options.seed ? *options.seed : (uint64_t{std::random_device{}()} << 32 | std::random_device{}());
-    auto prompts = synthetic ? synthetic_prompt_set(probe, settings,
-                                                    {count, options.prompt_tokens, seed, options.concurrency,
-                                                     Seconds(options.timeout_s)},
-                                                    note)
-                             : Result<PromptSet>(std::move(*from_file));
+    const uint64_t seed =
+        options.seed ? *options.seed : (uint64_t{std::random_device{}()} << 32 | std::random_device{}());
+    auto prompts =
+        synthetic ? synthetic_prompt_set(
+                        probe, settings,
+                        {count, options.prompt_tokens, seed, options.concurrency, Seconds(options.timeout_s)}, note)
+                  : Result<PromptSet>(std::move(*from_file));
     if (!prompts) return prompts.error();
 
     const std::span<const std::string> all(prompts->texts);
@@ -161,8 +164,14 @@ Result<BenchOutcome> run_bench(const BenchOptions& options, const std::function<
     const PhaseResult measured = run_with_progress(*url, settings, all.subspan(warmup), options, "requests");
 
     BenchOutcome outcome;
-    outcome.run = {url->to_string(), settings.model, options.endpoint, options.stream, options.concurrency,
-                   options.requests, options.warmup, options.max_tokens,
+    outcome.run = {url->to_string(),
+                   settings.model,
+                   options.endpoint,
+                   options.stream,
+                   options.concurrency,
+                   options.requests,
+                   options.warmup,
+                   options.max_tokens,
                    synthetic ? std::optional<int64_t>(options.prompt_tokens) : std::nullopt,
                    prompts->source,
                    synthetic ? std::optional<uint64_t>(seed) : std::nullopt};

@@ -88,7 +88,7 @@ PhaseResult run_phase(const BaseUrl& url, const RequestSettings& settings, std::
 
 struct BenchOptions {
     std::string url = "http://127.0.0.1:8000";
-    std::string model;  // "" asks GET /v1/models and takes the first id
+    std::string model;    // "" asks GET /v1/models and takes the first id
     std::string api_key;  // "" sends no Authorization header
     Endpoint endpoint = Endpoint::Completions;
     int concurrency = 1;
@@ -100,7 +100,7 @@ struct BenchOptions {
     bool stream = false;
     double timeout_s = 600;
     std::optional<uint64_t> seed;  // of the synthetic prompts; absent: a random one (reported)
-    bool show_progress = false;  // the live line on stderr (the caller checks that stderr is a terminal)
+    bool show_progress = false;    // the live line on stderr (the caller checks that stderr is a terminal)
 };
 
 struct BenchOutcome {

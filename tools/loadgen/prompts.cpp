@@ -21,33 +21,33 @@ namespace {
 
 // Lower-case, no punctuation: each is one token with a leading space in the vocabularies above.
 constexpr std::string_view kWords[] = {
-    "time",    "people",  "year",    "way",     "day",     "man",     "thing",   "woman",   "life",
-    "child",   "world",   "school",  "state",   "family",  "student", "group",   "country", "problem",
-    "hand",    "part",    "place",   "case",    "week",    "company", "system",  "program", "question",
-    "work",    "government", "number", "night",  "point",   "home",    "water",   "room",    "mother",
-    "area",    "money",   "story",   "fact",    "month",   "lot",     "right",   "study",   "book",
-    "eye",     "job",     "word",    "business", "issue",  "side",    "kind",    "head",    "house",
-    "service", "friend",  "father",  "power",   "hour",    "game",    "line",    "end",     "member",
-    "law",     "car",     "city",    "community", "name",  "president", "team",  "minute",  "idea",
-    "kid",     "body",    "information", "back", "parent", "face",    "others",  "level",   "office",
-    "door",    "health",  "person",  "art",     "war",     "history", "party",   "result",  "change",
-    "morning", "reason",  "research", "girl",   "guy",     "moment",  "air",     "teacher", "force",
-    "education", "food",  "light",   "music",   "river",   "tree",    "table",   "road",    "market",
-    "paper",   "garden",  "field",   "window",  "street",  "letter",  "plan",    "picture", "season",
-    "color",   "voice",   "summer",  "winter",  "horse",   "dog",     "bird",    "fish",    "stone",
-    "sun",     "moon",    "star",    "sea",     "ship",    "train",   "bridge",  "village", "island",
-    "forest",  "mountain", "hill",   "lake",    "rain",    "snow",    "wind",    "fire",    "bread",
-    "milk",    "apple",   "coffee",  "tea",     "dinner",  "lunch",   "song",    "dance",   "film",
-    "news",    "price",   "cost",    "rate",    "size",    "age",     "role",    "rule",    "model",
-    "design",  "test",    "step",    "list",    "corner",   "page",    "card",    "box",     "ball",
-    "good",    "new",     "first",   "last",    "long",    "great",   "little",  "own",     "other",
-    "old",     "big",     "high",    "small",   "large",   "next",    "early",   "young",   "important",
-    "public",  "bad",     "same",    "able",    "open",    "free",    "full",    "clear",   "simple",
-    "happy",   "green",   "blue",    "red",     "white",   "black",   "dark",    "warm",    "cold",
-    "quick",   "slow",    "quiet",   "strong",  "short",   "real",    "best",    "better",  "true",
-    "make",    "take",    "give",    "find",    "tell",    "ask",     "feel",    "leave",   "keep",
-    "bring",   "begin",   "help",    "show",    "hear",    "play",    "run",     "move",    "live",
-    "believe", "hold",    "write",   "stand",   "learn",   "read",    "walk",
+    "time",      "people",     "year",        "way",       "day",    "man",       "thing",  "woman",   "life",
+    "child",     "world",      "school",      "state",     "family", "student",   "group",  "country", "problem",
+    "hand",      "part",       "place",       "case",      "week",   "company",   "system", "program", "question",
+    "work",      "government", "number",      "night",     "point",  "home",      "water",  "room",    "mother",
+    "area",      "money",      "story",       "fact",      "month",  "lot",       "right",  "study",   "book",
+    "eye",       "job",        "word",        "business",  "issue",  "side",      "kind",   "head",    "house",
+    "service",   "friend",     "father",      "power",     "hour",   "game",      "line",   "end",     "member",
+    "law",       "car",        "city",        "community", "name",   "president", "team",   "minute",  "idea",
+    "kid",       "body",       "information", "back",      "parent", "face",      "others", "level",   "office",
+    "door",      "health",     "person",      "art",       "war",    "history",   "party",  "result",  "change",
+    "morning",   "reason",     "research",    "girl",      "guy",    "moment",    "air",    "teacher", "force",
+    "education", "food",       "light",       "music",     "river",  "tree",      "table",  "road",    "market",
+    "paper",     "garden",     "field",       "window",    "street", "letter",    "plan",   "picture", "season",
+    "color",     "voice",      "summer",      "winter",    "horse",  "dog",       "bird",   "fish",    "stone",
+    "sun",       "moon",       "star",        "sea",       "ship",   "train",     "bridge", "village", "island",
+    "forest",    "mountain",   "hill",        "lake",      "rain",   "snow",      "wind",   "fire",    "bread",
+    "milk",      "apple",      "coffee",      "tea",       "dinner", "lunch",     "song",   "dance",   "film",
+    "news",      "price",      "cost",        "rate",      "size",   "age",       "role",   "rule",    "model",
+    "design",    "test",       "step",        "list",      "corner", "page",      "card",   "box",     "ball",
+    "good",      "new",        "first",       "last",      "long",   "great",     "little", "own",     "other",
+    "old",       "big",        "high",        "small",     "large",  "next",      "early",  "young",   "important",
+    "public",    "bad",        "same",        "able",      "open",   "free",      "full",   "clear",   "simple",
+    "happy",     "green",      "blue",        "red",       "white",  "black",     "dark",   "warm",    "cold",
+    "quick",     "slow",       "quiet",       "strong",    "short",  "real",      "best",   "better",  "true",
+    "make",      "take",       "give",        "find",      "tell",   "ask",       "feel",   "leave",   "keep",
+    "bring",     "begin",      "help",        "show",      "hear",   "play",      "run",    "move",    "live",
+    "believe",   "hold",       "write",       "stand",     "learn",  "read",      "walk",
 };
 
 }  // namespace
@@ -55,8 +55,8 @@ constexpr std::string_view kWords[] = {
 std::span<const std::string_view> common_words() { return kWords; }
 
 PromptWords::PromptWords(uint64_t seed, uint64_t index) {
-    std::seed_seq sequence{static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32),
-                           static_cast<uint32_t>(index), static_cast<uint32_t>(index >> 32)};
+    std::seed_seq sequence{static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32), static_cast<uint32_t>(index),
+                           static_cast<uint32_t>(index >> 32)};
     generator_.seed(sequence);
 }
 
@@ -171,7 +171,8 @@ Status for_each_index(const BaseUrl& url, Seconds timeout, size_t count, int thr
 }  // namespace
 
 Result<PromptSet> synthetic_prompt_set(HttpSession& probe, const RequestSettings& settings,
-                                       const SyntheticPromptOptions& options, const std::function<void(const std::string&)>& note) {
+                                       const SyntheticPromptOptions& options,
+                                       const std::function<void(const std::string&)>& note) {
     const int64_t target = options.tokens;
     const uint64_t seed = options.seed;
     const size_t count = options.count;
@@ -193,8 +194,11 @@ Result<PromptSet> synthetic_prompt_set(HttpSession& probe, const RequestSettings
         const std::string text = synthetic_prompt(seed, count, 8);  // not one of the benchmark's prompts
         auto served = served_prompt_tokens(probe, settings, text);
         auto counted = count_tokens(probe, *dialect, settings.model, text);
-        if (served && counted) overhead = *served - *counted;
-        else note("could not measure the chat template's tokens; sizing the message alone to " + target_text + " tokens");
+        if (served && counted)
+            overhead = *served - *counted;
+        else
+            note("could not measure the chat template's tokens; sizing the message alone to " + target_text +
+                 " tokens");
     }
     const int64_t message_target = std::max<int64_t>(1, target - overhead);
 
@@ -209,14 +213,13 @@ Result<PromptSet> synthetic_prompt_set(HttpSession& probe, const RequestSettings
     const int64_t guess = first->words;
     std::vector<CalibratedPrompt> calibrated(count);
     calibrated[0] = *first;
-    Status status = for_each_index(probe.url(), options.timeout, count - 1, options.threads,
-                                   [&](HttpSession& session, size_t i) -> Status {
-                                       auto prompt = calibrate_prompt(counter_for(session), seed, i + 1,
-                                                                      message_target, guess);
-                                       if (!prompt) return prompt.error();
-                                       calibrated[i + 1] = std::move(*prompt);
-                                       return Ok{};
-                                   });
+    Status status = for_each_index(
+        probe.url(), options.timeout, count - 1, options.threads, [&](HttpSession& session, size_t i) -> Status {
+            auto prompt = calibrate_prompt(counter_for(session), seed, i + 1, message_target, guess);
+            if (!prompt) return prompt.error();
+            calibrated[i + 1] = std::move(*prompt);
+            return Ok{};
+        });
     if (!status) return Error{"sizing prompts with POST /tokenize: " + status.error().message};
     size_t exact = 0;
     for (auto& prompt : calibrated) {
@@ -228,7 +231,8 @@ Result<PromptSet> synthetic_prompt_set(HttpSession& probe, const RequestSettings
              std::to_string(message_target) + " tokens; the closest were used");
     prompts.source = "synthetic, " + target_text + " tokens by the server's /tokenize";
     if (settings.endpoint == Endpoint::Chat)
-        prompts.source += " (message " + std::to_string(message_target) + " + chat template " + std::to_string(overhead) + ")";
+        prompts.source +=
+            " (message " + std::to_string(message_target) + " + chat template " + std::to_string(overhead) + ")";
     return prompts;
 }
 

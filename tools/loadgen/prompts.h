@@ -90,7 +90,7 @@ struct SyntheticPromptOptions {
     size_t count = 0;
     int64_t tokens = 128;  // per prompt, as the server counts them
     uint64_t seed = 0;
-    int threads = 1;       // connections used for /tokenize
+    int threads = 1;  // connections used for /tokenize
     std::chrono::duration<double> timeout{600};
 };
 

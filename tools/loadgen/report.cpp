@@ -144,7 +144,8 @@ nlohmann::ordered_json report_json(const RunDescription& run, const BenchSummary
         {"requests", run.requests},
         {"warmup", run.warmup},
         {"max_tokens", run.max_tokens},
-        {"prompt_tokens_target", run.prompt_tokens_target ? nlohmann::ordered_json(*run.prompt_tokens_target) : nullptr},
+        {"prompt_tokens_target",
+         run.prompt_tokens_target ? nlohmann::ordered_json(*run.prompt_tokens_target) : nullptr},
         {"prompt_source", run.prompt_source},
         {"seed", run.seed ? nlohmann::ordered_json(*run.seed) : nullptr},
         {"duration_s", summary.duration_s},
@@ -174,7 +175,7 @@ std::string report_table(const RunDescription& run, const BenchSummary& summary)
     out += "----------------------------------------\n";
     out += row("Duration (s):", format("%.2f", summary.duration_s));
     out += row("Requests completed / failed:", format("%lld / %lld", static_cast<long long>(summary.completed),
-                                                     static_cast<long long>(summary.failed)));
+                                                      static_cast<long long>(summary.failed)));
     out += row("Request throughput (req/s):", format("%.2f", summary.request_throughput));
     out += row("Output token throughput (tok/s):", format("%.2f", summary.output_token_throughput));
     out += row("Total token throughput (tok/s):", format("%.2f", summary.total_token_throughput));
@@ -193,7 +194,8 @@ std::string report_table(const RunDescription& run, const BenchSummary& summary)
             out += format("  %6lld x %s\n", static_cast<long long>(summary.errors[i].second),
                           summary.errors[i].first.c_str());
         if (summary.errors.size() > kTableErrorKinds)
-            out += format("  ... and %zu other messages (--json lists them all)\n", summary.errors.size() - kTableErrorKinds);
+            out += format("  ... and %zu other messages (--json lists them all)\n",
+                          summary.errors.size() - kTableErrorKinds);
     }
     out += "========================================\n";
     return out;

@@ -135,7 +135,8 @@ public:
                 continue;
             }
             const auto json = nlohmann::json::parse(event, nullptr, /*allow_exceptions=*/false);
-            if (json.is_discarded()) return fail("the stream carried an event that is not JSON: " + event.substr(0, 120));
+            if (json.is_discarded())
+                return fail("the stream carried an event that is not JSON: " + event.substr(0, 120));
             const PayloadContent content = read_payload(json, endpoint_);
             if (content.error) return fail("error in the stream: " + *content.error);
             if (content.text_bytes > 0) {

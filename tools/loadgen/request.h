@@ -115,9 +115,7 @@ struct RequestRecord {
         return content_times_s.front();
     }
     // usage.completion_tokens; without usage, the number of content chunks (a lower bound).
-    int64_t output_tokens() const {
-        return completion_tokens.value_or(static_cast<int64_t>(content_times_s.size()));
-    }
+    int64_t output_tokens() const { return completion_tokens.value_or(static_cast<int64_t>(content_times_s.size())); }
 };
 
 // ---- sending -----------------------------------------------------------------------------------

@@ -26,7 +26,8 @@ Result<BaseUrl> parse_base_url(std::string_view text) {
 
     // "host", "host:port" or "[v6]:port". The port, when present, must be a number we can connect to.
     const size_t port_colon = authority.rfind(':');
-    const bool has_port = port_colon != std::string_view::npos && authority.find(']', port_colon) == std::string_view::npos;
+    const bool has_port =
+        port_colon != std::string_view::npos && authority.find(']', port_colon) == std::string_view::npos;
     if (has_port) {
         const std::string_view port = authority.substr(port_colon + 1);
         int value = 0;
@@ -62,7 +63,8 @@ std::string describe(httplib::Error error, const BaseUrl& url) {
 
 template <class Duration>
 void set_timeouts(httplib::Client& client, Duration timeout) {
-    const auto connect = std::min<std::chrono::duration<double>>(timeout, std::chrono::duration<double>(kMaxConnectSeconds));
+    const auto connect =
+        std::min<std::chrono::duration<double>>(timeout, std::chrono::duration<double>(kMaxConnectSeconds));
     client.set_connection_timeout(std::chrono::duration_cast<std::chrono::microseconds>(connect));
     client.set_read_timeout(std::chrono::duration_cast<std::chrono::microseconds>(timeout));
     client.set_write_timeout(std::chrono::duration_cast<std::chrono::microseconds>(timeout));
@@ -110,7 +112,8 @@ Result<HttpReply> HttpSession::post_json(std::string_view route, const std::stri
     return HttpReply{reply->status, reply->body};
 }
 
-Result<int> HttpSession::post_json_streaming(std::string_view route, const std::string& body, const BodyHandlers& handlers) {
+Result<int> HttpSession::post_json_streaming(std::string_view route, const std::string& body,
+                                             const BodyHandlers& handlers) {
     httplib::Request request;
     request.method = "POST";
     request.path = url_.path(route);
@@ -213,7 +216,8 @@ Result<std::vector<std::string>> model_ids(const HttpReply& reply) {
 
 Result<int64_t> count_tokens(HttpSession& session, TokenizeDialect dialect, const std::string& model,
                              const std::string& text) {
-    auto json = json_reply(session.post_json("/tokenize", tokenize_body(dialect, model, text).dump()), "POST /tokenize");
+    auto json =
+        json_reply(session.post_json("/tokenize", tokenize_body(dialect, model, text).dump()), "POST /tokenize");
     if (!json) return json.error();
     if (!json->contains("tokens") || !(*json)["tokens"].is_array())
         return Error{"POST /tokenize: the response has no \"tokens\" list"};

@@ -81,7 +81,8 @@ std::optional<int64_t> last_level_cache_bytes() {
         if (!entry.path().filename().string().starts_with("index")) continue;
         int level = 0;
         std::string size;  // e.g. "491520K"
-        if (!(std::ifstream(entry.path() / "level") >> level) || !(std::ifstream(entry.path() / "size") >> size)) continue;
+        if (!(std::ifstream(entry.path() / "level") >> level) || !(std::ifstream(entry.path() / "size") >> size))
+            continue;
         if (level <= best_level || size.empty()) continue;
         int64_t bytes = 0;
         const auto [unit_at, parse_error] = std::from_chars(size.data(), size.data() + size.size(), bytes);

@@ -17,20 +17,20 @@ using StmtPtr = std::unique_ptr<Stmt>;
 using StmtList = std::vector<StmtPtr>;
 
 enum class ExprKind : uint8_t {
-    Literal,    // literal
-    Name,       // name
-    List,       // children = items
-    Tuple,      // children = items
-    Dict,       // children = key, value, key, value, ...
-    Attribute,  // children[0] = object, name = attribute
-    Index,      // children[0] = object, children[1] = index
-    Slice,      // children[0] = object, children[1..3] = start, stop, step (may be null)
-    Call,       // children[0] = callee, args = positional, keyword = named
-    Filter,     // children[0] = value (null in a filter block), name, args, keyword
-    Test,       // children[0] = value, name, args, keyword, negated
-    Unary,      // name = "-", "+", "not"; children[0] = operand
-    Binary,     // name = operator ("+", "-", "*", "/", "//", "%", "**", "~", "and", "or")
-    Compare,    // children[0] = first operand; ops[i] applies to children[i], children[i + 1]
+    Literal,      // literal
+    Name,         // name
+    List,         // children = items
+    Tuple,        // children = items
+    Dict,         // children = key, value, key, value, ...
+    Attribute,    // children[0] = object, name = attribute
+    Index,        // children[0] = object, children[1] = index
+    Slice,        // children[0] = object, children[1..3] = start, stop, step (may be null)
+    Call,         // children[0] = callee, args = positional, keyword = named
+    Filter,       // children[0] = value (null in a filter block), name, args, keyword
+    Test,         // children[0] = value, name, args, keyword, negated
+    Unary,        // name = "-", "+", "not"; children[0] = operand
+    Binary,       // name = operator ("+", "-", "*", "/", "//", "%", "**", "~", "and", "or")
+    Compare,      // children[0] = first operand; ops[i] applies to children[i], children[i + 1]
     Conditional,  // children = condition, then, else (else may be null)
 };
 
@@ -50,16 +50,16 @@ struct Expr {
 };
 
 enum class StmtKind : uint8_t {
-    Text,      // text
-    Output,    // expr
-    If,        // branches: (condition, body); a null condition is the else branch
-    For,       // targets, expr = iterable, condition = loop filter, body, else_body
-    Set,       // targets (or attribute target), expr
-    SetBlock,  // targets, body, filter (optional)
-    Macro,     // name, params (name, default), body
-    CallBlock, // expr = call, params = caller params, body
+    Text,         // text
+    Output,       // expr
+    If,           // branches: (condition, body); a null condition is the else branch
+    For,          // targets, expr = iterable, condition = loop filter, body, else_body
+    Set,          // targets (or attribute target), expr
+    SetBlock,     // targets, body, filter (optional)
+    Macro,        // name, params (name, default), body
+    CallBlock,    // expr = call, params = caller params, body
     FilterBlock,  // filter chain in expr (innermost value null), body
-    With,      // assignments in params (name, value), body
+    With,         // assignments in params (name, value), body
     Break,
     Continue,
 };

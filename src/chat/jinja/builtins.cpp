@@ -43,8 +43,10 @@ Value lookup_path(const Value& item, const Value& attribute) {
     while (true) {
         const size_t dot = path.find('.', start);
         const std::string part = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
-        const bool numeric = !part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
-        current = numeric ? get_item(current, Value(static_cast<int64_t>(std::stoll(part)))) : get_item(current, Value(part));
+        const bool numeric =
+            !part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
+        current =
+            numeric ? get_item(current, Value(static_cast<int64_t>(std::stoll(part)))) : get_item(current, Value(part));
         if (dot == std::string::npos) return current;
         start = dot + 1;
     }
@@ -372,7 +374,8 @@ Value f_sum(Interpreter& interp, const Value& v, CallArgs& args) {
     const Value* attribute = args.get(0, "attribute");
     Value total = args.get_or(1, "start", Value(int64_t{0}));
     for (const auto& item : as_list(interp, v)) {
-        total = binary_op("+", total, attribute && !attribute->is_none() ? lookup_path(item, *attribute) : item, interp);
+        total =
+            binary_op("+", total, attribute && !attribute->is_none() ? lookup_path(item, *attribute) : item, interp);
     }
     return total;
 }
@@ -383,7 +386,8 @@ Value f_title(Interpreter&, const Value& v, CallArgs&) {
     bool word_start = true;
     for (const std::string& ch : utf8_chars(to_str(v))) {
         const char c = ch[0];
-        const bool separator = ch.size() == 1 && (c == '-' || is_py_space(c) || c == '(' || c == '{' || c == '[' || c == '<');
+        const bool separator =
+            ch.size() == 1 && (c == '-' || is_py_space(c) || c == '(' || c == '{' || c == '[' || c == '<');
         if (separator) {
             out += ch;
             word_start = true;
@@ -511,7 +515,8 @@ Value f_indent(Interpreter&, const Value& v, CallArgs& args) {
 }
 
 Value f_format(Interpreter&, const Value& v, CallArgs& args) {
-    if (!args.positional.empty() && !args.keyword.empty()) fail("can't handle positional and keyword arguments at the same time");
+    if (!args.positional.empty() && !args.keyword.empty())
+        fail("can't handle positional and keyword arguments at the same time");
     if (!args.keyword.empty()) {
         auto data = std::make_shared<DictData>();
         for (const auto& [k, val] : args.keyword) data->set(Value(k), val);
@@ -524,7 +529,8 @@ bool run_test_or_truthy(Interpreter& interp, const Value& item, const CallArgs& 
     if (args.positional.size() <= name_index) return item.truthy();
     const std::string name = to_str(args.positional[name_index]);
     CallArgs test_args;
-    test_args.positional.assign(args.positional.begin() + static_cast<std::ptrdiff_t>(name_index) + 1, args.positional.end());
+    test_args.positional.assign(args.positional.begin() + static_cast<std::ptrdiff_t>(name_index) + 1,
+                                args.positional.end());
     test_args.keyword = args.keyword;
     return apply_test(interp, name, item, test_args);
 }
@@ -551,17 +557,50 @@ Value f_rejectattr(Interpreter& i, const Value& v, CallArgs& a) { return select_
 
 const std::unordered_map<std::string, Filter>& filters() {
     static const std::unordered_map<std::string, Filter> table = {
-        {"abs", f_abs}, {"attr", f_attr}, {"batch", f_batch}, {"capitalize", f_capitalize},
-        {"center", f_center}, {"count", f_length}, {"length", f_length}, {"d", f_default},
-        {"default", f_default}, {"dictsort", f_dictsort}, {"e", f_escape}, {"escape", f_escape},
-        {"forceescape", f_forceescape}, {"first", f_first}, {"last", f_last}, {"float", f_float},
-        {"int", f_int}, {"items", f_items}, {"join", f_join}, {"list", f_list}, {"lower", f_lower},
-        {"upper", f_upper}, {"map", f_map}, {"max", f_max}, {"min", f_min}, {"replace", f_replace},
-        {"reverse", f_reverse}, {"round", f_round}, {"safe", f_safe}, {"sort", f_sort},
-        {"string", f_string}, {"sum", f_sum}, {"title", f_title}, {"tojson", f_tojson},
-        {"trim", f_trim}, {"truncate", f_truncate}, {"unique", f_unique}, {"wordcount", f_wordcount},
-        {"indent", f_indent}, {"format", f_format}, {"select", f_select}, {"reject", f_reject},
-        {"selectattr", f_selectattr}, {"rejectattr", f_rejectattr},
+        {"abs", f_abs},
+        {"attr", f_attr},
+        {"batch", f_batch},
+        {"capitalize", f_capitalize},
+        {"center", f_center},
+        {"count", f_length},
+        {"length", f_length},
+        {"d", f_default},
+        {"default", f_default},
+        {"dictsort", f_dictsort},
+        {"e", f_escape},
+        {"escape", f_escape},
+        {"forceescape", f_forceescape},
+        {"first", f_first},
+        {"last", f_last},
+        {"float", f_float},
+        {"int", f_int},
+        {"items", f_items},
+        {"join", f_join},
+        {"list", f_list},
+        {"lower", f_lower},
+        {"upper", f_upper},
+        {"map", f_map},
+        {"max", f_max},
+        {"min", f_min},
+        {"replace", f_replace},
+        {"reverse", f_reverse},
+        {"round", f_round},
+        {"safe", f_safe},
+        {"sort", f_sort},
+        {"string", f_string},
+        {"sum", f_sum},
+        {"title", f_title},
+        {"tojson", f_tojson},
+        {"trim", f_trim},
+        {"truncate", f_truncate},
+        {"unique", f_unique},
+        {"wordcount", f_wordcount},
+        {"indent", f_indent},
+        {"format", f_format},
+        {"select", f_select},
+        {"reject", f_reject},
+        {"selectattr", f_selectattr},
+        {"rejectattr", f_rejectattr},
     };
     return table;
 }
@@ -579,7 +618,9 @@ bool divisible(const Value& v, const Value& divisor, Interpreter& interp) {
     return values_equal(binary_op("%", v, divisor, interp), Value(int64_t{0}));
 }
 
-int compare_for_test(const Value& v, const CallArgs& args, const char* op) { return compare_values(v, test_arg(args, op), op); }
+int compare_for_test(const Value& v, const CallArgs& args, const char* op) {
+    return compare_values(v, test_arg(args, op), op);
+}
 
 const std::unordered_map<std::string, Test>& tests() {
     static const std::unordered_map<std::string, Test> table = {
@@ -594,18 +635,24 @@ const std::unordered_map<std::string, Test>& tests() {
         {"integer", [](Interpreter&, const Value& v, CallArgs&) { return v.is_int(); }},
         {"float", [](Interpreter&, const Value& v, CallArgs&) { return v.is_float(); }},
         {"mapping", [](Interpreter&, const Value& v, CallArgs&) { return v.is_dict(); }},
-        {"iterable", [](Interpreter&, const Value& v, CallArgs&) { return v.is_undefined() || v.is_string() || v.is_list() || v.is_dict() || v.is_iterator(); }},
-        {"sequence", [](Interpreter&, const Value& v, CallArgs&) { return v.is_undefined() || v.is_string() || v.is_list() || v.is_dict(); }},
+        {"iterable",
+         [](Interpreter&, const Value& v, CallArgs&) {
+             return v.is_undefined() || v.is_string() || v.is_list() || v.is_dict() || v.is_iterator();
+         }},
+        {"sequence", [](Interpreter&, const Value& v,
+                        CallArgs&) { return v.is_undefined() || v.is_string() || v.is_list() || v.is_dict(); }},
         {"callable", [](Interpreter&, const Value& v, CallArgs&) { return v.is_function() || v.is_undefined(); }},
         {"lower", [](Interpreter&, const Value& v, CallArgs&) { return py_islower(to_str(v)); }},
         {"upper", [](Interpreter&, const Value& v, CallArgs&) { return py_isupper(to_str(v)); }},
         {"escaped", [](Interpreter&, const Value&, CallArgs&) { return false; }},
         {"even", [](Interpreter& in, const Value& v, CallArgs&) { return divisible(v, Value(int64_t{2}), in); }},
-        {"odd", [](Interpreter& in, const Value& v, CallArgs&) {
+        {"odd",
+         [](Interpreter& in, const Value& v, CallArgs&) {
              if (v.is_undefined()) fail_undefined(v);
              return values_equal(binary_op("%", v, Value(int64_t{2}), in), Value(int64_t{1}));
          }},
-        {"divisibleby", [](Interpreter& in, const Value& v, CallArgs& a) { return divisible(v, test_arg(a, "divisibleby"), in); }},
+        {"divisibleby",
+         [](Interpreter& in, const Value& v, CallArgs& a) { return divisible(v, test_arg(a, "divisibleby"), in); }},
         {"eq", [](Interpreter&, const Value& v, CallArgs& a) { return values_equal(v, test_arg(a, "eq")); }},
         {"ne", [](Interpreter&, const Value& v, CallArgs& a) { return !values_equal(v, test_arg(a, "ne")); }},
         {"lt", [](Interpreter&, const Value& v, CallArgs& a) { return compare_for_test(v, a, "<") < 0; }},
@@ -617,19 +664,22 @@ const std::unordered_map<std::string, Test>& tests() {
          [](Interpreter&, const Value& v, CallArgs& a) {
              const Value& other = test_arg(a, "sameas");
              if (v.kind() != other.kind()) return false;
-             if (v.is_list() || v.is_dict() || v.is_function() || v.is_namespace()) return values_equal(v, other) && to_repr(v) == to_repr(other);
+             if (v.is_list() || v.is_dict() || v.is_function() || v.is_namespace())
+                 return values_equal(v, other) && to_repr(v) == to_repr(other);
              return values_equal(v, other);
          }},
-        {"filter", [](Interpreter&, const Value& v, CallArgs&) { return v.is_string() && filters().count(v.as_string()) > 0; }},
-        {"test", [](Interpreter&, const Value& v, CallArgs&) { return v.is_string() && tests().count(v.as_string()) > 0; }},
+        {"filter",
+         [](Interpreter&, const Value& v, CallArgs&) { return v.is_string() && filters().count(v.as_string()) > 0; }},
+        {"test",
+         [](Interpreter&, const Value& v, CallArgs&) { return v.is_string() && tests().count(v.as_string()) > 0; }},
     };
     return table;
 }
 
 const std::unordered_map<std::string, std::string>& test_aliases() {
     static const std::unordered_map<std::string, std::string> table = {
-        {"==", "eq"}, {"equalto", "eq"}, {"!=", "ne"}, {"<", "lt"}, {"lessthan", "lt"}, {"<=", "le"},
-        {">", "gt"}, {"greaterthan", "gt"}, {">=", "ge"},
+        {"==", "eq"}, {"equalto", "eq"}, {"!=", "ne"},          {"<", "lt"},  {"lessthan", "lt"},
+        {"<=", "le"}, {">", "gt"},       {"greaterthan", "gt"}, {">=", "ge"},
     };
     return table;
 }
@@ -671,7 +721,8 @@ std::shared_ptr<DictData> dict_from_args(CallArgs& args, std::shared_ptr<DictDat
             for (const auto& [k, v] : source.dict_data().entries()) data->set(k, v);
         } else if (source.is_list()) {
             for (const auto& pair : source.items()) {
-                if (!pair.is_list() || pair.items().size() != 2) fail("dictionary update sequence element has wrong length");
+                if (!pair.is_list() || pair.items().size() != 2)
+                    fail("dictionary update sequence element has wrong length");
                 data->set(pair.items()[0], pair.items()[1]);
             }
         } else {

@@ -219,10 +219,14 @@ Value Interpreter::eval(const Expr& e, const std::shared_ptr<Scope>& scope) {
                     Value right = eval(*e.children[i + 1], scope);
                     const std::string& op = e.ops[i];
                     bool result;
-                    if (op == "==") result = values_equal(left, right);
-                    else if (op == "!=") result = !values_equal(left, right);
-                    else if (op == "in") result = contains(right, left);
-                    else if (op == "not in") result = !contains(right, left);
+                    if (op == "==")
+                        result = values_equal(left, right);
+                    else if (op == "!=")
+                        result = !values_equal(left, right);
+                    else if (op == "in")
+                        result = contains(right, left);
+                    else if (op == "not in")
+                        result = !contains(right, left);
                     else {
                         const int c = compare_values(left, right, op.c_str());
                         result = op == "<" ? c < 0 : op == "<=" ? c <= 0 : op == ">" ? c > 0 : c >= 0;
@@ -344,9 +348,8 @@ Value Interpreter::make_macro(const Stmt& s, const std::shared_ptr<Scope>& scope
         for (size_t i = 0; i < macro->params.size(); ++i) {
             if (bound[i]) continue;
             const auto& [name, default_value] = macro->params[i];
-            frame->vars[name] = default_value
-                                    ? eval(*default_value, frame)
-                                    : Value::undefined("parameter '" + name + "' was not provided");
+            frame->vars[name] = default_value ? eval(*default_value, frame)
+                                              : Value::undefined("parameter '" + name + "' was not provided");
         }
         frame->vars["varargs"] = Value::list(std::move(varargs), true);
         frame->vars["kwargs"] = Value::dict(std::move(kwargs));
@@ -455,9 +458,8 @@ auto template_errors_as_result(Step&& step) -> Result<decltype(step())> {
 }  // namespace
 
 Result<ParsedJinja> ParsedJinja::parse(std::string_view template_source, int max_depth) {
-    auto program = template_errors_as_result([&] {
-        return std::make_shared<const jinja::Template>(jinja::parse_template(template_source, max_depth));
-    });
+    auto program = template_errors_as_result(
+        [&] { return std::make_shared<const jinja::Template>(jinja::parse_template(template_source, max_depth)); });
     if (!program) return program.error();
     return ParsedJinja(std::move(program).value());
 }

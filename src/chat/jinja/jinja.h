@@ -57,8 +57,8 @@ private:
     std::shared_ptr<const jinja::Template> program_;
 };
 
-// Parse and render in one go. Keys keep their order with ordered_json, as a Python dict does; with nlohmann::json they come in
-// sorted order, which changes what `tojson` and `for k in d` produce.
+// Parse and render in one go. Keys keep their order with ordered_json, as a Python dict does; with nlohmann::json they
+// come in sorted order, which changes what `tojson` and `for k in d` produce.
 Result<std::string> render_jinja(std::string_view template_source, const nlohmann::ordered_json& context,
                                  const JinjaOptions& options);
 Result<std::string> render_jinja(std::string_view template_source, const nlohmann::ordered_json& context,

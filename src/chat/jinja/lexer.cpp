@@ -259,7 +259,9 @@ private:
         std::vector<char> balance;
         const char* close = block ? "%}" : "}}";
         while (true) {
-            if (p >= src_.size()) fail(block ? "unexpected end of template, expected '%}'" : "unexpected end of template, expected '}}'", start_line);
+            if (p >= src_.size())
+                fail(block ? "unexpected end of template, expected '%}'" : "unexpected end of template, expected '}}'",
+                     start_line);
             if (balance.empty()) {
                 if ((src_[p] == '-' || (block && src_[p] == '+')) && src_.compare(p + 1, 2, close) == 0) {
                     tokens_.push_back(Token{block ? TokenType::BlockEnd : TokenType::VarEnd, "", line_});
@@ -301,7 +303,9 @@ private:
         size_t e = p;
         const auto digits = [&](size_t at) {
             size_t q = at;
-            while (q < src_.size() && (is_digit(src_[q]) || (src_[q] == '_' && q + 1 < src_.size() && is_digit(src_[q + 1])))) ++q;
+            while (q < src_.size() &&
+                   (is_digit(src_[q]) || (src_[q] == '_' && q + 1 < src_.size() && is_digit(src_[q + 1]))))
+                ++q;
             return q;
         };
         e = digits(p);

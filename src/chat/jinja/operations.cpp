@@ -17,8 +17,7 @@ Value missing_attribute(const Value& object, const std::string& name) {
 }
 
 Value unsafe_attribute(const Value& object, const std::string& name) {
-    return Value::undefined("access to attribute '" + name + "' of '" + object.type_name() +
-                            "' object is unsafe.");
+    return Value::undefined("access to attribute '" + name + "' of '" + object.type_name() + "' object is unsafe.");
 }
 
 Value dict_method(const Value& dict, const std::string& name) {
@@ -97,8 +96,10 @@ Value loop_attribute(const Value& loop, const std::string& name) {
     if (name == "length") return Value(n);
     if (name == "depth") return Value(int64_t{1});
     if (name == "depth0") return Value(int64_t{0});
-    if (name == "previtem") return i > 0 ? (*data.items)[data.index - 1] : Value::undefined("there is no previous item");
-    if (name == "nextitem") return i + 1 < n ? (*data.items)[data.index + 1] : Value::undefined("there is no next item");
+    if (name == "previtem")
+        return i > 0 ? (*data.items)[data.index - 1] : Value::undefined("there is no previous item");
+    if (name == "nextitem")
+        return i + 1 < n ? (*data.items)[data.index + 1] : Value::undefined("there is no next item");
     if (name == "cycle") {
         const size_t index = data.index;
         return Value::function("cycle", [index](Interpreter&, CallArgs& args) {

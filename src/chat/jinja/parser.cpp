@@ -424,8 +424,8 @@ private:
         while (true) {
             std::string op;
             if (current().type == TokenType::Operator &&
-                (current().text == "==" || current().text == "!=" || current().text == "<" ||
-                 current().text == "<=" || current().text == ">" || current().text == ">=")) {
+                (current().text == "==" || current().text == "!=" || current().text == "<" || current().text == "<=" ||
+                 current().text == ">" || current().text == ">=")) {
                 op = current().text;
                 advance();
             } else if (is_name("in")) {
@@ -746,8 +746,6 @@ private:
 
 }  // namespace
 
-Template parse_template(std::string_view source, int max_depth) {
-    return Parser(tokenize(source), max_depth).run();
-}
+Template parse_template(std::string_view source, int max_depth) { return Parser(tokenize(source), max_depth).run(); }
 
 }  // namespace tempered::jinja

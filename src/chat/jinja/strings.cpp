@@ -1,9 +1,9 @@
 // Python str methods reachable from templates ('a,b'.split(','), s.strip(), '{}'.format(x), ...)
 // and printf-style '%' formatting (used by the `format` filter and by str % args).
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
-#include <cctype>
 #include <optional>
 
 #include "chat/jinja/interpreter.h"
@@ -234,7 +234,8 @@ std::string py_center(const std::string& s, int64_t width, const std::string& fi
 
 static bool starts_or_ends_with(const std::string& s, const Value& affix, bool start) {
     const auto test = [&](const Value& v) {
-        if (!v.is_string()) fail(std::string(start ? "startswith" : "endswith") + " first arg must be str or a tuple of str");
+        if (!v.is_string())
+            fail(std::string(start ? "startswith" : "endswith") + " first arg must be str or a tuple of str");
         const std::string& a = v.as_string();
         if (a.size() > s.size()) return false;
         return start ? s.compare(0, a.size(), a) == 0 : s.compare(s.size() - a.size(), a.size(), a) == 0;
@@ -251,7 +252,8 @@ static bool starts_or_ends_with(const std::string& s, const Value& affix, bool s
 static int64_t int_arg(const CallArgs& args, size_t index, const char* name, int64_t fallback) {
     const Value* v = args.get(index, name);
     if (!v || v->is_none()) return fallback;
-    if (!v->is_int() && !v->is_bool()) fail(std::string("'") + v->type_name() + "' object cannot be interpreted as an integer");
+    if (!v->is_int() && !v->is_bool())
+        fail(std::string("'") + v->type_name() + "' object cannot be interpreted as an integer");
     return v->as_int();
 }
 
@@ -290,10 +292,12 @@ static std::string str_format(const std::string& format, CallArgs& args) {
         if (close == std::string::npos) fail("Single '{' encountered in format string");
         std::string field = format.substr(i + 1, close - i - 1);
         i = close;
-        if (field.find_first_of(":!") != std::string::npos) fail("format specifications are not supported in str.format");
+        if (field.find_first_of(":!") != std::string::npos)
+            fail("format specifications are not supported in str.format");
         Value v;
         if (field.empty()) {
-            if (auto_index >= args.positional.size()) fail("Replacement index " + std::to_string(auto_index) + " out of range");
+            if (auto_index >= args.positional.size())
+                fail("Replacement index " + std::to_string(auto_index) + " out of range");
             v = args.positional[auto_index++];
         } else if (std::all_of(field.begin(), field.end(), [](char d) { return d >= '0' && d <= '9'; })) {
             const size_t index = std::stoul(field);
@@ -312,9 +316,12 @@ static std::string str_format(const std::string& format, CallArgs& args) {
 Value string_method(const std::string& s, const std::string& name) {
     using Fn = std::function<Value(Interpreter&, const std::string&, CallArgs&)>;
     static const std::unordered_map<std::string, Fn> methods = {
-        {"strip", [](Interpreter&, const std::string& s, CallArgs& a) { return Value(py_strip(s, a.get(0, "chars"), true, true)); }},
-        {"lstrip", [](Interpreter&, const std::string& s, CallArgs& a) { return Value(py_strip(s, a.get(0, "chars"), true, false)); }},
-        {"rstrip", [](Interpreter&, const std::string& s, CallArgs& a) { return Value(py_strip(s, a.get(0, "chars"), false, true)); }},
+        {"strip", [](Interpreter&, const std::string& s,
+                     CallArgs& a) { return Value(py_strip(s, a.get(0, "chars"), true, true)); }},
+        {"lstrip", [](Interpreter&, const std::string& s,
+                      CallArgs& a) { return Value(py_strip(s, a.get(0, "chars"), true, false)); }},
+        {"rstrip", [](Interpreter&, const std::string& s,
+                      CallArgs& a) { return Value(py_strip(s, a.get(0, "chars"), false, true)); }},
         {"upper", [](Interpreter&, const std::string& s, CallArgs&) { return Value(py_upper(s)); }},
         {"lower", [](Interpreter&, const std::string& s, CallArgs&) { return Value(py_lower(s)); }},
         {"title", [](Interpreter&, const std::string& s, CallArgs&) { return Value(py_title(s)); }},
@@ -322,7 +329,8 @@ Value string_method(const std::string& s, const std::string& name) {
         {"split",
          [](Interpreter&, const std::string& s, CallArgs& a) {
              std::vector<Value> out;
-             for (auto& part : py_split(s, a.get(0, "sep"), int_arg(a, 1, "maxsplit", -1))) out.emplace_back(std::move(part));
+             for (auto& part : py_split(s, a.get(0, "sep"), int_arg(a, 1, "maxsplit", -1)))
+                 out.emplace_back(std::move(part));
              return Value::list(std::move(out));
          }},
         {"splitlines",
@@ -331,8 +339,10 @@ Value string_method(const std::string& s, const std::string& name) {
              for (auto& line : py_splitlines(s)) out.emplace_back(std::move(line));
              return Value::list(std::move(out));
          }},
-        {"startswith", [](Interpreter&, const std::string& s, CallArgs& a) { return Value(starts_or_ends_with(s, required(a, 0, "startswith"), true)); }},
-        {"endswith", [](Interpreter&, const std::string& s, CallArgs& a) { return Value(starts_or_ends_with(s, required(a, 0, "endswith"), false)); }},
+        {"startswith", [](Interpreter&, const std::string& s,
+                          CallArgs& a) { return Value(starts_or_ends_with(s, required(a, 0, "startswith"), true)); }},
+        {"endswith", [](Interpreter&, const std::string& s,
+                        CallArgs& a) { return Value(starts_or_ends_with(s, required(a, 0, "endswith"), false)); }},
         {"replace",
          [](Interpreter& in, const std::string& s, CallArgs& a) {
              return Value(py_replace(s, required_string(a, 0, "replace"), required_string(a, 1, "replace"),
@@ -360,13 +370,19 @@ Value string_method(const std::string& s, const std::string& name) {
          [](Interpreter&, const std::string& s, CallArgs& a) {
              const Value& seq = required(a, 0, "join");
              std::vector<Value> items;
-             if (seq.is_list()) items = seq.items();
-             else if (seq.is_dict()) for (const auto& kv : seq.dict_data().entries()) items.push_back(kv.first);
-             else if (seq.is_string()) for (auto& ch : utf8_chars(seq.as_string())) items.emplace_back(std::move(ch));
-             else fail("can only join an iterable");
+             if (seq.is_list())
+                 items = seq.items();
+             else if (seq.is_dict())
+                 for (const auto& kv : seq.dict_data().entries()) items.push_back(kv.first);
+             else if (seq.is_string())
+                 for (auto& ch : utf8_chars(seq.as_string())) items.emplace_back(std::move(ch));
+             else
+                 fail("can only join an iterable");
              std::string out;
              for (size_t i = 0; i < items.size(); ++i) {
-                 if (!items[i].is_string()) fail("sequence item " + std::to_string(i) + ": expected str instance, " + items[i].type_name() + " found");
+                 if (!items[i].is_string())
+                     fail("sequence item " + std::to_string(i) + ": expected str instance, " + items[i].type_name() +
+                          " found");
                  if (i) out += s;
                  out += items[i].as_string();
              }
@@ -380,10 +396,24 @@ Value string_method(const std::string& s, const std::string& name) {
              in.check_size(static_cast<size_t>(std::max<int64_t>(width, 0)));
              return Value(py_center(s, width, fill.is_string() ? fill.as_string() : " "));
          }},
-        {"isdigit", [](Interpreter&, const std::string& s, CallArgs&) { return Value(!s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; })); }},
-        {"isalpha", [](Interpreter&, const std::string& s, CallArgs&) { return Value(!s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; })); }},
-        {"isalnum", [](Interpreter&, const std::string& s, CallArgs&) { return Value(!s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; })); }},
-        {"isspace", [](Interpreter&, const std::string& s, CallArgs&) { return Value(!s.empty() && std::all_of(s.begin(), s.end(), is_py_space)); }},
+        {"isdigit",
+         [](Interpreter&, const std::string& s, CallArgs&) {
+             return Value(!s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; }));
+         }},
+        {"isalpha",
+         [](Interpreter&, const std::string& s, CallArgs&) {
+             return Value(!s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+                 return std::isalpha(static_cast<unsigned char>(c)) != 0;
+             }));
+         }},
+        {"isalnum",
+         [](Interpreter&, const std::string& s, CallArgs&) {
+             return Value(!s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+                 return std::isalnum(static_cast<unsigned char>(c)) != 0;
+             }));
+         }},
+        {"isspace", [](Interpreter&, const std::string& s,
+                       CallArgs&) { return Value(!s.empty() && std::all_of(s.begin(), s.end(), is_py_space)); }},
         {"islower", [](Interpreter&, const std::string& s, CallArgs&) { return Value(py_islower(s)); }},
         {"isupper", [](Interpreter&, const std::string& s, CallArgs&) { return Value(py_isupper(s)); }},
     };
@@ -434,8 +464,10 @@ std::string format_percent_string(const PercentSpec& spec, const Value& value) {
     const size_t len = utf8_length(text);
     const size_t w = spec.width.empty() ? 0 : std::stoul(spec.width);
     if (len < w) {
-        if (spec.flags.find('-') != std::string::npos) text += std::string(w - len, ' ');
-        else text = std::string(w - len, ' ') + text;
+        if (spec.flags.find('-') != std::string::npos)
+            text += std::string(w - len, ' ');
+        else
+            text = std::string(w - len, ' ') + text;
     }
     return text;
 }
@@ -454,8 +486,10 @@ std::string format_percent_value(const PercentSpec& spec, const Value& value) {
         case 'x':
         case 'X':
         case 'o': {
-            if (!value.is_number()) fail("%" + std::string(1, conversion) + " format: a real number is required, not " + value.type_name());
-            const auto n = value.is_float() ? static_cast<long long>(std::trunc(value.as_double())) : static_cast<long long>(value.as_int());
+            if (!value.is_number())
+                fail("%" + std::string(1, conversion) + " format: a real number is required, not " + value.type_name());
+            const auto n = value.is_float() ? static_cast<long long>(std::trunc(value.as_double()))
+                                            : static_cast<long long>(value.as_int());
             const char c = conversion == 'i' ? 'd' : conversion;
             std::snprintf(buf, sizeof buf, (printf_spec + "ll" + c).c_str(), n);
             return buf;
@@ -482,7 +516,8 @@ std::string format_percent_value(const PercentSpec& spec, const Value& value) {
 // Reads flags, width and precision after a '%' (and its optional "(key)"); `i` ends on the conversion.
 PercentSpec read_percent_spec(const std::string& format, size_t& i) {
     PercentSpec spec;
-    while (i < format.size() && std::string_view("-+ #0").find(format[i]) != std::string_view::npos) spec.flags += format[i++];
+    while (i < format.size() && std::string_view("-+ #0").find(format[i]) != std::string_view::npos)
+        spec.flags += format[i++];
     while (i < format.size() && std::isdigit(static_cast<unsigned char>(format[i]))) spec.width += format[i++];
     if (i < format.size() && format[i] == '.') {
         ++i;

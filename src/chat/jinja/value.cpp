@@ -324,9 +324,12 @@ static std::string string_repr(const std::string& s) {
             out += ch;
         } else {
             char buf[16];
-            if (cp <= 0xFF) std::snprintf(buf, sizeof buf, "\\x%02x", cp);
-            else if (cp <= 0xFFFF) std::snprintf(buf, sizeof buf, "\\u%04x", cp);
-            else std::snprintf(buf, sizeof buf, "\\U%08x", cp);
+            if (cp <= 0xFF)
+                std::snprintf(buf, sizeof buf, "\\x%02x", cp);
+            else if (cp <= 0xFFFF)
+                std::snprintf(buf, sizeof buf, "\\u%04x", cp);
+            else
+                std::snprintf(buf, sizeof buf, "\\U%08x", cp);
             out += buf;
         }
     }
@@ -562,8 +565,8 @@ int compare_values(const Value& a, const Value& b, const char* op) {
                  ? "undefined value in comparison"
                  : (a.is_undefined() ? a.undefined_hint() : b.undefined_hint()));
     }
-    fail(std::string("'") + op + "' not supported between instances of '" + a.type_name() + "' and '" +
-         b.type_name() + "'");
+    fail(std::string("'") + op + "' not supported between instances of '" + a.type_name() + "' and '" + b.type_name() +
+         "'");
 }
 
 }  // namespace tempered::jinja

@@ -24,13 +24,24 @@ struct TemplateError {
     int line = 0;  // 0 = not yet known; the statement being executed fills it in
 };
 
-[[noreturn]] inline void fail(std::string message, int line = 0) {
-    throw TemplateError{std::move(message), line};
-}
+[[noreturn]] inline void fail(std::string message, int line = 0) { throw TemplateError{std::move(message), line}; }
 
 // Iterator: what jinja2 filters such as map/select/unique return (a Python generator): single-pass,
 // always truthy, no len(), not JSON-serializable. Its items live in a ListData with a cursor.
-enum class Kind : uint8_t { Undefined, None, Bool, Int, Float, String, List, Dict, Function, Namespace, Loop, Iterator };
+enum class Kind : uint8_t {
+    Undefined,
+    None,
+    Bool,
+    Int,
+    Float,
+    String,
+    List,
+    Dict,
+    Function,
+    Namespace,
+    Loop,
+    Iterator
+};
 
 class Value;
 struct CallArgs;
@@ -176,7 +187,7 @@ struct JsonDumpOptions {
     std::string item_separator = ", ";
     std::string key_separator = ": ";
     bool sort_keys = false;
-    bool ensure_ascii = false;  // escape non-ASCII as \uXXXX
+    bool ensure_ascii = false;    // escape non-ASCII as \uXXXX
     size_t max_bytes = SIZE_MAX;  // fail beyond this (indentation can multiply the size)
 };
 std::string json_dumps(const Value& value, const JsonDumpOptions& options);

@@ -28,7 +28,7 @@ struct AttentionRun {
     int64_t token_stride = 0;  // floats
     int64_t tokens = 0;        // 1 .. kMaxRunTokens
     int64_t heads = 0;
-    int64_t head_dim = 0;      // a multiple of 16
+    int64_t head_dim = 0;  // a multiple of 16
     int64_t first_position = 0;
 };
 
@@ -49,11 +49,11 @@ void attend_run_with_isa(const AttentionRun& run, const KvHeadView& kv, std::spa
                          float scale, float* scratch, CpuIsa isa);
 
 // Per-ISA instantiations of attention_kernel.h.
-void attend_run_scalar(const AttentionRun& run, const KvHeadView& kv, std::span<const int32_t> block_table,
-                       float scale, float* scratch);
-void attend_run_avx2(const AttentionRun& run, const KvHeadView& kv, std::span<const int32_t> block_table,
-                     float scale, float* scratch);
-void attend_run_avx512(const AttentionRun& run, const KvHeadView& kv, std::span<const int32_t> block_table,
-                       float scale, float* scratch);
+void attend_run_scalar(const AttentionRun& run, const KvHeadView& kv, std::span<const int32_t> block_table, float scale,
+                       float* scratch);
+void attend_run_avx2(const AttentionRun& run, const KvHeadView& kv, std::span<const int32_t> block_table, float scale,
+                     float* scratch);
+void attend_run_avx512(const AttentionRun& run, const KvHeadView& kv, std::span<const int32_t> block_table, float scale,
+                       float* scratch);
 
 }  // namespace tempered

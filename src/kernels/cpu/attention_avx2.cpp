@@ -12,7 +12,9 @@ struct Avx2Vec {
         __m256 low, high;
     };
     template <typename Op>
-    static Type both(Type a, Type b, Op op) { return {op(a.low, b.low), op(a.high, b.high)}; }
+    static Type both(Type a, Type b, Op op) {
+        return {op(a.low, b.low), op(a.high, b.high)};
+    }
     static Type zero() { return {_mm256_setzero_ps(), _mm256_setzero_ps()}; }
     static Type set1(float value) { return {_mm256_set1_ps(value), _mm256_set1_ps(value)}; }
     static Type load(const float* p) { return {_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)}; }
@@ -20,10 +22,18 @@ struct Avx2Vec {
         _mm256_storeu_ps(p, v.low);
         _mm256_storeu_ps(p + 8, v.high);
     }
-    static Type add(Type a, Type b) { return both(a, b, [](__m256 x, __m256 y) { return _mm256_add_ps(x, y); }); }
-    static Type sub(Type a, Type b) { return both(a, b, [](__m256 x, __m256 y) { return _mm256_sub_ps(x, y); }); }
-    static Type mul(Type a, Type b) { return both(a, b, [](__m256 x, __m256 y) { return _mm256_mul_ps(x, y); }); }
-    static Type max(Type a, Type b) { return both(a, b, [](__m256 x, __m256 y) { return _mm256_max_ps(x, y); }); }
+    static Type add(Type a, Type b) {
+        return both(a, b, [](__m256 x, __m256 y) { return _mm256_add_ps(x, y); });
+    }
+    static Type sub(Type a, Type b) {
+        return both(a, b, [](__m256 x, __m256 y) { return _mm256_sub_ps(x, y); });
+    }
+    static Type mul(Type a, Type b) {
+        return both(a, b, [](__m256 x, __m256 y) { return _mm256_mul_ps(x, y); });
+    }
+    static Type max(Type a, Type b) {
+        return both(a, b, [](__m256 x, __m256 y) { return _mm256_max_ps(x, y); });
+    }
     static Type fma(Type a, Type b, Type c) {
         return {_mm256_fmadd_ps(a.low, b.low, c.low), _mm256_fmadd_ps(a.high, b.high, c.high)};
     }
@@ -43,7 +53,8 @@ struct Avx2Vec {
         const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
         const __m256i kept = _mm256_set1_epi32(static_cast<int>(std::clamp<int64_t>(count, 0, 16)));
         const __m256 low_mask = _mm256_castsi256_ps(_mm256_cmpgt_epi32(kept, lane));
-        const __m256 high_mask = _mm256_castsi256_ps(_mm256_cmpgt_epi32(kept, _mm256_add_epi32(lane, _mm256_set1_epi32(8))));
+        const __m256 high_mask =
+            _mm256_castsi256_ps(_mm256_cmpgt_epi32(kept, _mm256_add_epi32(lane, _mm256_set1_epi32(8))));
         const __m256 f = _mm256_set1_ps(fill);
         return {_mm256_blendv_ps(f, v.low, low_mask), _mm256_blendv_ps(f, v.high, high_mask)};
     }
@@ -66,8 +77,8 @@ struct Avx2Vec {
 
 }  // namespace
 
-void attend_run_avx2(const AttentionRun& run, const KvHeadView& kv, std::span<const int32_t> block_table,
-                     float scale, float* scratch) {
+void attend_run_avx2(const AttentionRun& run, const KvHeadView& kv, std::span<const int32_t> block_table, float scale,
+                     float* scratch) {
     attention_detail::attend_run<Avx2Vec>(run, kv, block_table, scale, scratch);
 }
 

@@ -50,8 +50,8 @@ struct Avx512Vec {
 
 }  // namespace
 
-void attend_run_avx512(const AttentionRun& run, const KvHeadView& kv, std::span<const int32_t> block_table,
-                       float scale, float* scratch) {
+void attend_run_avx512(const AttentionRun& run, const KvHeadView& kv, std::span<const int32_t> block_table, float scale,
+                       float* scratch) {
     attention_detail::attend_run<Avx512Vec>(run, kv, block_table, scale, scratch);
 }
 

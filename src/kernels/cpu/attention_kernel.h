@@ -2,8 +2,8 @@
 // provides: zero, set1, load, store, load_kv<type> (16 cache elements as floats, exactly), add, sub,
 // mul, fma (a * b + c, one rounding), max, hmax, hsum
 // (((v[i] + v[i+8]) then + [i+4], + [i+2], + [i+1]: one fixed order), keep_first (lanes >= count set
-// to a fill value), exp (fast_exp.h's canonical_exp, lane by lane) and kv_to_float (exact, as ops.h's). Only headers; included by
-// attention_scalar.cpp, attention_avx2.cpp and attention_avx512.cpp, each with its own Vec.
+// to a fill value), exp (fast_exp.h's canonical_exp, lane by lane) and kv_to_float (exact, as ops.h's). Only headers;
+// included by attention_scalar.cpp, attention_avx2.cpp and attention_avx512.cpp, each with its own Vec.
 #pragma once
 
 #include <algorithm>
@@ -18,8 +18,8 @@
 
 namespace tempered::attention_detail {
 
-inline constexpr int kChunk = 16;     // positions per key/value chunk: one vector of scores
-inline constexpr int kRowBlock = 4;   // query rows updated together: independent chains, shared loads
+inline constexpr int kChunk = 16;    // positions per key/value chunk: one vector of scores
+inline constexpr int kRowBlock = 4;  // query rows updated together: independent chains, shared loads
 
 // Per-thread scratch, carved from the caller's floats.
 struct Scratch {
@@ -74,14 +74,15 @@ ChunkView converted_chunk(const ChunkView& chunk, int64_t count, int64_t head_di
         Vec::store(s.keys_transposed + d * kChunk, Vec::template load_kv<kType>(chunk.keys + d * chunk.key_stride));
     for (int64_t k = 0; k < count; ++k)
         for (int64_t d = 0; d < head_dim; d += kChunk)
-            Vec::store(s.values + k * head_dim + d, Vec::template load_kv<kType>(chunk.values + k * chunk.value_stride + d * kElement));
+            Vec::store(s.values + k * head_dim + d,
+                       Vec::template load_kv<kType>(chunk.values + k * chunk.value_stride + d * kElement));
     return ChunkView{reinterpret_cast<const uint8_t*>(s.keys_transposed), kChunk * 4,
                      reinterpret_cast<const uint8_t*>(s.values), head_dim * 4};
 }
 
 // Otherwise positions [base, base + count) gathered into the scratch as float32.
-inline ChunkView gathered_chunk(const KvHeadView& kv, std::span<const int32_t> block_table, int64_t base,
-                                int64_t count, int64_t head_dim, const Scratch& s) {
+inline ChunkView gathered_chunk(const KvHeadView& kv, std::span<const int32_t> block_table, int64_t base, int64_t count,
+                                int64_t head_dim, const Scratch& s) {
     float key[512];  // head_dim <= 512 (attention_run_supports)
     for (int64_t k = 0; k < count; ++k) {
         const int64_t position = base + k;
@@ -110,7 +111,8 @@ inline void prefetch_chunk(const KvHeadView& kv, std::span<const int32_t> block_
         if (k % kChunk != 0 && kv.block_size % kChunk == 0) continue;
         // Keys: one line holds 32 (f16) consecutive slots of a dimension, so touch each dimension once
         // per chunk.
-        const auto* keys = reinterpret_cast<const char*>(kv.keys + block * kv.block_stride + (position % kv.block_size) * element);
+        const auto* keys =
+            reinterpret_cast<const char*>(kv.keys + block * kv.block_stride + (position % kv.block_size) * element);
         for (int64_t d = 0; d < head_dim; ++d) __builtin_prefetch(keys + d * kv.block_size * element);
     }
 }
@@ -156,7 +158,8 @@ void update_rows(const RowRef* rows, int64_t head_dim, float scale, const Scratc
     }
     for (int64_t d = 0; d < head_dim; d += kChunk) {
         V acc[R];
-        for (int r = 0; r < R; ++r) acc[r] = Vec::mul(Vec::load(s.output + rows[r].row * head_dim + d), Vec::set1(correction[r]));
+        for (int r = 0; r < R; ++r)
+            acc[r] = Vec::mul(Vec::load(s.output + rows[r].row * head_dim + d), Vec::set1(correction[r]));
         for (int64_t k = 0; k < most_visible; ++k) {
             const V value = Vec::template load_kv<kType>(chunk.values + k * chunk.value_stride + d * kElement);
             for (int r = 0; r < R; ++r)
@@ -211,7 +214,8 @@ void attend_run(const AttentionRun& run, const KvHeadView& kv, std::span<const i
             prefetch_chunk(kv, block_table, base + kChunk, std::min<int64_t>(kChunk, length - base - kChunk), head_dim);
         if (kv.block_size % kChunk != 0) {
             const int64_t count = std::min<int64_t>(kChunk, length - base);
-            attend_chunk<Vec, DType::F32>(run, base, scale, s, gathered_chunk(kv, block_table, base, count, head_dim, s));
+            attend_chunk<Vec, DType::F32>(run, base, scale, s,
+                                          gathered_chunk(kv, block_table, base, count, head_dim, s));
             continue;
         }
         const ChunkView chunk = cache_chunk(kv, block_table, base);
@@ -237,7 +241,8 @@ void attend_run(const AttentionRun& run, const KvHeadView& kv, std::span<const i
             const int64_t row = t * run.heads + h;
             const typename Vec::Type inverse = Vec::set1(1.0f / s.denominator[row]);
             float* out = run.out + t * run.token_stride + h * head_dim;
-            for (int64_t d = 0; d < head_dim; d += kChunk) Vec::store(out + d, Vec::mul(Vec::load(s.output + row * head_dim + d), inverse));
+            for (int64_t d = 0; d < head_dim; d += kChunk)
+                Vec::store(out + d, Vec::mul(Vec::load(s.output + row * head_dim + d), inverse));
         }
     }
 }

@@ -27,10 +27,18 @@ struct ScalarVec {
         for (int i = 0; i < 16; ++i) v[i] = op(a[i], b[i]);
         return v;
     }
-    static Type add(const Type& a, const Type& b) { return map(a, b, [](float x, float y) { return x + y; }); }
-    static Type sub(const Type& a, const Type& b) { return map(a, b, [](float x, float y) { return x - y; }); }
-    static Type mul(const Type& a, const Type& b) { return map(a, b, [](float x, float y) { return x * y; }); }
-    static Type max(const Type& a, const Type& b) { return map(a, b, [](float x, float y) { return std::max(x, y); }); }
+    static Type add(const Type& a, const Type& b) {
+        return map(a, b, [](float x, float y) { return x + y; });
+    }
+    static Type sub(const Type& a, const Type& b) {
+        return map(a, b, [](float x, float y) { return x - y; });
+    }
+    static Type mul(const Type& a, const Type& b) {
+        return map(a, b, [](float x, float y) { return x * y; });
+    }
+    static Type max(const Type& a, const Type& b) {
+        return map(a, b, [](float x, float y) { return std::max(x, y); });
+    }
     static Type fma(const Type& a, const Type& b, const Type& c) {
         Type v;
         for (int i = 0; i < 16; ++i) v[i] = std::fma(a[i], b[i], c[i]);
@@ -63,8 +71,8 @@ struct ScalarVec {
 
 }  // namespace
 
-void attend_run_scalar(const AttentionRun& run, const KvHeadView& kv, std::span<const int32_t> block_table,
-                       float scale, float* scratch) {
+void attend_run_scalar(const AttentionRun& run, const KvHeadView& kv, std::span<const int32_t> block_table, float scale,
+                       float* scratch) {
     attention_detail::attend_run<ScalarVec>(run, kv, block_table, scale, scratch);
 }
 

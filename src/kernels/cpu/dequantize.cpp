@@ -116,8 +116,7 @@ void dequantize_q4_k(const BlockQ4_K* blocks, float* dst, int64_t n) {
             const float scale = d * static_cast<float>(sc), min = dmin * static_cast<float>(m);
             const uint8_t* qs = block.qs + 32 * (sub / 2);
             const int shift = 4 * (sub % 2);
-            for (int l = 0; l < 32; ++l)
-                dst[32 * sub + l] = scale * static_cast<float>((qs[l] >> shift) & 0x0F) - min;
+            for (int l = 0; l < 32; ++l) dst[32 * sub + l] = scale * static_cast<float>((qs[l] >> shift) & 0x0F) - min;
         }
     }
 }
@@ -167,20 +166,26 @@ const Block* as_blocks(const void* src) {
 
 bool dequantize_supported(DType type) {
     switch (type) {
-        case DType::F32: case DType::F16: case DType::BF16:
-        case DType::Q4_0: case DType::Q4_1: case DType::Q5_0: case DType::Q5_1: case DType::Q8_0:
-        case DType::Q2_K: case DType::Q3_K: case DType::Q4_K: case DType::Q5_K: case DType::Q6_K:
-            return true;
-        default:
-            return false;
+        case DType::F32:
+        case DType::F16:
+        case DType::BF16:
+        case DType::Q4_0:
+        case DType::Q4_1:
+        case DType::Q5_0:
+        case DType::Q5_1:
+        case DType::Q8_0:
+        case DType::Q2_K:
+        case DType::Q3_K:
+        case DType::Q4_K:
+        case DType::Q5_K:
+        case DType::Q6_K: return true;
+        default: return false;
     }
 }
 
 void dequantize_row(DType type, const void* src, float* dst, int64_t n) {
     switch (type) {
-        case DType::F32:
-            std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
-            break;
+        case DType::F32: std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float)); break;
         case DType::F16:
             for (int64_t i = 0; i < n; ++i) dst[i] = half_to_float(static_cast<const uint16_t*>(src)[i]);
             break;
@@ -197,8 +202,7 @@ void dequantize_row(DType type, const void* src, float* dst, int64_t n) {
         case DType::Q4_K: dequantize_q4_k(as_blocks<BlockQ4_K>(src), dst, n); break;
         case DType::Q5_K: dequantize_q5_k(as_blocks<BlockQ5_K>(src), dst, n); break;
         case DType::Q6_K: dequantize_q6_k(as_blocks<BlockQ6_K>(src), dst, n); break;
-        default:
-            break;
+        default: break;
     }
 }
 

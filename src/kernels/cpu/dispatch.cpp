@@ -21,8 +21,7 @@ std::optional<CpuIsa> parse_cpu_isa(std::string_view name) {
 
 bool cpu_supports(CpuIsa isa) {
     __builtin_cpu_init();
-    const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                      __builtin_cpu_supports("f16c");
+    const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
     switch (isa) {
         case CpuIsa::Scalar: return true;
         case CpuIsa::Avx2: return avx2;

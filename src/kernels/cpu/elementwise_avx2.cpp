@@ -23,7 +23,8 @@ void exp_of_scaled_difference_avx2(const float* x, float subtract, float multipl
     const __m256 offset = _mm256_set1_ps(subtract), scale = _mm256_set1_ps(multiply);
     int64_t i = 0;
     for (; i + 8 <= n; i += 8)
-        _mm256_storeu_ps(out + i, canonical_exp_avx2(_mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), offset), scale)));
+        _mm256_storeu_ps(out + i,
+                         canonical_exp_avx2(_mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), offset), scale)));
     exp_of_scaled_difference_scalar(x + i, subtract, multiply, out + i, n - i);
 }
 

@@ -25,7 +25,8 @@ void exp_of_scaled_difference_avx512(const float* x, float subtract, float multi
     const __m512 offset = _mm512_set1_ps(subtract), scale = _mm512_set1_ps(multiply);
     int64_t i = 0;
     for (; i + 16 <= n; i += 16)
-        _mm512_storeu_ps(out + i, canonical_exp_avx512(_mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(x + i), offset), scale)));
+        _mm512_storeu_ps(out + i,
+                         canonical_exp_avx512(_mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(x + i), offset), scale)));
     exp_of_scaled_difference_scalar(x + i, subtract, multiply, out + i, n - i);
 }
 

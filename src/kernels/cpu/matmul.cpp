@@ -16,13 +16,12 @@ size_t row_stride_bytes(const WeightMatrix& weights) {
     return static_cast<size_t>(weights.cols / traits.block_elements) * traits.block_bytes;
 }
 
-void matmul_rows_reference(const WeightMatrix& weights, const float* x, int64_t batch, float* y,
-                           int64_t row_begin, int64_t row_end) {
+void matmul_rows_reference(const WeightMatrix& weights, const float* x, int64_t batch, float* y, int64_t row_begin,
+                           int64_t row_end) {
     std::vector<float> row(static_cast<size_t>(weights.cols));
     const size_t stride = row_stride_bytes(weights);
     for (int64_t r = row_begin; r < row_end; ++r) {
-        dequantize_row(weights.type, static_cast<const uint8_t*>(weights.data) + r * stride, row.data(),
-                       weights.cols);
+        dequantize_row(weights.type, static_cast<const uint8_t*>(weights.data) + r * stride, row.data(), weights.cols);
         for (int64_t b = 0; b < batch; ++b) {
             const float* xb = x + b * weights.cols;
             float sum = 0.0f;
@@ -45,7 +44,9 @@ RowKernel row_kernel(CpuIsa isa) {
 
 // Row groups per range the threads take in turn: about eight ranges per thread balance a thread slowed
 // by other work without paying an atomic per group.
-int64_t packed_grain(int64_t groups, const ThreadPool& pool) { return std::max<int64_t>(1, groups / (8 * pool.size())); }
+int64_t packed_grain(int64_t groups, const ThreadPool& pool) {
+    return std::max<int64_t>(1, groups / (8 * pool.size()));
+}
 
 using PackedKernel = void (*)(const WeightMatrix&, const QuantizedActivations&, float*, int64_t, int64_t);
 
@@ -123,8 +124,8 @@ void matmul_with_isa(const WeightMatrix& weights, const float* x, int64_t batch,
     });
 }
 
-void matmul_many(std::span<const WeightMatrix* const> weights, const float* x, int64_t batch,
-                 std::span<float* const> y, ThreadPool& pool) {
+void matmul_many(std::span<const WeightMatrix* const> weights, const float* x, int64_t batch, std::span<float* const> y,
+                 ThreadPool& pool) {
     const CpuIsa isa = active_cpu_isa();
     const bool all_packed = std::all_of(weights.begin(), weights.end(), [&](const WeightMatrix* w) {
         return w->layout == WeightLayout::Packed16 && w->cols == weights[0]->cols;

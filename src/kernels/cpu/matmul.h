@@ -27,16 +27,16 @@ struct WeightMatrix {
 
 // y (batch, W.rows) = x (batch, W.cols) · W^T, using the fastest kernel this CPU supports
 // (active_cpu_isa()). Packed weights (Q4_1, Q8_0) and GGUF-layout Q4_1, Q8_0, Q4_K, Q5_K and Q6_K
-// take the integer kernels: x is quantized to 8 bits in blocks of 32 first. Other types dequantize each row and take float kernels whose sum
-// order differs from matmul_reference's (see matmul_kernels.h for both definitions).
-// Each output element is reduced in the same order whatever `batch` is or however the rows are
-// split across threads (batch invariance).
+// take the integer kernels: x is quantized to 8 bits in blocks of 32 first. Other types dequantize each row and take
+// float kernels whose sum order differs from matmul_reference's (see matmul_kernels.h for both definitions). Each
+// output element is reduced in the same order whatever `batch` is or however the rows are split across threads (batch
+// invariance).
 void matmul(const WeightMatrix& weights, const float* x, int64_t batch, float* y, ThreadPool& pool);
 
 // y_i (batch, W_i.rows) = x (batch, cols) · W_i^T for several matrices of the same input width (a
 // layer's Q, K and V; gate and up): x is quantized once and the threads split all rows in one pass.
-void matmul_many(std::span<const WeightMatrix* const> weights, const float* x, int64_t batch,
-                 std::span<float* const> y, ThreadPool& pool);
+void matmul_many(std::span<const WeightMatrix* const> weights, const float* x, int64_t batch, std::span<float* const> y,
+                 ThreadPool& pool);
 
 // The same with the kernels of `isa`, which the CPU must support. For tests and benchmarks.
 void matmul_with_isa(const WeightMatrix& weights, const float* x, int64_t batch, float* y, ThreadPool& pool,

@@ -23,8 +23,7 @@ const float* row_as_floats(const WeightMatrix& weights, int64_t r, size_t row_by
     const uint8_t* src = static_cast<const uint8_t*>(weights.data) + static_cast<size_t>(r) * row_bytes;
     const int64_t n = weights.cols;
     switch (weights.type) {
-        case DType::F32:
-            return reinterpret_cast<const float*>(src);
+        case DType::F32: return reinterpret_cast<const float*>(src);
         case DType::F16: {
             const auto* h = reinterpret_cast<const uint16_t*>(src);
             int64_t i = 0;
@@ -46,9 +45,7 @@ const float* row_as_floats(const WeightMatrix& weights, int64_t r, size_t row_by
             }
             return buffer;
         }
-        default:
-            dequantize_row(weights.type, src, buffer, n);
-            return buffer;
+        default: dequantize_row(weights.type, src, buffer, n); return buffer;
     }
 }
 
@@ -71,15 +68,16 @@ void rows_tile(const float* const* w, const float* x, int64_t cols, float* out) 
 
 }  // namespace
 
-void matmul_float_rows_avx2(const WeightMatrix& weights, const float* x, int64_t batch, float* y,
-                            int64_t row_begin, int64_t row_end) {
+void matmul_float_rows_avx2(const WeightMatrix& weights, const float* x, int64_t batch, float* y, int64_t row_begin,
+                            int64_t row_end) {
     thread_local std::vector<float> buffer;
     buffer.resize(static_cast<size_t>(kRowTile * weights.cols));
     const size_t row_bytes = static_cast<size_t>(*dtype_row_bytes(weights.type, weights.cols));
     for (int64_t r0 = row_begin; r0 < row_end; r0 += kRowTile) {
         const int count = static_cast<int>(std::min<int64_t>(kRowTile, row_end - r0));
         const float* w[kRowTile];
-        for (int r = 0; r < count; ++r) w[r] = row_as_floats(weights, r0 + r, row_bytes, &buffer[static_cast<size_t>(r * weights.cols)]);
+        for (int r = 0; r < count; ++r)
+            w[r] = row_as_floats(weights, r0 + r, row_bytes, &buffer[static_cast<size_t>(r * weights.cols)]);
         for (int64_t b = 0; b < batch; ++b) {
             float out[kRowTile];
             const float* xb = x + b * weights.cols;

@@ -32,20 +32,20 @@ namespace tempered {
 bool integer_kernel_supports(DType type);
 
 // y (x.batch, weights.rows): fills the columns [row_begin, row_end) of every batch row.
-void matmul_q8_rows_scalar(const WeightMatrix& weights, const QuantizedActivations& x, float* y,
-                           int64_t row_begin, int64_t row_end);
-void matmul_q8_rows_avx2(const WeightMatrix& weights, const QuantizedActivations& x, float* y,
-                         int64_t row_begin, int64_t row_end);
-void matmul_q8_rows_avx512(const WeightMatrix& weights, const QuantizedActivations& x, float* y,
-                           int64_t row_begin, int64_t row_end);
+void matmul_q8_rows_scalar(const WeightMatrix& weights, const QuantizedActivations& x, float* y, int64_t row_begin,
+                           int64_t row_end);
+void matmul_q8_rows_avx2(const WeightMatrix& weights, const QuantizedActivations& x, float* y, int64_t row_begin,
+                         int64_t row_end);
+void matmul_q8_rows_avx512(const WeightMatrix& weights, const QuantizedActivations& x, float* y, int64_t row_begin,
+                           int64_t row_end);
 
 // Float kernels for every other type the dequantizer knows: each weight row is dequantized
 // (dequantize_row, or an exact vector conversion for F16 / BF16), then
 //   acc[0..8) = 0;  for each i: acc[i % 8] = fma(w[i], x[i], acc[i % 8]);  y = the same sum of lanes.
 // Scalar twin and AVX2 kernel agree bit for bit; both are batch invariant.
-void matmul_float_rows_scalar(const WeightMatrix& weights, const float* x, int64_t batch, float* y,
-                              int64_t row_begin, int64_t row_end);
-void matmul_float_rows_avx2(const WeightMatrix& weights, const float* x, int64_t batch, float* y,
-                            int64_t row_begin, int64_t row_end);
+void matmul_float_rows_scalar(const WeightMatrix& weights, const float* x, int64_t batch, float* y, int64_t row_begin,
+                              int64_t row_end);
+void matmul_float_rows_avx2(const WeightMatrix& weights, const float* x, int64_t batch, float* y, int64_t row_begin,
+                            int64_t row_end);
 
 }  // namespace tempered

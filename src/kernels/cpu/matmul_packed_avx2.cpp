@@ -23,8 +23,8 @@ __m256 load_halves(const uint8_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(re
 
 // Rows [8h, 8h + 8) of one Q4_1 row group against activation rows [b0, b0 + T).
 template <int T>
-void q4_1_half(const uint8_t* group_tiles, int64_t blocks, int h, const QuantizedActivations& x, int64_t b0,
-               float* y, int64_t y_stride) {
+void q4_1_half(const uint8_t* group_tiles, int64_t blocks, int h, const QuantizedActivations& x, int64_t b0, float* y,
+               int64_t y_stride) {
     constexpr int64_t kTileBytes = 320;
     const __m256i low_nibbles = _mm256_set1_epi8(0x0F), word_ones = _mm256_set1_epi16(1);
     __m256 acc[T];
@@ -41,7 +41,8 @@ void q4_1_half(const uint8_t* group_tiles, int64_t blocks, int h, const Quantize
         for (int t = 0; t < T; ++t) {
             const int8_t* xq = x.block_q(b0 + t, j);
             __m256i sum16 = _mm256_maddubs_epi16(w[0], broadcast_4_bytes(xq));
-            for (int i = 1; i < 8; ++i) sum16 = _mm256_add_epi16(sum16, _mm256_maddubs_epi16(w[i], broadcast_4_bytes(xq + 4 * i)));
+            for (int i = 1; i < 8; ++i)
+                sum16 = _mm256_add_epi16(sum16, _mm256_maddubs_epi16(w[i], broadcast_4_bytes(xq + 4 * i)));
             const __m256i p = _mm256_madd_epi16(sum16, word_ones);
             const float dx = x.block_scale(b0 + t, j);
             acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_mul_ps(d, _mm256_set1_ps(dx)), acc[t]);
@@ -53,8 +54,8 @@ void q4_1_half(const uint8_t* group_tiles, int64_t blocks, int h, const Quantize
 
 // The same for Q8_0: stored bytes are q + 128; flipping the top bit gives q as a signed byte.
 template <int T>
-void q8_0_half(const uint8_t* group_tiles, int64_t blocks, int h, const QuantizedActivations& x, int64_t b0,
-               float* y, int64_t y_stride) {
+void q8_0_half(const uint8_t* group_tiles, int64_t blocks, int h, const QuantizedActivations& x, int64_t b0, float* y,
+               int64_t y_stride) {
     constexpr int64_t kTileBytes = 544;
     const __m256i top_bit = _mm256_set1_epi8(static_cast<char>(0x80)), word_ones = _mm256_set1_epi16(1);
     __m256 acc[T];
@@ -68,8 +69,8 @@ void q8_0_half(const uint8_t* group_tiles, int64_t blocks, int h, const Quantize
             for (int c = 0; c < 8; ++c) {
                 const __m256i w = _mm256_xor_si256(load_256(tile + 64 * c + 32 * h), top_bit);
                 // |w| * (x with w's sign): vpmaddubsw's unsigned operand must be the weights' magnitude.
-                const __m256i products = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w),
-                                                              _mm256_sign_epi8(broadcast_4_bytes(xq + 4 * c), w));
+                const __m256i products =
+                    _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(broadcast_4_bytes(xq + 4 * c), w));
                 p = _mm256_add_epi32(p, _mm256_madd_epi16(products, word_ones));
             }
             const float dx = x.block_scale(b0 + t, j);
@@ -80,8 +81,8 @@ void q8_0_half(const uint8_t* group_tiles, int64_t blocks, int h, const Quantize
 }
 
 template <int T>
-void group_tile(DType type, const uint8_t* tiles, int64_t blocks, const QuantizedActivations& x, int64_t b0,
-                float* y, int64_t y_stride) {
+void group_tile(DType type, const uint8_t* tiles, int64_t blocks, const QuantizedActivations& x, int64_t b0, float* y,
+                int64_t y_stride) {
     for (int h = 0; h < 2; ++h) {
         if (type == DType::Q4_1)
             q4_1_half<T>(tiles, blocks, h, x, b0, y, y_stride);
@@ -92,8 +93,8 @@ void group_tile(DType type, const uint8_t* tiles, int64_t blocks, const Quantize
 
 }  // namespace
 
-void matmul_packed_groups_avx2(const WeightMatrix& packed, const QuantizedActivations& x, float* y,
-                               int64_t group_begin, int64_t group_end) {
+void matmul_packed_groups_avx2(const WeightMatrix& packed, const QuantizedActivations& x, float* y, int64_t group_begin,
+                               int64_t group_end) {
     const int64_t blocks = x.blocks_per_row;
     const int64_t tile_bytes = packed_tile_bytes(packed.type);
     for (int64_t g = group_begin; g < group_end; ++g) {

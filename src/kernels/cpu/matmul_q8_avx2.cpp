@@ -62,7 +62,8 @@ struct Q45KFormat {
         uint8_t sc, m;
         k_quant_scale_min(block.scales, sub, sc, m);
         __m256i q = shift_bytes_right(load32(block.qs + 32 * (sub / 2)), 4 * (sub % 2), 0x0F);
-        if constexpr (kFifthBit) q = _mm256_or_si256(q, _mm256_slli_epi16(shift_bytes_right(load32(block.qh), sub, 1), 4));
+        if constexpr (kFifthBit)
+            q = _mm256_or_si256(q, _mm256_slli_epi16(shift_bytes_right(load32(block.qh), sub, 1), 4));
         return {q, _cvtsh_ss(block.d) * static_cast<float>(sc), -(_cvtsh_ss(block.dmin) * static_cast<float>(m))};
     }
     static __m256 accumulate(const Weights& w, __m256i xq, const float* lane_sums, float dx, __m256 acc) {
@@ -160,19 +161,21 @@ void rows(const WeightMatrix& weights, const QuantizedActivations& x, float* y, 
         return;
     }
     constexpr int kBatchTile = 4;
-    const int64_t chunk_rows = std::max<int64_t>(8, (int64_t{256} << 10) / static_cast<int64_t>(matrix.row_bytes) / 8 * 8);
+    const int64_t chunk_rows =
+        std::max<int64_t>(8, (int64_t{256} << 10) / static_cast<int64_t>(matrix.row_bytes) / 8 * 8);
     for (int64_t chunk = begin; chunk < end; chunk += chunk_rows) {
         const int64_t chunk_end = std::min(end, chunk + chunk_rows);
         int64_t b0 = 0;
-        for (; b0 + kBatchTile <= x.batch; b0 += kBatchTile) row_range<Format, 2, kBatchTile>(matrix, x, chunk, chunk_end, b0, y);
+        for (; b0 + kBatchTile <= x.batch; b0 += kBatchTile)
+            row_range<Format, 2, kBatchTile>(matrix, x, chunk, chunk_end, b0, y);
         for (; b0 < x.batch; ++b0) row_range<Format, 2, 1>(matrix, x, chunk, chunk_end, b0, y);
     }
 }
 
 }  // namespace
 
-void matmul_q8_rows_avx2(const WeightMatrix& weights, const QuantizedActivations& x, float* y,
-                         int64_t row_begin, int64_t row_end) {
+void matmul_q8_rows_avx2(const WeightMatrix& weights, const QuantizedActivations& x, float* y, int64_t row_begin,
+                         int64_t row_end) {
     switch (weights.type) {
         case DType::Q4_1: rows<Q4_1Format>(weights, x, y, row_begin, row_end); break;
         case DType::Q8_0: rows<Q8_0Format>(weights, x, y, row_begin, row_end); break;

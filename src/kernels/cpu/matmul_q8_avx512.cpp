@@ -65,9 +65,9 @@ struct Q4_1Pair {
     static Weights load(const uint8_t* row_a, const uint8_t* row_b, int64_t j) {
         const BlockQ4_1& a = reinterpret_cast<const BlockQ4_1*>(row_a)[j];
         const BlockQ4_1& b = reinterpret_cast<const BlockQ4_1*>(row_b)[j];
-        const __m256i packed = _mm256_inserti128_si256(
-            _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a.qs))),
-            _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs)), 1);
+        const __m256i packed =
+            _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a.qs))),
+                                    _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs)), 1);
         __m512i all = _mm512_inserti64x4(_mm512_castsi256_si512(packed), _mm256_srli_epi16(packed, 4), 1);
         all = _mm512_shuffle_i64x2(all, all, _MM_SHUFFLE(3, 1, 2, 0));  // low a, high a, low b, high b
         const __m128i halves = _mm_setr_epi32(static_cast<int>(load_u32(&a.d)), static_cast<int>(load_u32(&b.d)), 0, 0);
@@ -91,8 +91,9 @@ struct Q45KPair {
         uint8_t sc_a, m_a, sc_b, m_b;
         k_quant_scale_min(a.scales, sub, sc_a, m_a);
         k_quant_scale_min(b.scales, sub, sc_b, m_b);
-        return {q, _mm_setr_ps(_cvtsh_ss(a.d) * static_cast<float>(sc_a), -(_cvtsh_ss(a.dmin) * static_cast<float>(m_a)),
-                               _cvtsh_ss(b.d) * static_cast<float>(sc_b), -(_cvtsh_ss(b.dmin) * static_cast<float>(m_b)))};
+        return {q,
+                _mm_setr_ps(_cvtsh_ss(a.d) * static_cast<float>(sc_a), -(_cvtsh_ss(a.dmin) * static_cast<float>(m_a)),
+                            _cvtsh_ss(b.d) * static_cast<float>(sc_b), -(_cvtsh_ss(b.dmin) * static_cast<float>(m_b)))};
     }
     static __m512 accumulate(const Weights& w, __m512i xq, __m512 lane_sums, float dx, __m512 acc) {
         return accumulate_with_min(w, xq, lane_sums, dx, acc);
@@ -117,8 +118,8 @@ struct Q6KPair {
         const int ql_offset = 64 * half + within % 64, qh_offset = 32 * half;
         const __m512i low = shift_bytes_right(load_pair(a.ql + ql_offset, b.ql + ql_offset), 4 * (within / 64), 0x0F);
         const __m512i high = shift_bytes_right(load_pair(a.qh + qh_offset, b.qh + qh_offset), 2 * (within / 32), 0x03);
-        const __m512 scales = _mm512_insertf32x8(_mm512_castps256_ps512(lane_scales(a, first / 16)),
-                                                 lane_scales(b, first / 16), 1);
+        const __m512 scales =
+            _mm512_insertf32x8(_mm512_castps256_ps512(lane_scales(a, first / 16)), lane_scales(b, first / 16), 1);
         return {_mm512_or_si512(low, _mm512_slli_epi16(high, 4)), scales};
     }
     static __m512 accumulate(const Weights& w, __m512i xq, __m512, float dx, __m512 acc) {
@@ -138,7 +139,8 @@ struct Q8_0Pair {
         const BlockQ8_0& a = reinterpret_cast<const BlockQ8_0*>(row_a)[j];
         const BlockQ8_0& b = reinterpret_cast<const BlockQ8_0*>(row_b)[j];
         const __m512i q = load_pair(reinterpret_cast<const uint8_t*>(a.qs), reinterpret_cast<const uint8_t*>(b.qs));
-        const __m512i offset = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(static_cast<char>(0x80)), q);
+        const __m512i offset =
+            _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(static_cast<char>(0x80)), q);
         const __m128i halves = _mm_setr_epi16(static_cast<short>(a.d), static_cast<short>(b.d), 0, 0, 0, 0, 0, 0);
         return {q, _mm512_sub_epi32(_mm512_setzero_si512(), offset), _mm_cvtph_ps(halves)};
     }
@@ -224,19 +226,21 @@ void rows(const WeightMatrix& weights, const QuantizedActivations& x, float* y, 
         return;
     }
     constexpr int kBatchTile = 4;
-    const int64_t chunk_rows = std::max<int64_t>(8, (int64_t{256} << 10) / static_cast<int64_t>(matrix.row_bytes) / 8 * 8);
+    const int64_t chunk_rows =
+        std::max<int64_t>(8, (int64_t{256} << 10) / static_cast<int64_t>(matrix.row_bytes) / 8 * 8);
     for (int64_t chunk = begin; chunk < end; chunk += chunk_rows) {
         const int64_t chunk_end = std::min(end, chunk + chunk_rows);
         int64_t b0 = 0;
-        for (; b0 + kBatchTile <= x.batch; b0 += kBatchTile) row_range<Format, 2, kBatchTile>(matrix, x, chunk, chunk_end, b0, y);
+        for (; b0 + kBatchTile <= x.batch; b0 += kBatchTile)
+            row_range<Format, 2, kBatchTile>(matrix, x, chunk, chunk_end, b0, y);
         for (; b0 < x.batch; ++b0) row_range<Format, 2, 1>(matrix, x, chunk, chunk_end, b0, y);
     }
 }
 
 }  // namespace
 
-void matmul_q8_rows_avx512(const WeightMatrix& weights, const QuantizedActivations& x, float* y,
-                           int64_t row_begin, int64_t row_end) {
+void matmul_q8_rows_avx512(const WeightMatrix& weights, const QuantizedActivations& x, float* y, int64_t row_begin,
+                           int64_t row_end) {
     switch (weights.type) {
         case DType::Q4_1: rows<Q4_1Pair>(weights, x, y, row_begin, row_end); break;
         case DType::Q8_0: rows<Q8_0Pair>(weights, x, y, row_begin, row_end); break;

@@ -103,8 +103,8 @@ float dot(Decoder decode, const void* row, const QuantizedActivations& x, int64_
 
 bool integer_kernel_supports(DType type) { return decoder(type) != nullptr; }
 
-void matmul_q8_rows_scalar(const WeightMatrix& weights, const QuantizedActivations& x, float* y,
-                           int64_t row_begin, int64_t row_end) {
+void matmul_q8_rows_scalar(const WeightMatrix& weights, const QuantizedActivations& x, float* y, int64_t row_begin,
+                           int64_t row_end) {
     const Decoder decode = decoder(weights.type);
     const size_t row_bytes = static_cast<size_t>(*dtype_row_bytes(weights.type, weights.cols));
     for (int64_t r = row_begin; r < row_end; ++r) {

@@ -45,7 +45,8 @@ void rmsnorm(const float* x, const float* weight, float* y, int64_t n, float eps
     for (int64_t i = 0; i < n; ++i) y[i] = x[i] * scale * weight[i];
 }
 
-void rope_angles(float position, const float* inverse_frequencies, int64_t pairs, float* cos_angles, float* sin_angles) {
+void rope_angles(float position, const float* inverse_frequencies, int64_t pairs, float* cos_angles,
+                 float* sin_angles) {
     for (int64_t i = 0; i < pairs; ++i) {
         const float angle = position * inverse_frequencies[i];
         cos_angles[i] = std::cos(angle);
@@ -53,7 +54,8 @@ void rope_angles(float position, const float* inverse_frequencies, int64_t pairs
     }
 }
 
-void rope_rotate(float* x, int64_t rotary_dims, const float* cos_angles, const float* sin_angles, RotaryPairing pairing) {
+void rope_rotate(float* x, int64_t rotary_dims, const float* cos_angles, const float* sin_angles,
+                 RotaryPairing pairing) {
     const int64_t pairs = rotary_dims / 2;
     for (int64_t i = 0; i < pairs; ++i) {
         float* first = pairing == RotaryPairing::AdjacentElements ? &x[2 * i] : &x[i];
@@ -116,9 +118,7 @@ void exp_of_scaled_difference_scalar(const float* x, float subtract, float multi
 
 void kv_to_float(DType type, const void* src, float* dst, int64_t n) {
     switch (type) {
-        case DType::F32:
-            std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
-            return;
+        case DType::F32: std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float)); return;
         case DType::F16: {
             const auto& table = half_table();
             const auto* halves = static_cast<const uint16_t*>(src);
@@ -128,16 +128,13 @@ void kv_to_float(DType type, const void* src, float* dst, int64_t n) {
         case DType::BF16:
             for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_float(static_cast<const uint16_t*>(src)[i]);
             return;
-        default:
-            return;
+        default: return;
     }
 }
 
 void float_to_kv(DType type, const float* src, void* dst, int64_t n) {
     switch (type) {
-        case DType::F32:
-            std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
-            return;
+        case DType::F32: std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float)); return;
         case DType::F16:
             if (active_cpu_isa() != CpuIsa::Scalar) return float_to_half_avx2(src, static_cast<uint16_t*>(dst), n);
             for (int64_t i = 0; i < n; ++i) static_cast<uint16_t*>(dst)[i] = float_to_half(src[i]);
@@ -145,8 +142,7 @@ void float_to_kv(DType type, const float* src, void* dst, int64_t n) {
         case DType::BF16:
             for (int64_t i = 0; i < n; ++i) static_cast<uint16_t*>(dst)[i] = float_to_bf16(src[i]);
             return;
-        default:
-            return;
+        default: return;
     }
 }
 
@@ -158,9 +154,9 @@ void gather_key(const KvHeadView& kv, int64_t block, int64_t slot, int64_t head_
 
 void attend_heads(const float* q, int64_t heads, int64_t head_dim, const KvHeadView& kv,
                   std::span<const int32_t> block_table, int64_t length, float scale, float* scratch, float* out) {
-    float* scores = scratch;                   // (heads, length)
-    float* row = scratch + heads * length;     // (head_dim): one key or value, as float
-    float* accumulator = row + head_dim;       // (heads, head_dim)
+    float* scores = scratch;                // (heads, length)
+    float* row = scratch + heads * length;  // (head_dim): one key or value, as float
+    float* accumulator = row + head_dim;    // (heads, head_dim)
     auto block_of = [&](int64_t position) { return block_table[static_cast<size_t>(position / kv.block_size)]; };
     for (int64_t p = 0; p < length; ++p) {
         gather_key(kv, block_of(p), p % kv.block_size, head_dim, row);

@@ -27,7 +27,8 @@ void rope(float* x, int64_t rotary_dims, float position, const float* inverse_fr
 // rope() in two steps, so that a token's angles are computed once for all its heads and layers:
 // cos_angles[i], sin_angles[i] of pair i's angle (pairs values each), then the rotation.
 void rope_angles(float position, const float* inverse_frequencies, int64_t pairs, float* cos_angles, float* sin_angles);
-void rope_rotate(float* x, int64_t rotary_dims, const float* cos_angles, const float* sin_angles, RotaryPairing pairing);
+void rope_rotate(float* x, int64_t rotary_dims, const float* cos_angles, const float* sin_angles,
+                 RotaryPairing pairing);
 
 // x (n) = softmax(x), in place; max-subtracted, so large logits do not overflow.
 void softmax(float* x, int64_t n);

@@ -41,7 +41,8 @@ void pack_q4_1_tile(const BlockQ4_1* const rows[kPackedRows], int64_t block, uin
             q[i + 16] = b.qs[i] >> 4;
         }
         for (int c = 0; c < 4; ++c)
-            for (int k = 0; k < 4; ++k) tile[64 * c + 4 * r + k] = static_cast<uint8_t>(q[8 * c + k] | q[8 * c + 4 + k] << 4);
+            for (int k = 0; k < 4; ++k)
+                tile[64 * c + 4 * r + k] = static_cast<uint8_t>(q[8 * c + k] | q[8 * c + 4 + k] << 4);
         std::memcpy(tile + kQ4_1ScalesOffset + 2 * r, &b.d, 2);
         std::memcpy(tile + kQ4_1MinsOffset + 2 * r, &b.m, 2);
     }
@@ -109,7 +110,8 @@ void matmul_packed_groups_scalar(const WeightMatrix& packed, const QuantizedActi
             for (int64_t j = 0; j < x.blocks_per_row; ++j) {
                 const int8_t* xq = x.block_q(b, j);
                 int32_t p = 0;
-                for (int i = 0; i < kQ8BlockElements; ++i) p += packed_weight(packed, row, j * kQ8BlockElements + i).q * xq[i];
+                for (int i = 0; i < kQ8BlockElements; ++i)
+                    p += packed_weight(packed, row, j * kQ8BlockElements + i).q * xq[i];
                 const PackedWeight scales = packed_weight(packed, row, j * kQ8BlockElements);
                 acc = std::fma(static_cast<float>(p), scales.d * x.block_scale(b, j), acc);
                 if (has_min) acc = std::fma(scales.m, x.block_scaled_sum(b, j), acc);

@@ -58,8 +58,8 @@ PackedWeight packed_weight(const WeightMatrix& packed, int64_t row, int64_t col)
 // y (x.batch, rows): the columns of row groups [group_begin, group_end) of every batch row.
 void matmul_packed_groups_scalar(const WeightMatrix& packed, const QuantizedActivations& x, float* y,
                                  int64_t group_begin, int64_t group_end);
-void matmul_packed_groups_avx2(const WeightMatrix& packed, const QuantizedActivations& x, float* y,
-                               int64_t group_begin, int64_t group_end);
+void matmul_packed_groups_avx2(const WeightMatrix& packed, const QuantizedActivations& x, float* y, int64_t group_begin,
+                               int64_t group_end);
 void matmul_packed_groups_avx512(const WeightMatrix& packed, const QuantizedActivations& x, float* y,
                                  int64_t group_begin, int64_t group_end);
 

@@ -6,7 +6,7 @@
 
 namespace tempered {
 
-inline constexpr int kQ8BlockElements = 32;   // "legacy" quants: Q4_0 .. Q8_0
+inline constexpr int kQ8BlockElements = 32;      // "legacy" quants: Q4_0 .. Q8_0
 inline constexpr int kSuperBlockElements = 256;  // K-quants
 
 struct BlockQ4_0 {
@@ -37,8 +37,8 @@ struct BlockQ2_K {
     uint16_t d, dmin;
 };
 struct BlockQ3_K {
-    uint8_t hmask[32];  // high bit of each 3-bit value
-    uint8_t qs[64];     // low 2 bits
+    uint8_t hmask[32];   // high bit of each 3-bit value
+    uint8_t qs[64];      // low 2 bits
     uint8_t scales[12];  // 16 six-bit scales, packed
     uint16_t d;
 };

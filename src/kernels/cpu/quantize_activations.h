@@ -18,13 +18,13 @@ inline constexpr int kActivationLanes = 8;  // lane l of a block covers elements
 
 struct QuantizedActivations {
     int64_t batch = 0;
-    int64_t cols = 0;                // a multiple of kActivationBlock
+    int64_t cols = 0;  // a multiple of kActivationBlock
     int64_t blocks_per_row = 0;
-    std::vector<int8_t> q;           // (batch, cols)
-    std::vector<float> scale;        // (batch, blocks_per_row)
-    std::vector<float> lane_sums;    // (batch, blocks_per_row, kActivationLanes)
-    std::vector<int32_t> sum;        // (batch, blocks_per_row)
-    std::vector<float> scaled_sum;   // (batch, blocks_per_row)
+    std::vector<int8_t> q;          // (batch, cols)
+    std::vector<float> scale;       // (batch, blocks_per_row)
+    std::vector<float> lane_sums;   // (batch, blocks_per_row, kActivationLanes)
+    std::vector<int32_t> sum;       // (batch, blocks_per_row)
+    std::vector<float> scaled_sum;  // (batch, blocks_per_row)
 
     const int8_t* block_q(int64_t row, int64_t block) const { return &q[(row * blocks_per_row + block) * 32]; }
     float block_scale(int64_t row, int64_t block) const { return scale[row * blocks_per_row + block]; }
