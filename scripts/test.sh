@@ -9,6 +9,9 @@ python3 -m venv .venv
 python3 scripts/pull_model.py smollm2-135m-instruct gemma3-270m
 export TEMPERED_REQUIRE_MODELS=1
 
+echo "== format (.clang-format): every tracked C++ file as clang-format-14 writes it"
+git ls-files '*.cpp' '*.h' | xargs clang-format-14 --dry-run --Werror
+
 echo "== release build and unit tests"
 scripts/build.sh release
 (cd build && ctest --output-on-failure -j2)
