@@ -313,6 +313,39 @@ static std::string str_format(const std::string& format, CallArgs& args) {
     return out;
 }
 
+namespace {
+
+// str.count: non-overlapping occurrences; an empty needle matches between every character.
+int64_t py_count(const std::string& s, const std::string& needle) {
+    if (needle.empty()) return static_cast<int64_t>(utf8_length(s) + 1);
+    int64_t n = 0;
+    for (size_t at = s.find(needle); at != std::string::npos; at = s.find(needle, at + needle.size())) ++n;
+    return n;
+}
+
+// str.join over a list, a dict's keys or a string's characters; every item must be a string.
+std::string py_join(const std::string& separator, const Value& sequence) {
+    std::vector<Value> items;
+    if (sequence.is_list())
+        items = sequence.items();
+    else if (sequence.is_dict())
+        for (const auto& kv : sequence.dict_data().entries()) items.push_back(kv.first);
+    else if (sequence.is_string())
+        for (auto& ch : utf8_chars(sequence.as_string())) items.emplace_back(std::move(ch));
+    else
+        fail("can only join an iterable");
+    std::string out;
+    for (size_t i = 0; i < items.size(); ++i) {
+        if (!items[i].is_string())
+            fail("sequence item " + std::to_string(i) + ": expected str instance, " + items[i].type_name() + " found");
+        if (i) out += separator;
+        out += items[i].as_string();
+    }
+    return out;
+}
+
+}  // namespace
+
 Value string_method(const std::string& s, const std::string& name) {
     using Fn = std::function<Value(Interpreter&, const std::string&, CallArgs&)>;
     static const std::unordered_map<std::string, Fn> methods = {
@@ -358,36 +391,10 @@ Value string_method(const std::string& s, const std::string& name) {
              const size_t at = s.rfind(required_string(a, 0, "rfind"));
              return Value(at == std::string::npos ? int64_t{-1} : static_cast<int64_t>(utf8_length(s.substr(0, at))));
          }},
-        {"count",
-         [](Interpreter&, const std::string& s, CallArgs& a) {
-             const std::string& needle = required_string(a, 0, "count");
-             if (needle.empty()) return Value(static_cast<int64_t>(utf8_length(s) + 1));
-             int64_t n = 0;
-             for (size_t at = s.find(needle); at != std::string::npos; at = s.find(needle, at + needle.size())) ++n;
-             return Value(n);
-         }},
+        {"count", [](Interpreter&, const std::string& s,
+                     CallArgs& a) { return Value(py_count(s, required_string(a, 0, "count"))); }},
         {"join",
-         [](Interpreter&, const std::string& s, CallArgs& a) {
-             const Value& seq = required(a, 0, "join");
-             std::vector<Value> items;
-             if (seq.is_list())
-                 items = seq.items();
-             else if (seq.is_dict())
-                 for (const auto& kv : seq.dict_data().entries()) items.push_back(kv.first);
-             else if (seq.is_string())
-                 for (auto& ch : utf8_chars(seq.as_string())) items.emplace_back(std::move(ch));
-             else
-                 fail("can only join an iterable");
-             std::string out;
-             for (size_t i = 0; i < items.size(); ++i) {
-                 if (!items[i].is_string())
-                     fail("sequence item " + std::to_string(i) + ": expected str instance, " + items[i].type_name() +
-                          " found");
-                 if (i) out += s;
-                 out += items[i].as_string();
-             }
-             return Value(std::move(out));
-         }},
+         [](Interpreter&, const std::string& s, CallArgs& a) { return Value(py_join(s, required(a, 0, "join"))); }},
         {"format", [](Interpreter&, const std::string& s, CallArgs& a) { return Value(str_format(s, a)); }},
         {"center",
          [](Interpreter& in, const std::string& s, CallArgs& a) {
