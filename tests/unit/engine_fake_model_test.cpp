@@ -96,8 +96,10 @@ TEST_F(EngineFakeModel, PrefixLookupIsCountedOncePerRequestWhileItWaitsForAdmiss
     Engine engine(model_, tokenizer_, *pool, EngineOptions{}, &observer_);
     const auto first_prompt = letters("abcdefgh");
     const auto second_prompt = letters("abcdIJKLMNOPQRSTUVWXYZ01");
+    std::unique_lock hold_steps(model_.gate);
     auto first = engine.submit(greedy(first_prompt, 20)).stream;
     auto second = engine.submit(greedy(second_prompt, 2)).stream;
+    hold_steps.unlock();
     auto first_result = collect(*first);
     auto second_result = collect(*second);
     ASSERT_FALSE(first_result.error);
@@ -161,10 +163,12 @@ TEST_F(EngineFakeModel, SmallPoolPreemptsAndStillCompletesEveryRequestExactly) {
     Engine engine(model_, tokenizer_, *pool, EngineOptions{8, 64, 64}, &observer_);
     std::vector<std::vector<int32_t>> prompts;
     std::vector<std::shared_ptr<GenerationStream>> streams;
+    std::unique_lock hold_steps(model_.gate);
     for (int i = 0; i < 4; ++i) {
         prompts.push_back(letters(std::string(1, static_cast<char>('a' + i)) + "bcd"));
         streams.push_back(engine.submit(greedy(prompts.back(), 20)).stream);
     }
+    hold_steps.unlock();
     for (size_t i = 0; i < streams.size(); ++i) {
         auto result = collect(*streams[i]);
         ASSERT_FALSE(result.error) << *result.error;

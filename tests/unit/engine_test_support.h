@@ -63,6 +63,7 @@ public:
     const ModelConfig& config() const override { return config_; }
 
     Status forward(const Batch& batch, KvCache& cache, float* logits) override {
+        { std::lock_guard wait_for_the_test(gate); }
         if (delay_per_step.count() > 0) std::this_thread::sleep_for(delay_per_step);
         for (const BatchToken& token : batch.tokens)
             if (token.position >= cache.capacity(token.sequence))
@@ -85,6 +86,9 @@ public:
     std::atomic<int64_t> forward_calls{0};
     std::atomic<int64_t> forward_tokens{0};
     std::chrono::milliseconds delay_per_step{0};
+    // A test holds this while it submits requests that must meet in the engine: a step that starts
+    // meanwhile waits inside forward(), so no request can run to its end before the others arrive.
+    std::mutex gate;
 
 private:
     ModelConfig config_;
