@@ -59,6 +59,7 @@ struct Received {
     int events = 0;
     bool done = false;
     std::optional<std::string> error;
+    GenerationUsage usage;  // from the last event
 };
 
 Received drain(GenerationStream& stream, int n = 1) {
@@ -71,6 +72,7 @@ Received drain(GenerationStream& stream, int n = 1) {
             tokens.insert(tokens.end(), delta.tokens.begin(), delta.tokens.end());
         }
         out.done = out.done || event->done;
+        if (event->done) out.usage = event->usage;
         if (event->error) out.error = event->error;
     }
     return out;
@@ -391,8 +393,10 @@ TEST_F(SchedulerTest, ChoicesForkOnTheSharedPrefillAndDecodeSeparately) {
     for (int choice = 0; choice < 3; ++choice) EXPECT_EQ(first.tokens[static_cast<size_t>(choice)].size(), 1u);
     EXPECT_EQ(step().chunks, (std::vector<Chunk>{{a.request, 0, 8, 1}, {a.request, 1, 8, 1}, {a.request, 2, 8, 1}}));
     EXPECT_EQ(pool_->used_block_count(), 2 + 3);
-    run_to_completion();
-    EXPECT_EQ(a.request->usage.completion_tokens, 12);
+    run_to_completion();  // retires the request: from here on only its stream tells
+    const Received rest = drain(*a.stream, 3);
+    ASSERT_TRUE(rest.done);
+    EXPECT_EQ(rest.usage.completion_tokens, 12);
     EXPECT_EQ(pool_->used_block_count(), 0);
 }
 
