@@ -163,7 +163,7 @@ TEST_P(PackedMatmul, StaysWithinActivationQuantizationBoundOfFloatReference) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Types, PackedMatmul, testing::Values(DType::Q4_1, DType::Q8_0),
+INSTANTIATE_TEST_SUITE_P(Types, PackedMatmul, testing::Values(DType::Q4_1, DType::Q8_0, DType::Q5_0),
                          [](const testing::TestParamInfo<DType>& info) { return std::string(dtype_name(info.param)); });
 
 }  // namespace

@@ -26,7 +26,7 @@ struct WeightMatrix {
 };
 
 // y (batch, W.rows) = x (batch, W.cols) · W^T, using the fastest kernel this CPU supports
-// (active_cpu_isa()). Packed weights (Q4_1, Q8_0) and GGUF-layout Q4_1, Q8_0, Q4_K, Q5_K and Q6_K
+// (active_cpu_isa()). Packed weights (Q4_1, Q5_0, Q8_0) and GGUF-layout Q4_1, Q8_0, Q4_K, Q5_K and Q6_K
 // take the integer kernels: x is quantized to 8 bits in blocks of 32 first. Other types dequantize each row and take
 // float kernels whose sum order differs from matmul_reference's (see matmul_kernels.h for both definitions). Each
 // output element is reduced in the same order whatever `batch` is or however the rows are split across threads (batch

@@ -1,7 +1,9 @@
 // AVX2 kernel over packed weights (packed_weights.h). A 256-bit register holds half a tile row group
 // (8 rows x 4 weights), so each group is done as two halves of 8 rows. Without VNNI the byte products
 // go through vpmaddubsw: Q4_1's 4-bit weights keep every 16-bit partial sum exact (8 x 2 x 15 x 127 <
-// 2^15); Q8_0 uses the sign trick and widens to 32 bits after each step.
+// 2^15); Q5_0's 5-bit weights keep sums of 4 such products exact (4 x 2 x 31 x 127 < 2^15, activations
+// being at most 127 in magnitude) before widening; Q8_0 uses the sign trick and widens to 32 bits after
+// each step.
 #include <immintrin.h>
 
 #include <cstring>
@@ -80,12 +82,63 @@ void q8_0_half(const uint8_t* group_tiles, int64_t blocks, int h, const Quantize
     for (int t = 0; t < T; ++t) _mm256_storeu_ps(y + (b0 + t) * y_stride + 8 * h, acc[t]);
 }
 
+// Byte j of the result is 0xFF when bit j of `bits` is set, else 0.
+__m256i expand_bits(uint32_t bits) {
+    const __m256i byte_of_bit = _mm256_setr_epi64x(0, 0x0101010101010101, 0x0202020202020202, 0x0303030303030303);
+    const __m256i bit_in_byte = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201));
+    const __m256i spread = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int32_t>(bits)), byte_of_bit);
+    return _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit_in_byte), bit_in_byte);
+}
+
+// The same for Q5_0: the Q4_1 nibbles plus 16 where the fifth bit is set, so the weights are q (0..31)
+// and the signed product subtracts 16 * (sum of the activation block).
+template <int T>
+void q5_0_half(const uint8_t* group_tiles, int64_t blocks, int h, const QuantizedActivations& x, int64_t b0, float* y,
+               int64_t y_stride) {
+    constexpr int64_t kTileBytes = 352;
+    const __m256i low_nibbles = _mm256_set1_epi8(0x0F), sixteen = _mm256_set1_epi8(16);
+    const __m256i word_ones = _mm256_set1_epi16(1);
+    __m256 acc[T];
+    for (auto& a : acc) a = _mm256_setzero_ps();
+    for (int64_t j = 0; j < blocks; ++j) {
+        const uint8_t* tile = group_tiles + j * kTileBytes;
+        __m256i w[8];
+        for (int c = 0; c < 4; ++c) {
+            const __m256i bytes = load_256(tile + 64 * c + 32 * h);
+            w[2 * c] = _mm256_and_si256(bytes, low_nibbles);
+            w[2 * c + 1] = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), low_nibbles);
+        }
+        for (int i = 0; i < 8; ++i) {
+            uint32_t high_bits;  // this half's 32 bits of register i's 64-bit mask
+            std::memcpy(&high_bits, tile + 256 + 8 * i + 4 * h, 4);
+            w[i] = _mm256_or_si256(w[i], _mm256_and_si256(expand_bits(high_bits), sixteen));
+        }
+        const __m256 d = load_halves(tile + 320 + 16 * h);
+        for (int t = 0; t < T; ++t) {
+            const int8_t* xq = x.block_q(b0 + t, j);
+            __m256i p = _mm256_set1_epi32(-16 * x.block_sum(b0 + t, j));
+            for (int half = 0; half < 2; ++half) {
+                __m256i sum16 = _mm256_maddubs_epi16(w[4 * half], broadcast_4_bytes(xq + 16 * half));
+                for (int i = 1; i < 4; ++i)
+                    sum16 = _mm256_add_epi16(
+                        sum16, _mm256_maddubs_epi16(w[4 * half + i], broadcast_4_bytes(xq + 16 * half + 4 * i)));
+                p = _mm256_add_epi32(p, _mm256_madd_epi16(sum16, word_ones));
+            }
+            const float dx = x.block_scale(b0 + t, j);
+            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_mul_ps(d, _mm256_set1_ps(dx)), acc[t]);
+        }
+    }
+    for (int t = 0; t < T; ++t) _mm256_storeu_ps(y + (b0 + t) * y_stride + 8 * h, acc[t]);
+}
+
 template <int T>
 void group_tile(DType type, const uint8_t* tiles, int64_t blocks, const QuantizedActivations& x, int64_t b0, float* y,
                 int64_t y_stride) {
     for (int h = 0; h < 2; ++h) {
         if (type == DType::Q4_1)
             q4_1_half<T>(tiles, blocks, h, x, b0, y, y_stride);
+        else if (type == DType::Q5_0)
+            q5_0_half<T>(tiles, blocks, h, x, b0, y, y_stride);
         else
             q8_0_half<T>(tiles, blocks, h, x, b0, y, y_stride);
     }

@@ -60,6 +60,32 @@ struct PackedFormat<DType::Q8_0> {
     }
 };
 
+template <>
+struct PackedFormat<DType::Q5_0> {
+    static constexpr int64_t kTileBytes = 352;
+    // The nibbles as for Q4_1, then 16 added to the bytes whose fifth bit is set: q = 0..31.
+    static void unpack(const uint8_t* tile, __m512i w[8], __m512& d, __m512&) {
+        const __m512i low_nibbles = _mm512_set1_epi8(0x0F), sixteen = _mm512_set1_epi8(16);
+        for (int c = 0; c < 4; ++c) {
+            const __m512i bytes = _mm512_loadu_si512(tile + 64 * c);
+            w[2 * c] = _mm512_and_si512(bytes, low_nibbles);
+            w[2 * c + 1] = _mm512_and_si512(_mm512_srli_epi16(bytes, 4), low_nibbles);
+        }
+        for (int i = 0; i < 8; ++i) {
+            uint64_t high_bits;
+            std::memcpy(&high_bits, tile + 256 + 8 * i, 8);
+            w[i] = _mm512_mask_add_epi8(w[i], _cvtu64_mask64(high_bits), w[i], sixteen);
+        }
+        d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(tile + 320)));
+    }
+    // The weights are q - 16: subtract 16 * (sum of the activation block) for the signed product.
+    static __m512 accumulate(__m512i p, __m512 d, __m512, const QuantizedActivations& x, int64_t b, int64_t j,
+                             __m512 acc) {
+        p = _mm512_sub_epi32(p, _mm512_set1_epi32(16 * x.block_sum(b, j)));
+        return _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(d, _mm512_set1_ps(x.block_scale(b, j))), acc);
+    }
+};
+
 // Row group `group` against activation rows [b0, b0 + T).
 template <DType kType, int T>
 void group_tile(const uint8_t* group_tiles, int64_t blocks, const QuantizedActivations& x, int64_t b0, float* y,
@@ -118,6 +144,8 @@ void matmul_packed_groups_avx512(const WeightMatrix& packed, const QuantizedActi
                                  int64_t group_begin, int64_t group_end) {
     if (packed.type == DType::Q4_1)
         groups<DType::Q4_1>(packed, x, y, group_begin, group_end);
+    else if (packed.type == DType::Q5_0)
+        groups<DType::Q5_0>(packed, x, y, group_begin, group_end);
     else
         groups<DType::Q8_0>(packed, x, y, group_begin, group_end);
 }

@@ -13,7 +13,9 @@ namespace {
 
 constexpr int64_t kQ4_1TileBytes = 320;
 constexpr int64_t kQ8_0TileBytes = 544;
+constexpr int64_t kQ5_0TileBytes = 352;
 constexpr int64_t kQ4_1ScalesOffset = 256, kQ4_1MinsOffset = 288, kQ8_0ScalesOffset = 512;
+constexpr int64_t kQ5_0HighBitsOffset = 256, kQ5_0ScalesOffset = 320;
 
 int64_t blocks_per_row(const WeightMatrix& matrix) { return matrix.cols / kQ8BlockElements; }
 
@@ -57,14 +59,45 @@ void pack_q8_0_tile(const BlockQ8_0* const rows[kPackedRows], int64_t block, uin
     }
 }
 
+// The same nibbles as Q4_1 for the low 4 bits of q; the fifth bits as one 64-bit mask per unpacked
+// register, so that a kernel applies them with one masked add.
+void pack_q5_0_tile(const BlockQ5_0* const rows[kPackedRows], int64_t block, uint8_t* tile) {
+    uint64_t high_bits[8] = {};
+    for (int r = 0; r < kPackedRows; ++r) {
+        const BlockQ5_0& b = rows[r][block];
+        uint32_t qh;
+        std::memcpy(&qh, b.qh, 4);
+        int q[32];
+        for (int i = 0; i < 16; ++i) {
+            q[i] = (b.qs[i] & 0x0F) | static_cast<int>(((qh >> i) & 1) << 4);
+            q[i + 16] = (b.qs[i] >> 4) | static_cast<int>(((qh >> (i + 16)) & 1) << 4);
+        }
+        for (int c = 0; c < 4; ++c)
+            for (int k = 0; k < 4; ++k)
+                tile[64 * c + 4 * r + k] = static_cast<uint8_t>((q[8 * c + k] & 0x0F) | (q[8 * c + 4 + k] & 0x0F) << 4);
+        for (int i = 0; i < 8; ++i)
+            for (int k = 0; k < 4; ++k)
+                if (q[4 * i + k] & 0x10) high_bits[i] |= uint64_t{1} << (4 * r + k);
+        std::memcpy(tile + kQ5_0ScalesOffset + 2 * r, &b.d, 2);
+    }
+    std::memcpy(tile + kQ5_0HighBitsOffset, high_bits, sizeof high_bits);  // x86: little-endian
+}
+
 }  // namespace
 
 bool packing_supports(const WeightMatrix& matrix) {
-    return matrix.layout == WeightLayout::Gguf && (matrix.type == DType::Q4_1 || matrix.type == DType::Q8_0) &&
+    return matrix.layout == WeightLayout::Gguf &&
+           (matrix.type == DType::Q4_1 || matrix.type == DType::Q8_0 || matrix.type == DType::Q5_0) &&
            matrix.rows > 0 && matrix.rows % kPackedRows == 0 && matrix.cols > 0 && matrix.cols % kQ8BlockElements == 0;
 }
 
-int64_t packed_tile_bytes(DType type) { return type == DType::Q4_1 ? kQ4_1TileBytes : kQ8_0TileBytes; }
+int64_t packed_tile_bytes(DType type) {
+    switch (type) {
+        case DType::Q4_1: return kQ4_1TileBytes;
+        case DType::Q5_0: return kQ5_0TileBytes;
+        default: return kQ8_0TileBytes;
+    }
+}
 
 int64_t packed_bytes(const WeightMatrix& matrix) {
     return matrix.rows / kPackedRows * blocks_per_row(matrix) * packed_tile_bytes(matrix.type);
@@ -80,6 +113,8 @@ WeightMatrix pack_weights(const WeightMatrix& matrix, void* out) {
             uint8_t* tile = tile_at(matrix, static_cast<uint8_t*>(out), g, j);
             if (matrix.type == DType::Q4_1)
                 pack_q4_1_tile(reinterpret_cast<const BlockQ4_1* const*>(rows), j, tile);
+            else if (matrix.type == DType::Q5_0)
+                pack_q5_0_tile(reinterpret_cast<const BlockQ5_0* const*>(rows), j, tile);
             else
                 pack_q8_0_tile(reinterpret_cast<const BlockQ8_0* const*>(rows), j, tile);
         }
@@ -97,6 +132,14 @@ PackedWeight packed_weight(const WeightMatrix& packed, int64_t row, int64_t col)
         const uint8_t byte = tile[64 * (e / 8) + 4 * r + e % 4];
         return {(e % 8) < 4 ? byte & 0x0F : byte >> 4, half_to_float(half_at(tile + kQ4_1ScalesOffset, r)),
                 half_to_float(half_at(tile + kQ4_1MinsOffset, r))};
+    }
+    if (packed.type == DType::Q5_0) {
+        const uint8_t byte = tile[64 * (e / 8) + 4 * r + e % 4];
+        uint64_t high_bits;
+        std::memcpy(&high_bits, tile + kQ5_0HighBitsOffset + 8 * (e / 4), 8);
+        const int low = (e % 8) < 4 ? byte & 0x0F : byte >> 4;
+        const int high = static_cast<int>((high_bits >> (4 * r + e % 4)) & 1);
+        return {(low | high << 4) - 16, half_to_float(half_at(tile + kQ5_0ScalesOffset, r)), 0.0f};
     }
     return {tile[64 * (e / 4) + 4 * r + e % 4] - 128, half_to_float(half_at(tile + kQ8_0ScalesOffset, r)), 0.0f};
 }
