@@ -37,7 +37,7 @@ struct DecoderLayer {
 
 struct DecoderWeights {
     WeightMatrix token_embeddings;                // (vocab_size, embedding_dim)
-    std::vector<DecoderLayer> layers;               // (layer_count)
+    std::vector<DecoderLayer> layers;             // (layer_count)
     std::vector<float> output_norm;               // (embedding_dim)
     WeightMatrix output;                          // (vocab_size, embedding_dim); token_embeddings when tied
     std::vector<float> rope_inverse_frequencies;  // (rope_dims / 2): angle of pair i = position * this[i]

@@ -12,8 +12,8 @@ namespace tempered {
 
 // Where a block's RMSNorms sit around attention and the feed-forward.
 enum class NormPlacement {
-    PreNorm,          // x += f(norm(x)); llama, qwen2, qwen3
-    PreAndPostNorm,   // x += norm(f(norm(x))); gemma 2/3 (not implemented yet)
+    PreNorm,         // x += f(norm(x)); llama, qwen2, qwen3
+    PreAndPostNorm,  // x += norm(f(norm(x))); gemma 2/3 (not implemented yet)
 };
 
 // The feed-forward's gate activation: ffn_down(act(ffn_gate x) * ffn_up x).
@@ -33,10 +33,10 @@ struct DecoderSpec {
     bool qk_norm = false;                             // RMSNorm of each query and key head before rope (qwen3; not yet)
     NormPlacement norm_placement = NormPlacement::PreNorm;
     GateActivation activation = GateActivation::Silu;
-    float attention_scale = 0.0f;  // softmax scale of q·k; 0 means 1/sqrt(head_dim)
-    float embedding_scale = 1.0f;  // the embedding rows are multiplied by it (gemma: sqrt(embedding_dim))
-    bool final_norm = true;        // output_norm before the output projection
-    bool tied_output = false;      // output projection is token_embd: set by the loader when output.weight is absent
+    float attention_scale = 0.0f;   // softmax scale of q·k; 0 means 1/sqrt(head_dim)
+    float embedding_scale = 1.0f;   // the embedding rows are multiplied by it (gemma: sqrt(embedding_dim))
+    bool final_norm = true;         // output_norm before the output projection
+    bool tied_output = false;       // output projection is token_embd: set by the loader when output.weight is absent
     std::vector<LayerSpec> layers;  // (layer_count); filled by the loader, all global unless the family says otherwise
 };
 
