@@ -64,25 +64,29 @@ void dequantize_all(DecoderWeights& weights) {
     for (size_t i = 0; i < matrices.size(); ++i) dequantize_matrix(*matrices[i], weights.dequantized[i]);
 }
 
+// Whether pack_all repacks `matrix` for the packed kernels. The scalar ISA keeps the file layout: its
+// row-order kernel is the faster scalar one.
+bool will_be_packed(const WeightMatrix& matrix) {
+    return active_cpu_isa() != CpuIsa::Scalar && packing_supports(matrix);
+}
+
 // Points every multiplied matrix whose type has neither an integer nor a packed kernel (Q5_0, Q4_0, F16
 // ... today) at a float32 copy. matmul() would otherwise dequantize each of its rows on every call, which
 // costs more than the float32 copy's memory; types the kernels learn later stop taking this path by themselves.
 void dequantize_unkerneled(DecoderWeights& weights) {
     std::vector<WeightMatrix*> matrices;
     for (WeightMatrix* m : multiplied_matrices(weights))
-        if (m->type != DType::F32 && !integer_kernel_supports(m->type) && !packing_supports(*m)) matrices.push_back(m);
+        if (m->type != DType::F32 && !integer_kernel_supports(m->type) && !will_be_packed(*m)) matrices.push_back(m);
     weights.dequantized.resize(matrices.size());
     for (size_t i = 0; i < matrices.size(); ++i) dequantize_matrix(*matrices[i], weights.dequantized[i]);
 }
 
 // Repacks every multiplied matrix the packed kernels support (packed_weights.h); the file's copy is no
-// longer read, except the embedding rows. The scalar ISA keeps the file layout: its row-order kernel is
-// the faster scalar one.
+// longer read, except the embedding rows.
 void pack_all(DecoderWeights& weights, ThreadPool& pool) {
-    if (active_cpu_isa() == CpuIsa::Scalar) return;
     std::vector<WeightMatrix*> matrices;
     for (WeightMatrix* m : multiplied_matrices(weights))
-        if (packing_supports(*m)) matrices.push_back(m);
+        if (will_be_packed(*m)) matrices.push_back(m);
     weights.packed.resize(matrices.size());
     for (size_t i = 0; i < matrices.size(); ++i)
         weights.packed[i] = AlignedBuffer(static_cast<size_t>(packed_bytes(*matrices[i])));
