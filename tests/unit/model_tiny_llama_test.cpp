@@ -13,6 +13,7 @@
 
 #include "../support/gguf_writer.h"
 #include "kv/kv_block_pool.h"
+#include "models/decoder.h"
 #include "models/model.h"
 
 namespace tempered {
@@ -466,6 +467,32 @@ TEST(TinyQwen2, PrefillMatchesPlainTransformer) {
     for (size_t t = 0; t < tokens.size(); ++t)
         for (int64_t v = 0; v < kVocab; ++v)
             ASSERT_NEAR(logits[t * kVocab + v], expected[t][v], 2e-3) << "position " << t << " token " << v;
+}
+
+// DecoderSpec fields the decoder does not compute yet are load errors, not silently ignored.
+TEST(TinyLlamaErrors, UnimplementedSpecFieldsAreRefused) {
+    const auto bytes = tiny_gguf(make_weights(false));
+    auto file = GgufFile::parse(bytes);
+    ASSERT_TRUE(file.ok()) << file.error().message;
+    ThreadPool pool(1);
+    auto load_with = [&](void (*change)(DecoderSpec&)) -> std::string {
+        DecoderSpec spec = llama_spec();
+        change(spec);
+        auto config = read_model_config(file.value(), spec.rope_style);
+        if (!config.ok()) return config.error().message;
+        auto model = load_decoder(file.value(), std::move(config.value()), std::move(spec), {}, pool);
+        return model.ok() ? "" : model.error().message;
+    };
+    EXPECT_EQ(load_with([](DecoderSpec&) {}), "");
+    EXPECT_NE(load_with([](DecoderSpec& s) { s.qk_norm = true; }).find("not implemented"), std::string::npos);
+    EXPECT_NE(load_with([](DecoderSpec& s) { s.activation = GateActivation::GeluTanh; }).find("implemented"),
+              std::string::npos);
+    EXPECT_NE(load_with([](DecoderSpec& s) { s.norm_placement = NormPlacement::PreAndPostNorm; }).find("implemented"),
+              std::string::npos);
+    EXPECT_NE(load_with([](DecoderSpec& s) {
+                  s.layers.assign(kLayers, LayerSpec{.attention_window = 8});
+              }).find("sliding-window"),
+              std::string::npos);
 }
 
 }  // namespace
