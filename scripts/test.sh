@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 scripts/install_deps.sh
 python3 -m venv .venv
 .venv/bin/pip install --quiet --disable-pip-version-check -r tests/requirements.txt
-python3 scripts/pull_model.py smollm2-135m-instruct gemma3-270m
+python3 scripts/pull_model.py smollm2-135m-instruct gemma3-270m qwen2.5-coder-0.5b-instruct
 export TEMPERED_REQUIRE_MODELS=1
 
 echo "== format (.clang-format): every tracked C++ file as clang-format-14 writes it"

@@ -1,6 +1,6 @@
-// The architecture-neutral face of a loaded model, and the registry that picks a loader by
-// general.architecture. Each family (llama.cpp, later gemma.cpp, qwen.cpp) registers itself in
-// model_registry.cpp; the engine only ever sees Model.
+// The architecture-neutral face of a loaded model, and the registry that picks a family by
+// general.architecture. Each family is a row of model_registry.cpp (a DecoderSpec), run by the one
+// decoder of decoder.cpp; the engine only ever sees Model.
 #pragma once
 
 #include <memory>
@@ -39,14 +39,13 @@ struct ModelOptions {
 // `pool` runs the forward pass and must outlive the model too.
 Result<std::unique_ptr<Model>> load_model(const GgufFile& file, ThreadPool& pool, const ModelOptions& options = {});
 
-// A family's loader, given the validated config of its file.
-using ModelLoader = Result<std::unique_ptr<Model>> (*)(const GgufFile& file, ModelConfig config,
-                                                       const ModelOptions& options, ThreadPool& pool);
+struct DecoderSpec;
 
+// A row of the architecture table: the family constants of general.architecture, which the one decoder
+// (decoder.h) completes from the file and runs.
 struct ArchitectureEntry {
     std::string_view architecture;  // general.architecture
-    RopeStyle rope_style;           // as llama.cpp's llama_model_rope_type() for that architecture
-    ModelLoader load;
+    DecoderSpec (*spec)();          // its constants; rope style as llama.cpp's llama_model_rope_type()
 };
 
 // Every architecture this build can run.

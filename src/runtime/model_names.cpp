@@ -16,6 +16,7 @@ struct KnownModel {
 constexpr KnownModel kKnownModels[] = {
     {"smollm2-135m-instruct", "SmolLM2-135M-Instruct.Q4_1.gguf"},
     {"gemma3-270m", "gemma-3-270m-Q4_K_M.gguf"},
+    {"qwen2.5-coder-0.5b-instruct", "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"},
 };
 
 }  // namespace

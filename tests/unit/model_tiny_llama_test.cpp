@@ -1,6 +1,7 @@
 // A tiny random Llama written as GGUF in memory: the forward pass against a plain double-precision
 // transformer written out below, batching and KV cache behaviour, and clear errors for bad files and
-// bad batches. Runs without any downloaded model.
+// bad batches. The same tiny model as a Qwen2 file (Q/K/V biases, half-split rope) checks that row of
+// the architecture table. Runs without any downloaded model.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 
 #include "../support/gguf_writer.h"
 #include "kv/kv_block_pool.h"
+#include "models/decoder.h"
 #include "models/model.h"
 
 namespace tempered {
@@ -45,7 +47,8 @@ struct TinyWeights {
     const std::vector<float>& operator[](const std::string& name) const { return tensors.at(name); }
 };
 
-TinyWeights make_weights(bool separate_output) {
+// `qkv_bias`: with blk.N.attn_{q,k,v}.bias, as a Qwen2 file has.
+TinyWeights make_weights(bool separate_output, bool qkv_bias = false) {
     std::mt19937 rng(1234);
     TinyWeights w;
     auto add = [&](const std::string& name, std::vector<uint64_t> dims, float scale, float offset = 0.0f) {
@@ -71,6 +74,11 @@ TinyWeights make_weights(bool separate_output) {
         add(p + "ffn_gate.weight", {dim, kFfn}, 0.2f);
         add(p + "ffn_up.weight", {dim, kFfn}, 0.2f);
         add(p + "ffn_down.weight", {kFfn, dim}, 0.1f);
+        if (qkv_bias) {
+            add(p + "attn_q.bias", {kHeads * kHeadDim}, 0.5f);
+            add(p + "attn_k.bias", {kKvHeads * kHeadDim}, 0.5f);
+            add(p + "attn_v.bias", {kKvHeads * kHeadDim}, 0.5f);
+        }
     }
     return w;
 }
@@ -141,9 +149,25 @@ void rotate_adjacent_pairs(double* head, int64_t position) {
     }
 }
 
-// Logits (positions, vocab) of every position of `tokens`.
+// NEOX-style rope (Qwen2): element i turns with element i + head_dim/2.
+void rotate_halves(double* head, int64_t position) {
+    const int64_t half = kHeadDim / 2;
+    for (int64_t i = 0; i < half; ++i) {
+        const double angle = static_cast<double>(position) * std::pow(kRopeBase, -2.0 * i / kHeadDim);
+        const double a = head[i], b = head[i + half];
+        head[i] = a * std::cos(angle) - b * std::sin(angle);
+        head[i + half] = a * std::sin(angle) + b * std::cos(angle);
+    }
+}
+
+void add_bias(std::vector<double>& x, const std::vector<float>& bias) {
+    for (size_t i = 0; i < x.size(); ++i) x[i] += bias[i];
+}
+
+// Logits (positions, vocab) of every position of `tokens`; `qwen2`: biased Q/K/V and half-split rope.
 std::vector<std::vector<double>> reference_logits(const TinyWeights& w, const std::vector<int32_t>& tokens,
-                                                  bool separate_output) {
+                                                  bool separate_output, bool qwen2 = false) {
+    auto rotate = qwen2 ? rotate_halves : rotate_adjacent_pairs;
     const auto n = static_cast<int64_t>(tokens.size());
     std::vector<std::vector<double>> x(static_cast<size_t>(n));
     for (int64_t t = 0; t < n; ++t) {
@@ -158,8 +182,13 @@ std::vector<std::vector<double>> reference_logits(const TinyWeights& w, const st
             q[t] = apply(w[p + "attn_q.weight"], normed, kHeads * kHeadDim);
             k[t] = apply(w[p + "attn_k.weight"], normed, kKvHeads * kHeadDim);
             v[t] = apply(w[p + "attn_v.weight"], normed, kKvHeads * kHeadDim);
-            for (int64_t h = 0; h < kHeads; ++h) rotate_adjacent_pairs(&q[t][h * kHeadDim], t);
-            for (int64_t h = 0; h < kKvHeads; ++h) rotate_adjacent_pairs(&k[t][h * kHeadDim], t);
+            if (qwen2) {
+                add_bias(q[t], w[p + "attn_q.bias"]);
+                add_bias(k[t], w[p + "attn_k.bias"]);
+                add_bias(v[t], w[p + "attn_v.bias"]);
+            }
+            for (int64_t h = 0; h < kHeads; ++h) rotate(&q[t][h * kHeadDim], t);
+            for (int64_t h = 0; h < kKvHeads; ++h) rotate(&k[t][h * kHeadDim], t);
         }
         for (int64_t t = 0; t < n; ++t) {
             std::vector<double> attention(kHeads * kHeadDim, 0.0);
@@ -357,8 +386,8 @@ TEST_F(TinyLlama, InvalidBatchesAreErrors) {
 
 // ---- Bad files: an Error that names the problem, never a crash. ----
 
-std::string load_error(const TinyFileOptions& options) {
-    const auto bytes = tiny_gguf(make_weights(false), options);
+std::string load_error(const TinyFileOptions& options, bool qkv_bias = false) {
+    const auto bytes = tiny_gguf(make_weights(false, qkv_bias), options);
     auto file = GgufFile::parse(bytes);
     if (!file.ok()) return "parse: " + file.error().message;
     ThreadPool pool(1);
@@ -402,6 +431,68 @@ TEST(TinyLlamaErrors, MissingOrMisshapenTensors) {
     TinyFileOptions vector_shape;
     vector_shape.reshape["output_norm.weight"] = {kDim / 2, 2};
     EXPECT_NE(load_error(vector_shape).find("output_norm.weight"), std::string::npos);
+}
+
+// A llama file with Q/K/V biases is refused (the llama row would drop them); a qwen2 file needs them.
+TEST(TinyLlamaErrors, BiasesFollowTheArchitectureRow) {
+    EXPECT_NE(load_error({}, /*qkv_bias=*/true).find("blk.0.attn_q.bias"), std::string::npos);
+    TinyFileOptions qwen2;
+    qwen2.architecture = "qwen2";
+    EXPECT_NE(load_error(qwen2).find("blk.0.attn_q.bias"), std::string::npos);
+    EXPECT_EQ(load_error(qwen2, /*qkv_bias=*/true), "");
+}
+
+// The qwen2 row of the same tiny model: biased Q/K/V and half-split rope against the reference.
+TEST(TinyQwen2, PrefillMatchesPlainTransformer) {
+    const TinyWeights weights = make_weights(/*separate_output=*/true, /*qkv_bias=*/true);
+    TinyFileOptions options;
+    options.architecture = "qwen2";
+    const auto bytes = tiny_gguf(weights, options);
+    auto file = GgufFile::parse(bytes);
+    ASSERT_TRUE(file.ok()) << file.error().message;
+    ThreadPool pool(2);
+    auto model = load_model(file.value(), pool);
+    ASSERT_TRUE(model.ok()) << model.error().message;
+    EXPECT_EQ(model.value()->config().rope_style, RopeStyle::Halves);
+    auto cache = KvBlockPool::create(kv_cache_shape(model.value()->config(), DType::F32, 4), 32);
+    ASSERT_TRUE(cache.ok()) << cache.error().message;
+    const std::vector<int32_t> tokens = {3, 17, 42, 0, 49, 8, 8, 23, 11, 30};
+    ASSERT_TRUE(cache.value()->ensure_capacity(0, static_cast<int64_t>(tokens.size())));
+    Batch batch;
+    for (size_t i = 0; i < tokens.size(); ++i) batch.add(tokens[i], static_cast<int32_t>(i), 0, true);
+    std::vector<float> logits(tokens.size() * kVocab);
+    const Status status = model.value()->forward(batch, *cache.value(), logits.data());
+    ASSERT_TRUE(status.ok()) << status.error().message;
+    const auto expected = reference_logits(weights, tokens, /*separate_output=*/true, /*qwen2=*/true);
+    for (size_t t = 0; t < tokens.size(); ++t)
+        for (int64_t v = 0; v < kVocab; ++v)
+            ASSERT_NEAR(logits[t * kVocab + v], expected[t][v], 2e-3) << "position " << t << " token " << v;
+}
+
+// DecoderSpec fields the decoder does not compute yet are load errors, not silently ignored.
+TEST(TinyLlamaErrors, UnimplementedSpecFieldsAreRefused) {
+    const auto bytes = tiny_gguf(make_weights(false));
+    auto file = GgufFile::parse(bytes);
+    ASSERT_TRUE(file.ok()) << file.error().message;
+    ThreadPool pool(1);
+    auto load_with = [&](void (*change)(DecoderSpec&)) -> std::string {
+        DecoderSpec spec = llama_spec();
+        change(spec);
+        auto config = read_model_config(file.value(), spec.rope_style);
+        if (!config.ok()) return config.error().message;
+        auto model = load_decoder(file.value(), std::move(config.value()), std::move(spec), {}, pool);
+        return model.ok() ? "" : model.error().message;
+    };
+    EXPECT_EQ(load_with([](DecoderSpec&) {}), "");
+    EXPECT_NE(load_with([](DecoderSpec& s) { s.qk_norm = true; }).find("not implemented"), std::string::npos);
+    EXPECT_NE(load_with([](DecoderSpec& s) { s.activation = GateActivation::GeluTanh; }).find("implemented"),
+              std::string::npos);
+    EXPECT_NE(load_with([](DecoderSpec& s) { s.norm_placement = NormPlacement::PreAndPostNorm; }).find("implemented"),
+              std::string::npos);
+    EXPECT_NE(load_with([](DecoderSpec& s) {
+                  s.layers.assign(kLayers, LayerSpec{.attention_window = 8});
+              }).find("sliding-window"),
+              std::string::npos);
 }
 
 }  // namespace

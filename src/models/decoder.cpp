@@ -1,9 +1,10 @@
-#include "models/llama.h"
+#include "models/decoder.h"
 
 #include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/aligned_buffer.h"
@@ -11,6 +12,7 @@
 #include "kernels/cpu/dequantize.h"
 #include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/matmul.h"
+#include "kernels/cpu/matmul_kernels.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/cpu/packed_weights.h"
 #include "models/weights.h"
@@ -18,11 +20,14 @@
 namespace tempered {
 namespace {
 
-struct LlamaLayer {
+struct DecoderLayer {
     std::vector<float> attention_norm;  // (embedding_dim)
     WeightMatrix query;                 // (q_dim, embedding_dim)
     WeightMatrix key;                   // (kv_dim, embedding_dim)
     WeightMatrix value;                 // (kv_dim, embedding_dim)
+    std::vector<float> query_bias;      // (q_dim), empty unless DecoderSpec::qkv_bias
+    std::vector<float> key_bias;        // (kv_dim), empty unless DecoderSpec::qkv_bias
+    std::vector<float> value_bias;      // (kv_dim), empty unless DecoderSpec::qkv_bias
     WeightMatrix attention_output;      // (embedding_dim, q_dim)
     std::vector<float> ffn_norm;        // (embedding_dim)
     WeightMatrix ffn_gate;              // (ffn_dim, embedding_dim)
@@ -30,9 +35,9 @@ struct LlamaLayer {
     WeightMatrix ffn_down;              // (embedding_dim, ffn_dim)
 };
 
-struct LlamaWeights {
+struct DecoderWeights {
     WeightMatrix token_embeddings;                // (vocab_size, embedding_dim)
-    std::vector<LlamaLayer> layers;               // (layer_count)
+    std::vector<DecoderLayer> layers;             // (layer_count)
     std::vector<float> output_norm;               // (embedding_dim)
     WeightMatrix output;                          // (vocab_size, embedding_dim); token_embeddings when tied
     std::vector<float> rope_inverse_frequencies;  // (rope_dims / 2): angle of pair i = position * this[i]
@@ -41,9 +46,9 @@ struct LlamaWeights {
 };
 
 // Every matrix the forward pass multiplies by: all but the embedding table (looked up row by row).
-std::vector<WeightMatrix*> multiplied_matrices(LlamaWeights& weights) {
+std::vector<WeightMatrix*> multiplied_matrices(DecoderWeights& weights) {
     std::vector<WeightMatrix*> matrices = {&weights.output};
-    for (LlamaLayer& layer : weights.layers) {
+    for (DecoderLayer& layer : weights.layers) {
         for (WeightMatrix* m : {&layer.query, &layer.key, &layer.value, &layer.attention_output, &layer.ffn_gate,
                                 &layer.ffn_up, &layer.ffn_down}) {
             matrices.push_back(m);
@@ -53,20 +58,35 @@ std::vector<WeightMatrix*> multiplied_matrices(LlamaWeights& weights) {
 }
 
 // Points every multiplied matrix at a float32 copy.
-void dequantize_all(LlamaWeights& weights) {
+void dequantize_all(DecoderWeights& weights) {
     const std::vector<WeightMatrix*> matrices = multiplied_matrices(weights);
     weights.dequantized.resize(matrices.size());
     for (size_t i = 0; i < matrices.size(); ++i) dequantize_matrix(*matrices[i], weights.dequantized[i]);
 }
 
-// Repacks every multiplied matrix the packed kernels support (packed_weights.h); the file's copy is no
-// longer read, except the embedding rows. The scalar ISA keeps the file layout: its row-order kernel is
-// the faster scalar one.
-void pack_all(LlamaWeights& weights, ThreadPool& pool) {
-    if (active_cpu_isa() == CpuIsa::Scalar) return;
+// Whether pack_all repacks `matrix` for the packed kernels. The scalar ISA keeps the file layout: its
+// row-order kernel is the faster scalar one.
+bool will_be_packed(const WeightMatrix& matrix) {
+    return active_cpu_isa() != CpuIsa::Scalar && packing_supports(matrix);
+}
+
+// Points every multiplied matrix whose type has neither an integer nor a packed kernel (Q5_0, Q4_0, F16
+// ... today) at a float32 copy. matmul() would otherwise dequantize each of its rows on every call, which
+// costs more than the float32 copy's memory; types the kernels learn later stop taking this path by themselves.
+void dequantize_unkerneled(DecoderWeights& weights) {
     std::vector<WeightMatrix*> matrices;
     for (WeightMatrix* m : multiplied_matrices(weights))
-        if (packing_supports(*m)) matrices.push_back(m);
+        if (m->type != DType::F32 && !integer_kernel_supports(m->type) && !will_be_packed(*m)) matrices.push_back(m);
+    weights.dequantized.resize(matrices.size());
+    for (size_t i = 0; i < matrices.size(); ++i) dequantize_matrix(*matrices[i], weights.dequantized[i]);
+}
+
+// Repacks every multiplied matrix the packed kernels support (packed_weights.h); the file's copy is no
+// longer read, except the embedding rows.
+void pack_all(DecoderWeights& weights, ThreadPool& pool) {
+    std::vector<WeightMatrix*> matrices;
+    for (WeightMatrix* m : multiplied_matrices(weights))
+        if (will_be_packed(*m)) matrices.push_back(m);
     weights.packed.resize(matrices.size());
     for (size_t i = 0; i < matrices.size(); ++i)
         weights.packed[i] = AlignedBuffer(static_cast<size_t>(packed_bytes(*matrices[i])));
@@ -87,7 +107,7 @@ struct AttentionWork {
 };
 
 // Activations of one step, sized for `token_capacity` tokens and grown only when a batch is larger.
-struct LlamaRunState {
+struct DecoderRunState {
     int64_t token_capacity = 0;
     std::vector<float> residual;                // (tokens, embedding_dim): the residual stream x
     std::vector<float> normed;                  // (tokens, embedding_dim): rmsnorm(x), the input of each matmul
@@ -105,8 +125,8 @@ struct LlamaRunState {
     std::atomic<int64_t> next_attention_work{0};
 };
 
-Result<LlamaWeights> load_weights(const GgufFile& file, const ModelConfig& config) {
-    LlamaWeights weights;
+Result<DecoderWeights> load_weights(const GgufFile& file, const ModelConfig& config, const DecoderSpec& spec) {
+    DecoderWeights weights;
     const int64_t dim = config.embedding_dim;
 #define LOAD(target, expression)              \
     do {                                      \
@@ -115,13 +135,13 @@ Result<LlamaWeights> load_weights(const GgufFile& file, const ModelConfig& confi
         target = std::move(loaded_.value());  \
     } while (0)
     LOAD(weights.token_embeddings, find_matrix(file, "token_embd.weight", config.vocab_size, dim));
-    LOAD(weights.output_norm, find_vector(file, "output_norm.weight", dim));
+    if (spec.final_norm) LOAD(weights.output_norm, find_vector(file, "output_norm.weight", dim));
     weights.output = weights.token_embeddings;
     if (file.tensor("output.weight")) LOAD(weights.output, find_matrix(file, "output.weight", config.vocab_size, dim));
     weights.layers.resize(static_cast<size_t>(config.layer_count));
     for (int64_t i = 0; i < config.layer_count; ++i) {
         const std::string prefix = "blk." + std::to_string(i) + ".";
-        LlamaLayer& layer = weights.layers[static_cast<size_t>(i)];
+        DecoderLayer& layer = weights.layers[static_cast<size_t>(i)];
         LOAD(layer.attention_norm, find_vector(file, prefix + "attn_norm.weight", dim));
         LOAD(layer.query, find_matrix(file, prefix + "attn_q.weight", config.q_dim(), dim));
         LOAD(layer.key, find_matrix(file, prefix + "attn_k.weight", config.kv_dim(), dim));
@@ -131,8 +151,16 @@ Result<LlamaWeights> load_weights(const GgufFile& file, const ModelConfig& confi
         LOAD(layer.ffn_gate, find_matrix(file, prefix + "ffn_gate.weight", config.ffn_dim, dim));
         LOAD(layer.ffn_up, find_matrix(file, prefix + "ffn_up.weight", config.ffn_dim, dim));
         LOAD(layer.ffn_down, find_matrix(file, prefix + "ffn_down.weight", dim, config.ffn_dim));
+        if (spec.qkv_bias) {
+            LOAD(layer.query_bias, find_vector(file, prefix + "attn_q.bias", config.q_dim()));
+            LOAD(layer.key_bias, find_vector(file, prefix + "attn_k.bias", config.kv_dim()));
+            LOAD(layer.value_bias, find_vector(file, prefix + "attn_v.bias", config.kv_dim()));
+        }
+        // A bias the spec does not apply would be silently dropped: refuse the file instead.
         for (const char* bias : {"attn_q.bias", "attn_k.bias", "attn_v.bias", "attn_output.bias"}) {
-            if (file.tensor(prefix + bias)) return Error{"model: llama tensor " + prefix + bias + " is not supported"};
+            const bool applied = spec.qkv_bias && std::string_view(bias) != "attn_output.bias";
+            if (!applied && file.tensor(prefix + bias))
+                return Error{"model: " + config.architecture + " tensor " + prefix + bias + " is not supported"};
         }
     }
     // Inverse frequencies base^(-2i/rope_dims), divided by the linear scaling factor and, for Llama 3
@@ -150,10 +178,10 @@ Result<LlamaWeights> load_weights(const GgufFile& file, const ModelConfig& confi
     return weights;
 }
 
-class LlamaModel final : public Model {
+class DecoderModel final : public Model {
 public:
-    LlamaModel(ModelConfig config, LlamaWeights weights, ThreadPool& pool)
-        : config_(std::move(config)), weights_(std::move(weights)), pool_(pool) {
+    DecoderModel(ModelConfig config, DecoderSpec spec, DecoderWeights weights, ThreadPool& pool)
+        : config_(std::move(config)), spec_(std::move(spec)), weights_(std::move(weights)), pool_(pool) {
         const auto threads = static_cast<size_t>(pool_.size());
         state_.attention_scratch.resize(threads * static_cast<size_t>(scratch_floats()));
     }
@@ -230,7 +258,10 @@ private:
         for (int64_t t = 0; t < batch.size(); ++t) {
             const auto* row =
                 static_cast<const uint8_t*>(table.data) + row_bytes * static_cast<uint64_t>(batch.tokens[t].token);
-            dequantize_row(table.type, row, &state_.residual[t * config_.embedding_dim], config_.embedding_dim);
+            float* x = &state_.residual[t * config_.embedding_dim];
+            dequantize_row(table.type, row, x, config_.embedding_dim);
+            if (spec_.embedding_scale != 1.0f)
+                for (int64_t i = 0; i < config_.embedding_dim; ++i) x[i] *= spec_.embedding_scale;
         }
     }
 
@@ -272,12 +303,13 @@ private:
     }
 
     void attention_block(const Batch& batch, KvCache& cache, int64_t layer_index) {
-        const LlamaLayer& layer = weights_.layers[static_cast<size_t>(layer_index)];
+        const DecoderLayer& layer = weights_.layers[static_cast<size_t>(layer_index)];
         const int64_t tokens = batch.size();
         normalize(tokens, layer.attention_norm);
         const WeightMatrix* projections[] = {&layer.query, &layer.key, &layer.value};
         float* const outputs[] = {state_.query.data(), state_.key.data(), state_.value.data()};
         matmul_many(projections, state_.normed.data(), tokens, outputs, pool_);
+        if (spec_.qkv_bias) add_qkv_bias(tokens, layer);
 
         // Rotate queries and keys by position, then store this step's keys and values in the cache.
         for_tokens(tokens,
@@ -290,13 +322,26 @@ private:
         add_to_residual(tokens);
     }
 
+    void add_qkv_bias(int64_t tokens, const DecoderLayer& layer) {
+        const int64_t q_dim = config_.q_dim(), kv_dim = config_.kv_dim();
+        for_tokens(tokens, [&](int64_t begin, int64_t end) {
+            for (int64_t t = begin; t < end; ++t) {
+                for (int64_t i = 0; i < q_dim; ++i) state_.query[t * q_dim + i] += layer.query_bias[i];
+                for (int64_t i = 0; i < kv_dim; ++i) {
+                    state_.key[t * kv_dim + i] += layer.key_bias[i];
+                    state_.value[t * kv_dim + i] += layer.value_bias[i];
+                }
+            }
+        });
+    }
+
     // Tokens [begin, end): rotary embedding of their queries and keys, then their keys and values
     // into the cache.
     void rotate_and_cache(const Batch& batch, KvCache& cache, int64_t layer_index, int64_t begin, int64_t end) {
         const KvCache::LayerStorage storage = cache.layer_storage(layer_index);
         const KvCacheShape& shape = cache.shape();
         const int64_t head_dim = config_.head_dim, pairs = config_.rope_dims / 2;
-        const RotaryPairing pairing = rotary_pairing(config_.rope_style);
+        const RotaryPairing pairing = rotary_pairing(spec_.rope_style);
         for (int64_t t = begin; t < end; ++t) {
             const BatchToken& token = batch.tokens[static_cast<size_t>(t)];
             const float* cos_angles = &state_.rope_cos[t * pairs];
@@ -355,7 +400,8 @@ private:
         const KvCache::LayerStorage storage = cache.layer_storage(step.layer_index);
         const KvCacheShape& shape = cache.shape();
         const int64_t head_dim = config_.head_dim, group = config_.group_size();
-        const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+        const float scale =
+            spec_.attention_scale > 0.0f ? spec_.attention_scale : 1.0f / std::sqrt(static_cast<float>(head_dim));
         float* scratch = &state_.attention_scratch[static_cast<size_t>(thread * scratch_floats())];
         const auto items = static_cast<int64_t>(state_.attention_work.size());
         for (int64_t i = state_.next_attention_work.fetch_add(1); i < items;
@@ -388,7 +434,7 @@ private:
         }
     }
 
-    void ffn_block(int64_t tokens, const LlamaLayer& layer) {
+    void ffn_block(int64_t tokens, const DecoderLayer& layer) {
         normalize(tokens, layer.ffn_norm);
         const WeightMatrix* projections[] = {&layer.ffn_gate, &layer.ffn_up};
         float* const outputs[] = {state_.gate.data(), state_.up.data()};
@@ -409,30 +455,50 @@ private:
         int64_t outputs = 0;
         for (int64_t t = 0; t < batch.size(); ++t) {
             if (!batch.tokens[static_cast<size_t>(t)].wants_logits) continue;
-            rmsnorm(&state_.residual[t * dim], weights_.output_norm.data(), &state_.normed[outputs * dim], dim,
-                    config_.rms_epsilon);
+            float* out = &state_.normed[outputs * dim];
+            if (spec_.final_norm)
+                rmsnorm(&state_.residual[t * dim], weights_.output_norm.data(), out, dim, config_.rms_epsilon);
+            else
+                std::copy_n(&state_.residual[t * dim], dim, out);
             ++outputs;
         }
         if (outputs > 0) matmul(weights_.output, state_.normed.data(), outputs, logits, pool_);
     }
 
     ModelConfig config_;
-    LlamaWeights weights_;
+    DecoderSpec spec_;
+    DecoderWeights weights_;
     ThreadPool& pool_;
-    LlamaRunState state_;
+    DecoderRunState state_;
 };
+
+// What decoder.cpp does not compute yet: refused at load rather than run wrong.
+Status check_implemented(const DecoderSpec& spec) {
+    if (spec.norm_placement != NormPlacement::PreNorm) return Error{"model: post-norm blocks are not implemented"};
+    if (spec.activation != GateActivation::Silu) return Error{"model: only the SiLU gate is implemented"};
+    if (spec.qk_norm) return Error{"model: query/key norms are not implemented"};
+    for (const LayerSpec& layer : spec.layers)
+        if (layer.attention_window != 0) return Error{"model: sliding-window attention is not implemented"};
+    return Ok{};
+}
 
 }  // namespace
 
-Result<std::unique_ptr<Model>> load_llama(const GgufFile& file, ModelConfig config, const ModelOptions& options,
-                                          ThreadPool& pool) {
-    auto weights = load_weights(file, config);
+Result<std::unique_ptr<Model>> load_decoder(const GgufFile& file, ModelConfig config, DecoderSpec spec,
+                                            const ModelOptions& options, ThreadPool& pool) {
+    spec.tied_output = file.tensor("output.weight") == nullptr;
+    if (spec.layers.empty()) spec.layers.resize(static_cast<size_t>(config.layer_count));
+    if (auto implemented = check_implemented(spec); !implemented) return implemented.error();
+    auto weights = load_weights(file, config, spec);
     if (!weights) return weights.error();
-    if (options.dequantize_weights)
+    if (options.dequantize_weights) {
         dequantize_all(weights.value());
-    else
+    } else {
+        dequantize_unkerneled(weights.value());
         pack_all(weights.value(), pool);
-    return std::unique_ptr<Model>(new LlamaModel(std::move(config), std::move(weights.value()), pool));
+    }
+    return std::unique_ptr<Model>(
+        new DecoderModel(std::move(config), std::move(spec), std::move(weights.value()), pool));
 }
 
 }  // namespace tempered

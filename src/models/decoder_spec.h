@@ -1,0 +1,47 @@
+// What differs between the decoder-only families tempered runs, as data: one DecoderSpec per
+// architecture (model_registry.cpp), read by the one decoder (decoder.cpp). A family is a row of
+// constants plus what its GGUF says, not a copy of the forward pass.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "models/model_config.h"
+
+namespace tempered {
+
+// Where a block's RMSNorms sit around attention and the feed-forward.
+enum class NormPlacement {
+    PreNorm,         // x += f(norm(x)); llama, qwen2, qwen3
+    PreAndPostNorm,  // x += norm(f(norm(x))); gemma 2/3 (not implemented yet)
+};
+
+// The feed-forward's gate activation: ffn_down(act(ffn_gate x) * ffn_up x).
+enum class GateActivation {
+    Silu,      // SwiGLU; llama, qwen2, qwen3
+    GeluTanh,  // GeGLU; gemma (not implemented yet)
+};
+
+// What one layer's attention looks at.
+struct LayerSpec {
+    int64_t attention_window = 0;  // 0: every earlier position (global); W: the last W positions (not implemented yet)
+};
+
+struct DecoderSpec {
+    RopeStyle rope_style = RopeStyle::AdjacentPairs;  // fixed by the architecture: its converter's Q/K row order
+    bool qkv_bias = false;                            // blk.N.attn_{q,k,v}.bias added after the projections (qwen2)
+    bool qk_norm = false;                             // RMSNorm of each query and key head before rope (qwen3; not yet)
+    NormPlacement norm_placement = NormPlacement::PreNorm;
+    GateActivation activation = GateActivation::Silu;
+    float attention_scale = 0.0f;   // softmax scale of q·k; 0 means 1/sqrt(head_dim)
+    float embedding_scale = 1.0f;   // the embedding rows are multiplied by it (gemma: sqrt(embedding_dim))
+    bool final_norm = true;         // output_norm before the output projection
+    bool tied_output = false;       // output projection is token_embd: set by the loader when output.weight is absent
+    std::vector<LayerSpec> layers;  // (layer_count); filled by the loader, all global unless the family says otherwise
+};
+
+// The family constants of each architecture this build knows; the loader completes them from the file.
+DecoderSpec llama_spec();
+DecoderSpec qwen2_spec();
+
+}  // namespace tempered
