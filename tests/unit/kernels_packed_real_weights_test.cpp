@@ -1,4 +1,4 @@
-// The packed path on real weights: the first Q5_0 and Q6_K matrices of Qwen2.5-Coder-0.5B (whose high
+// The packed path on real weights: the first Q5_0, Q4_K and Q6_K matrices of Qwen2.5-Coder-0.5B (whose high
 // bits and scales follow a trained distribution, not a uniform one) pack without loss and every ISA's kernel equals the
 // scalar one bit for bit within the activation-quantization bound of the float product. Skipped when the
 // model is absent, unless TEMPERED_REQUIRE_MODELS=1.
@@ -80,6 +80,10 @@ void check_first_qwen_matrix(DType type) {
 
 TEST(PackedRealWeights, QwenQ5_0MatrixPacksAndMultipliesLikeTheScalarDefinition) {
     check_first_qwen_matrix(DType::Q5_0);
+}
+
+TEST(PackedRealWeights, QwenQ4_KMatrixPacksAndMultipliesLikeTheScalarDefinition) {
+    check_first_qwen_matrix(DType::Q4_K);
 }
 
 TEST(PackedRealWeights, QwenQ6_KMatrixPacksAndMultipliesLikeTheScalarDefinition) {

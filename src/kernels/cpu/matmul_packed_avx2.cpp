@@ -185,6 +185,45 @@ void q6_k_half(const uint8_t* group_tiles, int64_t blocks, int h, const Quantize
     for (int t = 0; t < T; ++t) _mm256_storeu_ps(y + (b0 + t) * y_stride + 8 * h, acc[t]);
 }
 
+// The same for Q4_K: the Q4_1 arithmetic with per-row d * sc and -(dmin * mn) in place of d and m.
+template <int T>
+void q4_k_half(const uint8_t* group_tiles, int64_t blocks, int h, const QuantizedActivations& x, int64_t b0, float* y,
+               int64_t y_stride) {
+    constexpr int64_t kTileBytes = 2368, kSubTileBytes = 288;
+    const __m256i low_nibbles = _mm256_set1_epi8(0x0F), word_ones = _mm256_set1_epi16(1);
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    __m256 acc[T];
+    for (auto& a : acc) a = _mm256_setzero_ps();
+    for (int64_t j = 0; j < blocks; ++j) {
+        const uint8_t* super_tile = group_tiles + j / 8 * kTileBytes;
+        const uint8_t* sub = super_tile + j % 8 * kSubTileBytes;
+        __m256i w[8];
+        for (int c = 0; c < 4; ++c) {
+            const __m256i bytes = load_256(sub + 64 * c + 32 * h);
+            w[2 * c] = _mm256_and_si256(bytes, low_nibbles);
+            w[2 * c + 1] = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), low_nibbles);
+        }
+        const auto bytes_as_floats = [&](int offset) {
+            const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sub + offset + 8 * h));
+            return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes));
+        };
+        const __m256 d = _mm256_mul_ps(load_halves(super_tile + 2304 + 16 * h), bytes_as_floats(256));
+        const __m256 m =
+            _mm256_xor_ps(_mm256_mul_ps(load_halves(super_tile + 2336 + 16 * h), bytes_as_floats(272)), sign);
+        for (int t = 0; t < T; ++t) {
+            const int8_t* xq = x.block_q(b0 + t, j);
+            __m256i sum16 = _mm256_maddubs_epi16(w[0], broadcast_4_bytes(xq));
+            for (int i = 1; i < 8; ++i)
+                sum16 = _mm256_add_epi16(sum16, _mm256_maddubs_epi16(w[i], broadcast_4_bytes(xq + 4 * i)));
+            const __m256i p = _mm256_madd_epi16(sum16, word_ones);
+            const float dx = x.block_scale(b0 + t, j);
+            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_mul_ps(d, _mm256_set1_ps(dx)), acc[t]);
+            acc[t] = _mm256_fmadd_ps(m, _mm256_set1_ps(x.block_scaled_sum(b0 + t, j)), acc[t]);
+        }
+    }
+    for (int t = 0; t < T; ++t) _mm256_storeu_ps(y + (b0 + t) * y_stride + 8 * h, acc[t]);
+}
+
 template <int T>
 void group_tile(DType type, const uint8_t* tiles, int64_t blocks, const QuantizedActivations& x, int64_t b0, float* y,
                 int64_t y_stride) {
@@ -195,6 +234,8 @@ void group_tile(DType type, const uint8_t* tiles, int64_t blocks, const Quantize
             q5_0_half<T>(tiles, blocks, h, x, b0, y, y_stride);
         else if (type == DType::Q6_K)
             q6_k_half<T>(tiles, blocks, h, x, b0, y, y_stride);
+        else if (type == DType::Q4_K)
+            q4_k_half<T>(tiles, blocks, h, x, b0, y, y_stride);
         else
             q8_0_half<T>(tiles, blocks, h, x, b0, y, y_stride);
     }

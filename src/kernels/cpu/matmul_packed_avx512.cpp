@@ -135,9 +135,41 @@ struct PackedFormat<DType::Q6_K> {
     }
 };
 
-// Bytes per 32-column block: Q6_K's 3360-byte tiles span 8 blocks.
+template <>
+struct PackedFormat<DType::Q4_K> {
+    static constexpr int64_t kTileBytes = 2368, kSubTileBytes = 288;
+    // w: the nibbles as for Q4_1. d: the 16 rows' d * sc; m: their -(dmin * mn).
+    static void unpack(const uint8_t* group_tiles, int64_t j, __m512i w[8], __m512& d, __m512& m) {
+        const uint8_t* super_tile = group_tiles + j / 8 * kTileBytes;
+        const uint8_t* sub = super_tile + j % 8 * kSubTileBytes;
+        const __m512i low_nibbles = _mm512_set1_epi8(0x0F);
+        for (int c = 0; c < 4; ++c) {
+            const __m512i bytes = _mm512_loadu_si512(sub + 64 * c);
+            w[2 * c] = _mm512_and_si512(bytes, low_nibbles);
+            w[2 * c + 1] = _mm512_and_si512(_mm512_srli_epi16(bytes, 4), low_nibbles);
+        }
+        const auto bytes_as_floats = [&](int offset) {
+            const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(sub + offset));
+            return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(bytes));
+        };
+        const auto halves = [&](int offset) {
+            return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(super_tile + offset)));
+        };
+        d = _mm512_mul_ps(halves(2304), bytes_as_floats(256));
+        const __m512 min = _mm512_mul_ps(halves(2336), bytes_as_floats(272));
+        const __m512i sign = _mm512_set1_epi32(static_cast<int32_t>(0x80000000u));
+        m = _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(min), sign));  // -min, as the scalar's
+    }
+    static __m512 accumulate(__m512i low, __m512i high, __m512 d, __m512 m, const QuantizedActivations& x, int64_t b,
+                             int64_t j, __m512 acc) {
+        return PackedFormat<DType::Q4_1>::accumulate(low, high, d, m, x, b, j, acc);
+    }
+};
+
+// Bytes per 32-column block: the K-quants' tiles span 8 blocks.
 template <DType kType>
-constexpr int64_t kBlockBytes = PackedFormat<kType>::kTileBytes / (kType == DType::Q6_K ? 8 : 1);
+constexpr int64_t kBlockBytes = PackedFormat<kType>::kTileBytes /
+                                (kType == DType::Q6_K || kType == DType::Q4_K ? 8 : 1);
 
 // Row group `group` against activation rows [b0, b0 + T).
 template <DType kType, int T>
@@ -202,6 +234,8 @@ void matmul_packed_groups_avx512(const WeightMatrix& packed, const QuantizedActi
         groups<DType::Q5_0>(packed, x, y, group_begin, group_end);
     else if (packed.type == DType::Q6_K)
         groups<DType::Q6_K>(packed, x, y, group_begin, group_end);
+    else if (packed.type == DType::Q4_K)
+        groups<DType::Q4_K>(packed, x, y, group_begin, group_end);
     else
         groups<DType::Q8_0>(packed, x, y, group_begin, group_end);
 }

@@ -19,7 +19,11 @@ constexpr int64_t kQ5_0HighBitsOffset = 256, kQ5_0ScalesOffset = 320;
 constexpr int64_t kQ6_KTileBytes = 3360, kQ6_KSubTileBytes = 416;
 constexpr int64_t kQ6_KHighBitsOffset = 256, kQ6_KSubScalesOffset = 384, kQ6_KScalesOffset = 3328;
 
-bool is_k_quant(DType type) { return type == DType::Q6_K; }
+constexpr int64_t kQ4_KTileBytes = 2368, kQ4_KSubTileBytes = 288;
+constexpr int64_t kQ4_KSubScalesOffset = 256, kQ4_KSubMinsOffset = 272, kQ4_KScalesOffset = 2304,
+                  kQ4_KMinScalesOffset = 2336;
+
+bool is_k_quant(DType type) { return type == DType::Q6_K || type == DType::Q4_K; }
 
 int64_t tiles_per_row(const WeightMatrix& matrix) { return matrix.cols / packed_tile_columns(matrix.type); }
 
@@ -122,6 +126,26 @@ void pack_q6_k_tile(const BlockQ6_K* const rows[kPackedRows], int64_t block, uin
     }
 }
 
+// Sub-tile s (columns 32s .. 32s+31) as a Q4_1 tile's nibbles, then the 16 rows' six-bit scales and
+// mins of the sub-block, decoded to a byte each; the rows' d and dmin once after the eight sub-tiles.
+void pack_q4_k_tile(const BlockQ4_K* const rows[kPackedRows], int64_t block, uint8_t* tile) {
+    for (int s = 0; s < 8; ++s) {
+        uint8_t* sub = tile + s * kQ4_KSubTileBytes;
+        for (int r = 0; r < kPackedRows; ++r) {
+            const BlockQ4_K& b = rows[r][block];
+            const uint8_t* qs = b.qs + 32 * (s / 2);
+            int q[32];
+            for (int i = 0; i < 32; ++i) q[i] = (qs[i] >> (4 * (s % 2))) & 0x0F;
+            for (int c = 0; c < 4; ++c)
+                for (int k = 0; k < 4; ++k)
+                    sub[64 * c + 4 * r + k] = static_cast<uint8_t>(q[8 * c + k] | q[8 * c + 4 + k] << 4);
+            k_quant_scale_min(b.scales, s, sub[kQ4_KSubScalesOffset + r], sub[kQ4_KSubMinsOffset + r]);
+            std::memcpy(tile + kQ4_KScalesOffset + 2 * r, &b.d, 2);
+            std::memcpy(tile + kQ4_KMinScalesOffset + 2 * r, &b.dmin, 2);
+        }
+    }
+}
+
 }  // namespace
 
 int64_t packed_tile_columns(DType type) { return is_k_quant(type) ? kSuperBlockElements : kQ8BlockElements; }
@@ -129,7 +153,7 @@ int64_t packed_tile_columns(DType type) { return is_k_quant(type) ? kSuperBlockE
 bool packing_supports(const WeightMatrix& matrix) {
     return matrix.layout == WeightLayout::Gguf &&
            (matrix.type == DType::Q4_1 || matrix.type == DType::Q8_0 || matrix.type == DType::Q5_0 ||
-            matrix.type == DType::Q6_K) &&
+            matrix.type == DType::Q6_K || matrix.type == DType::Q4_K) &&
            matrix.rows > 0 && matrix.rows % kPackedRows == 0 && matrix.cols > 0 &&
            matrix.cols % packed_tile_columns(matrix.type) == 0;
 }
@@ -139,6 +163,7 @@ int64_t packed_tile_bytes(DType type) {
         case DType::Q4_1: return kQ4_1TileBytes;
         case DType::Q5_0: return kQ5_0TileBytes;
         case DType::Q6_K: return kQ6_KTileBytes;
+        case DType::Q4_K: return kQ4_KTileBytes;
         default: return kQ8_0TileBytes;
     }
 }
@@ -161,6 +186,8 @@ WeightMatrix pack_weights(const WeightMatrix& matrix, void* out) {
                 pack_q5_0_tile(reinterpret_cast<const BlockQ5_0* const*>(rows), j, tile);
             else if (matrix.type == DType::Q6_K)
                 pack_q6_k_tile(reinterpret_cast<const BlockQ6_K* const*>(rows), j, tile);
+            else if (matrix.type == DType::Q4_K)
+                pack_q4_k_tile(reinterpret_cast<const BlockQ4_K* const*>(rows), j, tile);
             else
                 pack_q8_0_tile(reinterpret_cast<const BlockQ8_0* const*>(rows), j, tile);
         }
@@ -189,10 +216,23 @@ PackedWeight packed_q6_k_weight(const WeightMatrix& packed, int64_t row, int64_t
             0.0f};
 }
 
+PackedWeight packed_q4_k_weight(const WeightMatrix& packed, int64_t row, int64_t col) {
+    const uint8_t* tile = tile_at(packed, row / kPackedRows, col / kSuperBlockElements);
+    const int r = static_cast<int>(row % kPackedRows), s = static_cast<int>(col % kSuperBlockElements / 32);
+    const int e = static_cast<int>(col % kQ8BlockElements);
+    const uint8_t* sub = tile + s * kQ4_KSubTileBytes;
+    const uint8_t byte = sub[64 * (e / 8) + 4 * r + e % 4];
+    const float d = half_to_float(half_at(tile + kQ4_KScalesOffset, r));
+    const float dmin = half_to_float(half_at(tile + kQ4_KMinScalesOffset, r));
+    return {(e % 8) < 4 ? byte & 0x0F : byte >> 4, d * static_cast<float>(sub[kQ4_KSubScalesOffset + r]),
+            -(dmin * static_cast<float>(sub[kQ4_KSubMinsOffset + r]))};
+}
+
 }  // namespace
 
 PackedWeight packed_weight(const WeightMatrix& packed, int64_t row, int64_t col) {
     if (packed.type == DType::Q6_K) return packed_q6_k_weight(packed, row, col);
+    if (packed.type == DType::Q4_K) return packed_q4_k_weight(packed, row, col);
     const uint8_t* tile = tile_at(packed, row / kPackedRows, col / kQ8BlockElements);
     const int r = static_cast<int>(row % kPackedRows), e = static_cast<int>(col % kQ8BlockElements);
     if (packed.type == DType::Q4_1) {
@@ -213,7 +253,7 @@ PackedWeight packed_weight(const WeightMatrix& packed, int64_t row, int64_t col)
 
 void matmul_packed_groups_scalar(const WeightMatrix& packed, const QuantizedActivations& x, float* y,
                                  int64_t group_begin, int64_t group_end) {
-    const bool has_min = packed.type == DType::Q4_1;
+    const bool has_min = packed.type == DType::Q4_1 || packed.type == DType::Q4_K;
     // Elements sharing one scale: Q6_K has two per block, one per 16 elements.
     const int scale_span = packed.type == DType::Q6_K ? 16 : kQ8BlockElements;
     for (int64_t row = group_begin * kPackedRows; row < group_end * kPackedRows; ++row) {
