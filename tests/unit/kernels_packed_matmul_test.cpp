@@ -34,23 +34,35 @@ PackedCase make_case(DType type, int64_t rows, int64_t cols, std::mt19937& rng) 
     return c;
 }
 
+// `cols` rounded up to whole tiles of `type` (256 columns for the K-quants, 32 for the others).
+int64_t tile_cols(DType type, int64_t cols) {
+    const int64_t unit = packed_tile_columns(type);
+    return (cols + unit - 1) / unit * unit;
+}
+
 class PackedMatmul : public testing::TestWithParam<DType> {};
 
 TEST_P(PackedMatmul, PackingSupportsOnlyWholeRowGroupsOfItsTypes) {
     const DType type = GetParam();
-    EXPECT_TRUE(packing_supports(WeightMatrix{type, nullptr, 16, 64}));
-    EXPECT_FALSE(packing_supports(WeightMatrix{type, nullptr, 24, 64}));
-    EXPECT_FALSE(packing_supports(WeightMatrix{type, nullptr, 16, 64, WeightLayout::Packed16}));
-    EXPECT_FALSE(packing_supports(WeightMatrix{DType::Q4_K, nullptr, 16, 256}));
-    EXPECT_EQ(packed_bytes(WeightMatrix{type, nullptr, 32, 576}),
-              static_cast<int64_t>(*dtype_row_bytes(type, 576)) * 32);
+    const int64_t cols = tile_cols(type, 64), wide = tile_cols(type, 576);
+    EXPECT_TRUE(packing_supports(WeightMatrix{type, nullptr, 16, cols}));
+    EXPECT_FALSE(packing_supports(WeightMatrix{type, nullptr, 24, cols}));
+    EXPECT_FALSE(packing_supports(WeightMatrix{type, nullptr, 16, cols, WeightLayout::Packed16}));
+    if (packed_tile_columns(type) > 32) {
+        EXPECT_FALSE(packing_supports(WeightMatrix{type, nullptr, 16, 128}));
+    }
+    EXPECT_FALSE(packing_supports(WeightMatrix{DType::Q5_K, nullptr, 16, 256}));
+    // The file's bytes; Q4_K's decoded scales and mins take 64 more per tile (2 row groups here).
+    const int64_t extra = type == DType::Q4_K ? 64 * 2 * (wide / 256) : 0;
+    EXPECT_EQ(packed_bytes(WeightMatrix{type, nullptr, 32, wide}),
+              static_cast<int64_t>(*dtype_row_bytes(type, static_cast<uint64_t>(wide))) * 32 + extra);
 }
 
 // Each packed weight, read back as d * q + m, equals the file's weight as the dequantizer gives it.
 TEST_P(PackedMatmul, PackingKeepsEveryWeight) {
     const DType type = GetParam();
     std::mt19937 rng(3);
-    const int64_t rows = 48, cols = 576;
+    const int64_t rows = 48, cols = tile_cols(type, 576);
     const PackedCase c = make_case(type, rows, cols, rng);
     EXPECT_EQ(c.packed.layout, WeightLayout::Packed16);
     std::vector<float> row(static_cast<size_t>(cols));
@@ -69,7 +81,8 @@ TEST_P(PackedMatmul, EveryIsaEqualsScalarKernelBitExactly) {
     const DType type = GetParam();
     std::mt19937 rng(5);
     ThreadPool pools[] = {ThreadPool(1), ThreadPool(2), ThreadPool(3)};
-    for (auto [rows, cols] : {std::pair<int64_t, int64_t>{16, 576}, {48, 1536}, {192, 576}, {32, 32}}) {
+    for (auto [rows, width] : {std::pair<int64_t, int64_t>{16, 576}, {48, 1536}, {192, 576}, {32, 32}}) {
+        const int64_t cols = tile_cols(type, width);
         const PackedCase c = make_case(type, rows, cols, rng);
         for (int64_t batch : {1, 2, 3, 5, 8, 9, 17}) {
             const auto x = random_activations(batch, cols, rng);
@@ -144,7 +157,7 @@ TEST_P(PackedMatmul, StaysWithinActivationQuantizationBoundOfFloatReference) {
     const DType type = GetParam();
     std::mt19937 rng(13);
     ThreadPool pool(2);
-    const int64_t rows = 48, cols = 576, batch = 4;
+    const int64_t rows = 48, cols = tile_cols(type, 576), batch = 4;
     const PackedCase c = make_case(type, rows, cols, rng);
     const auto x = random_activations(batch, cols, rng);
     std::vector<float> exact(static_cast<size_t>(batch * rows)), packed(exact.size());
@@ -163,7 +176,8 @@ TEST_P(PackedMatmul, StaysWithinActivationQuantizationBoundOfFloatReference) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Types, PackedMatmul, testing::Values(DType::Q4_1, DType::Q8_0, DType::Q5_0),
+INSTANTIATE_TEST_SUITE_P(Types, PackedMatmul,
+                         testing::Values(DType::Q4_1, DType::Q8_0, DType::Q5_0, DType::Q6_K, DType::Q4_K),
                          [](const testing::TestParamInfo<DType>& info) { return std::string(dtype_name(info.param)); });
 
 }  // namespace

@@ -1,5 +1,5 @@
-// The packed Q5_0 path on real weights: the first Q5_0 matrix of Qwen2.5-Coder-0.5B (whose fifth bits
-// follow a trained distribution, not a uniform one) packs without loss and every ISA's kernel equals the
+// The packed path on real weights: the first Q5_0, Q4_K and Q6_K matrices of Qwen2.5-Coder-0.5B (whose high
+// bits and scales follow a trained distribution, not a uniform one) pack without loss and every ISA's kernel equals the
 // scalar one bit for bit within the activation-quantization bound of the float product. Skipped when the
 // model is absent, unless TEMPERED_REQUIRE_MODELS=1.
 #include <gtest/gtest.h>
@@ -22,7 +22,9 @@ namespace {
 
 constexpr const char* kQwenFile = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf";
 
-TEST(PackedRealWeights, QwenQ5_0MatrixPacksAndMultipliesLikeTheScalarDefinition) {
+// The first 2-D matrix of `type` in the Qwen file: packs losslessly, every ISA equals scalar, within
+// the activation bound.
+void check_first_qwen_matrix(DType type) {
     const std::filesystem::path path = testing::model_dir() / kQwenFile;
     if (!std::filesystem::exists(path)) {
         if (testing::models_required()) FAIL() << "model missing and TEMPERED_REQUIRE_MODELS=1: " << path;
@@ -32,23 +34,23 @@ TEST(PackedRealWeights, QwenQ5_0MatrixPacksAndMultipliesLikeTheScalarDefinition)
     ASSERT_TRUE(file.ok()) << file.error().message;
     const GgufTensorInfo* tensor = nullptr;
     for (const GgufTensorInfo& t : file.value().tensors())
-        if (t.type == DType::Q5_0 && t.dims.size() == 2) {
+        if (t.type == type && t.dims.size() == 2) {
             tensor = &t;
             break;
         }
-    ASSERT_NE(tensor, nullptr) << "no Q5_0 matrix in " << path;
+    ASSERT_NE(tensor, nullptr) << "no " << dtype_name(type) << " matrix in " << path;
     // The first 64 rows: enough row groups for the threads, cheap for the scalar checks.
     const int64_t rows = 64, cols = static_cast<int64_t>(tensor->row_length());
-    const WeightMatrix gguf{DType::Q5_0, tensor->data, rows, cols};
+    const WeightMatrix gguf{type, tensor->data, rows, cols};
     ASSERT_TRUE(packing_supports(gguf)) << tensor->name;
     AlignedBuffer storage(static_cast<size_t>(packed_bytes(gguf)));
     const WeightMatrix packed = pack_weights(gguf, storage.data());
 
-    const size_t row_bytes = static_cast<size_t>(*dtype_row_bytes(DType::Q5_0, static_cast<uint64_t>(cols)));
+    const size_t row_bytes = static_cast<size_t>(*dtype_row_bytes(type, static_cast<uint64_t>(cols)));
     std::vector<float> weights(static_cast<size_t>(rows * cols));
     for (int64_t r = 0; r < rows; ++r) {
         float* row = weights.data() + r * cols;
-        dequantize_row(DType::Q5_0, tensor->data + r * row_bytes, row, cols);
+        dequantize_row(type, tensor->data + r * row_bytes, row, cols);
         for (int64_t col = 0; col < cols; ++col) {
             const PackedWeight w = packed_weight(packed, r, col);
             ASSERT_EQ(w.d * static_cast<float>(w.q) + w.m, row[col]) << tensor->name << " row " << r << " col " << col;
@@ -74,6 +76,18 @@ TEST(PackedRealWeights, QwenQ5_0MatrixPacksAndMultipliesLikeTheScalarDefinition)
                       activation_quantization_bound(weights.data() + r * cols, x.data() + b * cols, cols))
                 << "row " << r << " batch " << b;
         }
+}
+
+TEST(PackedRealWeights, QwenQ5_0MatrixPacksAndMultipliesLikeTheScalarDefinition) {
+    check_first_qwen_matrix(DType::Q5_0);
+}
+
+TEST(PackedRealWeights, QwenQ4_KMatrixPacksAndMultipliesLikeTheScalarDefinition) {
+    check_first_qwen_matrix(DType::Q4_K);
+}
+
+TEST(PackedRealWeights, QwenQ6_KMatrixPacksAndMultipliesLikeTheScalarDefinition) {
+    check_first_qwen_matrix(DType::Q6_K);
 }
 
 }  // namespace

@@ -131,6 +131,99 @@ void q5_0_half(const uint8_t* group_tiles, int64_t blocks, int h, const Quantize
     for (int t = 0; t < T; ++t) _mm256_storeu_ps(y + (b0 + t) * y_stride + 8 * h, acc[t]);
 }
 
+// The same for Q6_K: q (0..63) from the nibbles and two bit masks, each 16-element half of the block
+// with its own scale (d * int8 scale). Products of 6-bit weights keep sums of 2 vpmaddubsw results
+// exact (2 x 2 x 63 x 127 < 2^15) before widening.
+template <int T>
+void q6_k_half(const uint8_t* group_tiles, int64_t blocks, int h, const QuantizedActivations& x, int64_t b0, float* y,
+               int64_t y_stride) {
+    constexpr int64_t kTileBytes = 3360, kSubTileBytes = 416;
+    const __m256i low_nibbles = _mm256_set1_epi8(0x0F), sixteen = _mm256_set1_epi8(16);
+    const __m256i thirty_two = _mm256_set1_epi8(32), word_ones = _mm256_set1_epi16(1);
+    __m256 acc[T];
+    for (auto& a : acc) a = _mm256_setzero_ps();
+    for (int64_t j = 0; j < blocks; ++j) {
+        const uint8_t* super_tile = group_tiles + j / 8 * kTileBytes;
+        const uint8_t* sub = super_tile + j % 8 * kSubTileBytes;
+        __m256i w[8];
+        for (int c = 0; c < 4; ++c) {
+            const __m256i bytes = load_256(sub + 64 * c + 32 * h);
+            w[2 * c] = _mm256_and_si256(bytes, low_nibbles);
+            w[2 * c + 1] = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), low_nibbles);
+        }
+        for (int i = 0; i < 8; ++i) {
+            uint32_t bit4, bit5;  // this half's 32 bits of register i's two 64-bit masks
+            std::memcpy(&bit4, sub + 256 + 16 * i + 4 * h, 4);
+            std::memcpy(&bit5, sub + 264 + 16 * i + 4 * h, 4);
+            w[i] = _mm256_or_si256(w[i], _mm256_and_si256(expand_bits(bit4), sixteen));
+            w[i] = _mm256_or_si256(w[i], _mm256_and_si256(expand_bits(bit5), thirty_two));
+        }
+        const __m256 row_d = load_halves(super_tile + 3328 + 16 * h);
+        __m256 scale[2];
+        for (int half = 0; half < 2; ++half) {
+            const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sub + 384 + 16 * half + 8 * h));
+            scale[half] = _mm256_mul_ps(row_d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(bytes)));
+        }
+        for (int t = 0; t < T; ++t) {
+            const int8_t* xq = x.block_q(b0 + t, j);
+            const float* lane_sums = x.block_lane_sums(b0 + t, j);
+            const __m256 dx = _mm256_set1_ps(x.block_scale(b0 + t, j));
+            for (int half = 0; half < 2; ++half) {
+                const auto x_sum = static_cast<int32_t>(lane_sums[4 * half] + lane_sums[4 * half + 1] +
+                                                        lane_sums[4 * half + 2] + lane_sums[4 * half + 3]);
+                __m256i p = _mm256_set1_epi32(-32 * x_sum);
+                for (int i = 4 * half; i < 4 * half + 4; i += 2) {
+                    const __m256i sum16 =
+                        _mm256_add_epi16(_mm256_maddubs_epi16(w[i], broadcast_4_bytes(xq + 4 * i)),
+                                         _mm256_maddubs_epi16(w[i + 1], broadcast_4_bytes(xq + 4 * i + 4)));
+                    p = _mm256_add_epi32(p, _mm256_madd_epi16(sum16, word_ones));
+                }
+                acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_mul_ps(scale[half], dx), acc[t]);
+            }
+        }
+    }
+    for (int t = 0; t < T; ++t) _mm256_storeu_ps(y + (b0 + t) * y_stride + 8 * h, acc[t]);
+}
+
+// The same for Q4_K: the Q4_1 arithmetic with per-row d * sc and -(dmin * mn) in place of d and m.
+template <int T>
+void q4_k_half(const uint8_t* group_tiles, int64_t blocks, int h, const QuantizedActivations& x, int64_t b0, float* y,
+               int64_t y_stride) {
+    constexpr int64_t kTileBytes = 2368, kSubTileBytes = 288;
+    const __m256i low_nibbles = _mm256_set1_epi8(0x0F), word_ones = _mm256_set1_epi16(1);
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    __m256 acc[T];
+    for (auto& a : acc) a = _mm256_setzero_ps();
+    for (int64_t j = 0; j < blocks; ++j) {
+        const uint8_t* super_tile = group_tiles + j / 8 * kTileBytes;
+        const uint8_t* sub = super_tile + j % 8 * kSubTileBytes;
+        __m256i w[8];
+        for (int c = 0; c < 4; ++c) {
+            const __m256i bytes = load_256(sub + 64 * c + 32 * h);
+            w[2 * c] = _mm256_and_si256(bytes, low_nibbles);
+            w[2 * c + 1] = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), low_nibbles);
+        }
+        const auto bytes_as_floats = [&](int offset) {
+            const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sub + offset + 8 * h));
+            return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes));
+        };
+        const __m256 d = _mm256_mul_ps(load_halves(super_tile + 2304 + 16 * h), bytes_as_floats(256));
+        const __m256 m =
+            _mm256_xor_ps(_mm256_mul_ps(load_halves(super_tile + 2336 + 16 * h), bytes_as_floats(272)), sign);
+        for (int t = 0; t < T; ++t) {
+            const int8_t* xq = x.block_q(b0 + t, j);
+            __m256i sum16 = _mm256_maddubs_epi16(w[0], broadcast_4_bytes(xq));
+            for (int i = 1; i < 8; ++i)
+                sum16 = _mm256_add_epi16(sum16, _mm256_maddubs_epi16(w[i], broadcast_4_bytes(xq + 4 * i)));
+            const __m256i p = _mm256_madd_epi16(sum16, word_ones);
+            const float dx = x.block_scale(b0 + t, j);
+            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_mul_ps(d, _mm256_set1_ps(dx)), acc[t]);
+            acc[t] = _mm256_fmadd_ps(m, _mm256_set1_ps(x.block_scaled_sum(b0 + t, j)), acc[t]);
+        }
+    }
+    for (int t = 0; t < T; ++t) _mm256_storeu_ps(y + (b0 + t) * y_stride + 8 * h, acc[t]);
+}
+
 template <int T>
 void group_tile(DType type, const uint8_t* tiles, int64_t blocks, const QuantizedActivations& x, int64_t b0, float* y,
                 int64_t y_stride) {
@@ -139,6 +232,10 @@ void group_tile(DType type, const uint8_t* tiles, int64_t blocks, const Quantize
             q4_1_half<T>(tiles, blocks, h, x, b0, y, y_stride);
         else if (type == DType::Q5_0)
             q5_0_half<T>(tiles, blocks, h, x, b0, y, y_stride);
+        else if (type == DType::Q6_K)
+            q6_k_half<T>(tiles, blocks, h, x, b0, y, y_stride);
+        else if (type == DType::Q4_K)
+            q4_k_half<T>(tiles, blocks, h, x, b0, y, y_stride);
         else
             q8_0_half<T>(tiles, blocks, h, x, b0, y, y_stride);
     }
@@ -149,9 +246,10 @@ void group_tile(DType type, const uint8_t* tiles, int64_t blocks, const Quantize
 void matmul_packed_groups_avx2(const WeightMatrix& packed, const QuantizedActivations& x, float* y, int64_t group_begin,
                                int64_t group_end) {
     const int64_t blocks = x.blocks_per_row;
-    const int64_t tile_bytes = packed_tile_bytes(packed.type);
+    // Bytes per 32-column block (a Q6_K tile spans 8).
+    const int64_t block_bytes = packed_tile_bytes(packed.type) * 32 / packed_tile_columns(packed.type);
     for (int64_t g = group_begin; g < group_end; ++g) {
-        const uint8_t* tiles = static_cast<const uint8_t*>(packed.data) + g * blocks * tile_bytes;
+        const uint8_t* tiles = static_cast<const uint8_t*>(packed.data) + g * blocks * block_bytes;
         float* out = y + g * kPackedRows;
         int64_t b = 0;
         for (; b + 4 <= x.batch; b += 4) group_tile<4>(packed.type, tiles, blocks, x, b, out, packed.rows);

@@ -16,16 +16,24 @@ constexpr int64_t kQ8_0TileBytes = 544;
 constexpr int64_t kQ5_0TileBytes = 352;
 constexpr int64_t kQ4_1ScalesOffset = 256, kQ4_1MinsOffset = 288, kQ8_0ScalesOffset = 512;
 constexpr int64_t kQ5_0HighBitsOffset = 256, kQ5_0ScalesOffset = 320;
+constexpr int64_t kQ6_KTileBytes = 3360, kQ6_KSubTileBytes = 416;
+constexpr int64_t kQ6_KHighBitsOffset = 256, kQ6_KSubScalesOffset = 384, kQ6_KScalesOffset = 3328;
 
-int64_t blocks_per_row(const WeightMatrix& matrix) { return matrix.cols / kQ8BlockElements; }
+constexpr int64_t kQ4_KTileBytes = 2368, kQ4_KSubTileBytes = 288;
+constexpr int64_t kQ4_KSubScalesOffset = 256, kQ4_KSubMinsOffset = 272, kQ4_KScalesOffset = 2304,
+                  kQ4_KMinScalesOffset = 2336;
 
-uint8_t* tile_at(const WeightMatrix& matrix, uint8_t* base, int64_t group, int64_t block) {
-    return base + (group * blocks_per_row(matrix) + block) * packed_tile_bytes(matrix.type);
+bool is_k_quant(DType type) { return type == DType::Q6_K || type == DType::Q4_K; }
+
+int64_t tiles_per_row(const WeightMatrix& matrix) { return matrix.cols / packed_tile_columns(matrix.type); }
+
+uint8_t* tile_at(const WeightMatrix& matrix, uint8_t* base, int64_t group, int64_t tile) {
+    return base + (group * tiles_per_row(matrix) + tile) * packed_tile_bytes(matrix.type);
 }
 
-const uint8_t* tile_at(const WeightMatrix& packed, int64_t group, int64_t block) {
+const uint8_t* tile_at(const WeightMatrix& packed, int64_t group, int64_t tile) {
     return static_cast<const uint8_t*>(packed.data) +
-           (group * blocks_per_row(packed) + block) * packed_tile_bytes(packed.type);
+           (group * tiles_per_row(packed) + tile) * packed_tile_bytes(packed.type);
 }
 
 uint16_t half_at(const uint8_t* p, int64_t index) {
@@ -83,24 +91,85 @@ void pack_q5_0_tile(const BlockQ5_0* const rows[kPackedRows], int64_t block, uin
     std::memcpy(tile + kQ5_0HighBitsOffset, high_bits, sizeof high_bits);  // x86: little-endian
 }
 
+// The 6-bit quants q (0..63, w = d * sc * (q - 32)) of element e of a Q6_K super-block, as in
+// dequantize_q6_k.
+int q6_k_quant(const BlockQ6_K& b, int e) {
+    const int half = e / 128, within = e % 128;
+    const int low = (b.ql[64 * half + within % 64] >> (4 * (within / 64))) & 0x0F;
+    const int high = (b.qh[32 * half + within % 32] >> (2 * (within / 32))) & 0x03;
+    return low | high << 4;
+}
+
+// Sub-tile s (columns 32s .. 32s+31) as a Q5_0 tile with two bit masks per register (bits 4 and 5),
+// then the two 16-element scales of each row; the rows' d once after the eight sub-tiles.
+void pack_q6_k_tile(const BlockQ6_K* const rows[kPackedRows], int64_t block, uint8_t* tile) {
+    for (int s = 0; s < 8; ++s) {
+        uint8_t* sub = tile + s * kQ6_KSubTileBytes;
+        uint64_t high_bits[8][2] = {};
+        for (int r = 0; r < kPackedRows; ++r) {
+            const BlockQ6_K& b = rows[r][block];
+            int q[32];
+            for (int i = 0; i < 32; ++i) q[i] = q6_k_quant(b, 32 * s + i);
+            for (int c = 0; c < 4; ++c)
+                for (int k = 0; k < 4; ++k)
+                    sub[64 * c + 4 * r + k] =
+                        static_cast<uint8_t>((q[8 * c + k] & 0x0F) | (q[8 * c + 4 + k] & 0x0F) << 4);
+            for (int i = 0; i < 8; ++i)
+                for (int k = 0; k < 4; ++k)
+                    for (int bit = 0; bit < 2; ++bit)
+                        if (q[4 * i + k] & (0x10 << bit)) high_bits[i][bit] |= uint64_t{1} << (4 * r + k);
+            sub[kQ6_KSubScalesOffset + r] = static_cast<uint8_t>(b.scales[2 * s]);
+            sub[kQ6_KSubScalesOffset + kPackedRows + r] = static_cast<uint8_t>(b.scales[2 * s + 1]);
+            std::memcpy(tile + kQ6_KScalesOffset + 2 * r, &b.d, 2);
+        }
+        std::memcpy(sub + kQ6_KHighBitsOffset, high_bits, sizeof high_bits);  // x86: little-endian
+    }
+}
+
+// Sub-tile s (columns 32s .. 32s+31) as a Q4_1 tile's nibbles, then the 16 rows' six-bit scales and
+// mins of the sub-block, decoded to a byte each; the rows' d and dmin once after the eight sub-tiles.
+void pack_q4_k_tile(const BlockQ4_K* const rows[kPackedRows], int64_t block, uint8_t* tile) {
+    for (int s = 0; s < 8; ++s) {
+        uint8_t* sub = tile + s * kQ4_KSubTileBytes;
+        for (int r = 0; r < kPackedRows; ++r) {
+            const BlockQ4_K& b = rows[r][block];
+            const uint8_t* qs = b.qs + 32 * (s / 2);
+            int q[32];
+            for (int i = 0; i < 32; ++i) q[i] = (qs[i] >> (4 * (s % 2))) & 0x0F;
+            for (int c = 0; c < 4; ++c)
+                for (int k = 0; k < 4; ++k)
+                    sub[64 * c + 4 * r + k] = static_cast<uint8_t>(q[8 * c + k] | q[8 * c + 4 + k] << 4);
+            k_quant_scale_min(b.scales, s, sub[kQ4_KSubScalesOffset + r], sub[kQ4_KSubMinsOffset + r]);
+            std::memcpy(tile + kQ4_KScalesOffset + 2 * r, &b.d, 2);
+            std::memcpy(tile + kQ4_KMinScalesOffset + 2 * r, &b.dmin, 2);
+        }
+    }
+}
+
 }  // namespace
+
+int64_t packed_tile_columns(DType type) { return is_k_quant(type) ? kSuperBlockElements : kQ8BlockElements; }
 
 bool packing_supports(const WeightMatrix& matrix) {
     return matrix.layout == WeightLayout::Gguf &&
-           (matrix.type == DType::Q4_1 || matrix.type == DType::Q8_0 || matrix.type == DType::Q5_0) &&
-           matrix.rows > 0 && matrix.rows % kPackedRows == 0 && matrix.cols > 0 && matrix.cols % kQ8BlockElements == 0;
+           (matrix.type == DType::Q4_1 || matrix.type == DType::Q8_0 || matrix.type == DType::Q5_0 ||
+            matrix.type == DType::Q6_K || matrix.type == DType::Q4_K) &&
+           matrix.rows > 0 && matrix.rows % kPackedRows == 0 && matrix.cols > 0 &&
+           matrix.cols % packed_tile_columns(matrix.type) == 0;
 }
 
 int64_t packed_tile_bytes(DType type) {
     switch (type) {
         case DType::Q4_1: return kQ4_1TileBytes;
         case DType::Q5_0: return kQ5_0TileBytes;
+        case DType::Q6_K: return kQ6_KTileBytes;
+        case DType::Q4_K: return kQ4_KTileBytes;
         default: return kQ8_0TileBytes;
     }
 }
 
 int64_t packed_bytes(const WeightMatrix& matrix) {
-    return matrix.rows / kPackedRows * blocks_per_row(matrix) * packed_tile_bytes(matrix.type);
+    return matrix.rows / kPackedRows * tiles_per_row(matrix) * packed_tile_bytes(matrix.type);
 }
 
 WeightMatrix pack_weights(const WeightMatrix& matrix, void* out) {
@@ -109,12 +178,16 @@ WeightMatrix pack_weights(const WeightMatrix& matrix, void* out) {
     for (int64_t g = 0; g < matrix.rows / kPackedRows; ++g) {
         const uint8_t* rows[kPackedRows];
         for (int r = 0; r < kPackedRows; ++r) rows[r] = data + (g * kPackedRows + r) * row_bytes;
-        for (int64_t j = 0; j < blocks_per_row(matrix); ++j) {
+        for (int64_t j = 0; j < tiles_per_row(matrix); ++j) {
             uint8_t* tile = tile_at(matrix, static_cast<uint8_t*>(out), g, j);
             if (matrix.type == DType::Q4_1)
                 pack_q4_1_tile(reinterpret_cast<const BlockQ4_1* const*>(rows), j, tile);
             else if (matrix.type == DType::Q5_0)
                 pack_q5_0_tile(reinterpret_cast<const BlockQ5_0* const*>(rows), j, tile);
+            else if (matrix.type == DType::Q6_K)
+                pack_q6_k_tile(reinterpret_cast<const BlockQ6_K* const*>(rows), j, tile);
+            else if (matrix.type == DType::Q4_K)
+                pack_q4_k_tile(reinterpret_cast<const BlockQ4_K* const*>(rows), j, tile);
             else
                 pack_q8_0_tile(reinterpret_cast<const BlockQ8_0* const*>(rows), j, tile);
         }
@@ -125,7 +198,41 @@ WeightMatrix pack_weights(const WeightMatrix& matrix, void* out) {
     return packed;
 }
 
+namespace {
+
+PackedWeight packed_q6_k_weight(const WeightMatrix& packed, int64_t row, int64_t col) {
+    const uint8_t* tile = tile_at(packed, row / kPackedRows, col / kSuperBlockElements);
+    const int r = static_cast<int>(row % kPackedRows), s = static_cast<int>(col % kSuperBlockElements / 32);
+    const int e = static_cast<int>(col % kQ8BlockElements);
+    const uint8_t* sub = tile + s * kQ6_KSubTileBytes;
+    const uint8_t byte = sub[64 * (e / 8) + 4 * r + e % 4];
+    uint64_t high_bits[2];
+    std::memcpy(high_bits, sub + kQ6_KHighBitsOffset + 16 * (e / 4), 16);
+    const int low = (e % 8) < 4 ? byte & 0x0F : byte >> 4;
+    int high = 0;
+    for (int bit = 0; bit < 2; ++bit) high |= static_cast<int>((high_bits[bit] >> (4 * r + e % 4)) & 1) << bit;
+    const auto scale = static_cast<int8_t>(sub[kQ6_KSubScalesOffset + kPackedRows * (e / 16) + r]);
+    return {(low | high << 4) - 32, half_to_float(half_at(tile + kQ6_KScalesOffset, r)) * static_cast<float>(scale),
+            0.0f};
+}
+
+PackedWeight packed_q4_k_weight(const WeightMatrix& packed, int64_t row, int64_t col) {
+    const uint8_t* tile = tile_at(packed, row / kPackedRows, col / kSuperBlockElements);
+    const int r = static_cast<int>(row % kPackedRows), s = static_cast<int>(col % kSuperBlockElements / 32);
+    const int e = static_cast<int>(col % kQ8BlockElements);
+    const uint8_t* sub = tile + s * kQ4_KSubTileBytes;
+    const uint8_t byte = sub[64 * (e / 8) + 4 * r + e % 4];
+    const float d = half_to_float(half_at(tile + kQ4_KScalesOffset, r));
+    const float dmin = half_to_float(half_at(tile + kQ4_KMinScalesOffset, r));
+    return {(e % 8) < 4 ? byte & 0x0F : byte >> 4, d * static_cast<float>(sub[kQ4_KSubScalesOffset + r]),
+            -(dmin * static_cast<float>(sub[kQ4_KSubMinsOffset + r]))};
+}
+
+}  // namespace
+
 PackedWeight packed_weight(const WeightMatrix& packed, int64_t row, int64_t col) {
+    if (packed.type == DType::Q6_K) return packed_q6_k_weight(packed, row, col);
+    if (packed.type == DType::Q4_K) return packed_q4_k_weight(packed, row, col);
     const uint8_t* tile = tile_at(packed, row / kPackedRows, col / kQ8BlockElements);
     const int r = static_cast<int>(row % kPackedRows), e = static_cast<int>(col % kQ8BlockElements);
     if (packed.type == DType::Q4_1) {
@@ -146,18 +253,23 @@ PackedWeight packed_weight(const WeightMatrix& packed, int64_t row, int64_t col)
 
 void matmul_packed_groups_scalar(const WeightMatrix& packed, const QuantizedActivations& x, float* y,
                                  int64_t group_begin, int64_t group_end) {
-    const bool has_min = packed.type == DType::Q4_1;
+    const bool has_min = packed.type == DType::Q4_1 || packed.type == DType::Q4_K;
+    // Elements sharing one scale: Q6_K has two per block, one per 16 elements.
+    const int scale_span = packed.type == DType::Q6_K ? 16 : kQ8BlockElements;
     for (int64_t row = group_begin * kPackedRows; row < group_end * kPackedRows; ++row) {
         for (int64_t b = 0; b < x.batch; ++b) {
             float acc = 0.0f;
             for (int64_t j = 0; j < x.blocks_per_row; ++j) {
                 const int8_t* xq = x.block_q(b, j);
-                int32_t p = 0;
-                for (int i = 0; i < kQ8BlockElements; ++i)
-                    p += packed_weight(packed, row, j * kQ8BlockElements + i).q * xq[i];
-                const PackedWeight scales = packed_weight(packed, row, j * kQ8BlockElements);
-                acc = std::fma(static_cast<float>(p), scales.d * x.block_scale(b, j), acc);
-                if (has_min) acc = std::fma(scales.m, x.block_scaled_sum(b, j), acc);
+                for (int first = 0; first < kQ8BlockElements; first += scale_span) {
+                    int32_t p = 0;
+                    for (int i = first; i < first + scale_span; ++i)
+                        p += packed_weight(packed, row, j * kQ8BlockElements + i).q * xq[i];
+                    const PackedWeight scales = packed_weight(packed, row, j * kQ8BlockElements + first);
+                    acc = std::fma(static_cast<float>(p), scales.d * x.block_scale(b, j), acc);
+                }
+                if (has_min)
+                    acc = std::fma(packed_weight(packed, row, j * kQ8BlockElements).m, x.block_scaled_sum(b, j), acc);
             }
             y[b * packed.rows + row] = acc;
         }
