@@ -1,6 +1,9 @@
 // The tokenizer against llama.cpp on real vocabularies: ids, pieces, detokenized text and the
 // end-of-generation set must equal what llama-cpp-python gave for the corpus in
-// tests/fixtures/tokenizer (scripts/fixtures/make_tokenizer_fixtures.py). Also checks
+// tests/fixtures/tokenizer (scripts/fixtures/make_tokenizer_fixtures.py; Qwen2.5's from llama-server by
+// scripts/fixtures/make_qwen2_tokenizer_fixtures.py, which cannot send invalid UTF-8, cannot detokenize
+// without special tokens and gives no eog/control lists or piece hashes, so those checks are left out
+// where the fixture lacks them). Also checks
 // decode(encode(x)) == x and streaming detokenization on every line, and reports encode speed.
 // Skipped when a model is absent, unless TEMPERED_REQUIRE_MODELS=1.
 #include <gtest/gtest.h>
@@ -123,6 +126,7 @@ TEST_P(TokenizerOracle, VocabularyMatches) {
     EXPECT_EQ(t.eos_id().value_or(-1), header_["eos"].get<int32_t>());
     EXPECT_EQ(t.adds_bos(), header_["add_bos"].get<bool>());
     EXPECT_EQ(t.adds_eos(), header_["add_eos"].get<bool>());
+    if (!header_.contains("eog")) return;  // a llama-server fixture (qwen2): no vocabulary API to list these
     std::vector<int32_t> eog, control;
     for (int32_t id = 0; id < t.vocab_size(); ++id) {
         if (t.is_end_of_generation(id)) eog.push_back(id);
@@ -152,6 +156,7 @@ TEST_P(TokenizerOracle, EncodeMatchesLlamaCpp) {
     for (size_t i = 0; i < rows_.size(); ++i) {
         const std::string text = bytes_of(corpus_[i]);
         const auto& row = rows_[i];
+        if (row.contains("unsent")) continue;  // invalid UTF-8 that llama-server could not be sent
         check(text, false, true, row["special"]);
         check(text, false, false, row.contains("plain") ? row["plain"] : row["special"]);
         if (row.contains("bos")) check(text, true, true, row["bos"]);
@@ -169,7 +174,9 @@ TEST_P(TokenizerOracle, DecodeMatchesLlamaCpp) {
         if (!row.contains("detok")) continue;
         const auto ids = row["special"].get<std::vector<int32_t>>();
         EXPECT_EQ(t.decode(ids, false), bytes_of(row["detok"]["keep"])) << escaped(bytes_of(corpus_[i]));
-        EXPECT_EQ(t.decode(ids, true), bytes_of(row["detok"]["skip"])) << escaped(bytes_of(corpus_[i]));
+        if (row["detok"].contains("skip")) {  // llama-server only detokenizes with special tokens kept
+            EXPECT_EQ(t.decode(ids, true), bytes_of(row["detok"]["skip"])) << escaped(bytes_of(corpus_[i]));
+        }
         ++compared;
     }
     EXPECT_GT(compared, 400u);
@@ -234,7 +241,7 @@ TEST_P(TokenizerOracle, ArbitraryBytesAreHandled) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, TokenizerOracle, ::testing::Values("smollm2", "gemma3"));
+INSTANTIATE_TEST_SUITE_P(Models, TokenizerOracle, ::testing::Values("smollm2", "gemma3", "qwen2"));
 
 // The SmolLM2 vocabulary under other pre-tokenizers, so that the llama3, qwen2, gpt-2 and default
 // splitters meet llama.cpp too (it read copies of the file's metadata with tokenizer.ggml.pre replaced).
