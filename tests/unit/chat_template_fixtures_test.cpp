@@ -84,18 +84,27 @@ TEST(ChatTemplateFixtures, MatchPythonJinja2ByteForByte) {
     EXPECT_EQ(mismatches, 0u);
 }
 
-// The SmolLM2 fixture is the template stored in the real model file; check it still is, when the
-// model has been pulled on this machine.
-TEST(ChatTemplateFixtures, SmolLM2FixtureIsTheModelsTemplate) {
+// A fixture that is the template stored in a real model file: check it still is, when the model has
+// been pulled on this machine. Qwen2.5-Coder-0.5B-Instruct's GGUF carries Qwen2.5-7B-Instruct's template
+// byte for byte, so that fixture's 30 jinja2 renders (8 with tools) are also the served model's.
+void expect_model_template_is_fixture(const std::string& model_file, const std::string& fixture) {
     const char* home = std::getenv("HOME");
     const std::filesystem::path model =
-        std::filesystem::path(home ? home : "/root") / ".cache/tempered/models/SmolLM2-135M-Instruct.Q4_1.gguf";
+        std::filesystem::path(home ? home : "/root") / ".cache/tempered/models" / model_file;
     if (!std::filesystem::exists(model)) GTEST_SKIP() << "model not pulled: " << model;
     auto gguf = GgufFile::open(model.string());
     ASSERT_TRUE(gguf.ok()) << gguf.error().message;
     const auto chat_template = gguf->get_string("tokenizer.chat_template");
     ASSERT_TRUE(chat_template.has_value());
-    EXPECT_EQ(*chat_template, read_file(kFixtures / "templates/HuggingFaceTB-SmolLM2-135M-Instruct.jinja"));
+    EXPECT_EQ(*chat_template, read_file(kFixtures / "templates" / fixture));
+}
+
+TEST(ChatTemplateFixtures, SmolLM2FixtureIsTheModelsTemplate) {
+    expect_model_template_is_fixture("SmolLM2-135M-Instruct.Q4_1.gguf", "HuggingFaceTB-SmolLM2-135M-Instruct.jinja");
+}
+
+TEST(ChatTemplateFixtures, Qwen25FixtureIsQwen25CodersTemplate) {
+    expect_model_template_is_fixture("qwen2.5-coder-0.5b-instruct-q4_k_m.gguf", "Qwen-Qwen2.5-7B-Instruct.jinja");
 }
 
 }  // namespace
