@@ -45,12 +45,15 @@ def server_model_cache_dir():
     return pathlib.Path(os.path.expanduser("~")) / ".cache" / "tempered" / "models"
 
 
-def model_path():
-    """The real model file; skips (or fails with TEMPERED_REQUIRE_MODELS=1) when it is absent."""
+def model_path(file_name=None, short_name=None):
+    """A real model file (default: the SmolLM2 one); skips (or fails with TEMPERED_REQUIRE_MODELS=1) when it
+    is absent."""
+    file_name = file_name or MODEL_FILE
+    short_name = short_name or MODEL_SHORT_NAME
     model_dir = os.environ.get("TEMPERED_MODEL_DIR")
-    path = (pathlib.Path(model_dir) if model_dir else server_model_cache_dir()) / MODEL_FILE
+    path = (pathlib.Path(model_dir) if model_dir else server_model_cache_dir()) / file_name
     if not path.is_file():
-        message = f"model {path} is absent (scripts/pull_model.py {MODEL_SHORT_NAME})"
+        message = f"model {path} is absent (scripts/pull_model.py {short_name})"
         if os.environ.get("TEMPERED_REQUIRE_MODELS") == "1":
             pytest.fail(message)
         pytest.skip(message)

@@ -2,13 +2,11 @@
 through the openai SDK with the GGUF's own chat template, and `tempered run --chat` works. Kept to a few
 short requests: the model is ~4x SmolLM2's size. Without the model file the tests are skipped, or fail
 when TEMPERED_REQUIRE_MODELS=1 (scripts/test.sh pulls it)."""
-import os
-import pathlib
 import subprocess
 
 import pytest
 
-from helpers import running_server, server_model_cache_dir, tempered_bin
+from helpers import model_path, running_server, server_model_cache_dir, tempered_bin
 
 QWEN2_FILE = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
 QWEN2_NAME = "qwen2.5-coder-0.5b-instruct"
@@ -17,13 +15,7 @@ QUESTION = "Write a Python function is_even(n) that returns True when n is even.
 
 def qwen2_args():
     """--model as the short name when the server finds the file by it, else the path."""
-    model_dir = os.environ.get("TEMPERED_MODEL_DIR")
-    path = (pathlib.Path(model_dir) if model_dir else server_model_cache_dir()) / QWEN2_FILE
-    if not path.is_file():
-        message = f"model {path} is absent (scripts/pull_model.py {QWEN2_NAME})"
-        if os.environ.get("TEMPERED_REQUIRE_MODELS") == "1":
-            pytest.fail(message)
-        pytest.skip(message)
+    path = model_path(QWEN2_FILE, QWEN2_NAME)
     if path.resolve() == (server_model_cache_dir() / QWEN2_FILE).resolve():
         return ["--model", QWEN2_NAME]
     return ["--model", str(path), "--served-model-name", QWEN2_NAME]

@@ -15,40 +15,11 @@
 namespace tempered {
 namespace {
 
+using testing::collect;
+using testing::Collected;
+
 using testing::CountingObserver;
 using testing::FakeModel;
-
-struct Collected {
-    std::vector<std::vector<int32_t>> tokens;  // per choice
-    std::vector<std::string> text;
-    GenerationUsage usage;
-    std::optional<std::string> error;
-    bool done = false;
-};
-
-Collected collect(GenerationStream& stream, int n = 1) {
-    Collected out;
-    out.tokens.resize(static_cast<size_t>(n));
-    out.text.resize(static_cast<size_t>(n));
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (std::chrono::steady_clock::now() < deadline) {
-        auto event = stream.next(std::chrono::milliseconds(50));
-        if (!event) continue;
-        for (const auto& delta : event->deltas) {
-            auto& tokens = out.tokens.at(static_cast<size_t>(delta.index));
-            tokens.insert(tokens.end(), delta.tokens.begin(), delta.tokens.end());
-            out.text.at(static_cast<size_t>(delta.index)) += delta.text;
-        }
-        if (event->done) {
-            out.usage = event->usage;
-            out.error = event->error;
-            out.done = true;
-            return out;
-        }
-    }
-    ADD_FAILURE() << "the stream did not finish";
-    return out;
-}
 
 std::vector<int32_t> letters(const std::string& text) { return {text.begin(), text.end()}; }
 

@@ -19,6 +19,9 @@
 namespace tempered {
 namespace {
 
+using testing::collect;
+using testing::Collected;
+
 constexpr const char* kModelFile = "SmolLM2-135M-Instruct.Q4_1.gguf";
 
 struct RealModel {
@@ -84,36 +87,6 @@ GenerationOptions greedy_options(std::vector<int32_t> prompt, int64_t max_tokens
     options.ignore_eos = true;
     options.sampling.temperature = 0.0f;
     return options;
-}
-
-struct Collected {
-    std::vector<std::vector<int32_t>> tokens;  // per choice
-    std::vector<std::string> text;
-    GenerationUsage usage;
-    std::optional<std::string> error;
-};
-
-Collected collect(GenerationStream& stream, int n = 1) {
-    Collected out;
-    out.tokens.resize(static_cast<size_t>(n));
-    out.text.resize(static_cast<size_t>(n));
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(5);
-    while (std::chrono::steady_clock::now() < deadline) {
-        auto event = stream.next(std::chrono::milliseconds(100));
-        if (!event) continue;
-        for (const auto& delta : event->deltas) {
-            auto& tokens = out.tokens.at(static_cast<size_t>(delta.index));
-            tokens.insert(tokens.end(), delta.tokens.begin(), delta.tokens.end());
-            out.text.at(static_cast<size_t>(delta.index)) += delta.text;
-        }
-        if (event->done) {
-            out.usage = event->usage;
-            out.error = event->error;
-            return out;
-        }
-    }
-    ADD_FAILURE() << "the stream did not finish";
-    return out;
 }
 
 std::vector<int32_t> prompt_tokens(const Tokenizer& tokenizer, const std::string& text) {

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -133,5 +134,39 @@ private:
     int64_t preemptions_ = 0;
     std::vector<RequestOutcome> outcomes_;
 };
+
+// What a request produced, per choice, with its final usage or error.
+struct Collected {
+    std::vector<std::vector<int32_t>> tokens;  // per choice
+    std::vector<std::string> text;
+    GenerationUsage usage;
+    std::optional<std::string> error;
+    bool done = false;
+};
+
+// Reads a request's events until the last one (or a generous deadline, for slow sanitizer builds).
+inline Collected collect(GenerationStream& stream, int n = 1) {
+    Collected out;
+    out.tokens.resize(static_cast<size_t>(n));
+    out.text.resize(static_cast<size_t>(n));
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(5);
+    while (std::chrono::steady_clock::now() < deadline) {
+        auto event = stream.next(std::chrono::milliseconds(50));
+        if (!event) continue;
+        for (const auto& delta : event->deltas) {
+            auto& tokens = out.tokens.at(static_cast<size_t>(delta.index));
+            tokens.insert(tokens.end(), delta.tokens.begin(), delta.tokens.end());
+            out.text.at(static_cast<size_t>(delta.index)) += delta.text;
+        }
+        if (event->done) {
+            out.usage = event->usage;
+            out.error = event->error;
+            out.done = true;
+            return out;
+        }
+    }
+    ADD_FAILURE() << "the stream did not finish";
+    return out;
+}
 
 }  // namespace tempered::testing
