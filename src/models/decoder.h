@@ -1,6 +1,7 @@
 // The one decoder-only transformer: blocks of RMSNorm, rotary GQA attention (global or sliding-window)
 // and a gated feed-forward, with what differs between families (rope pairing, Q/K/V biases, QK-norm,
-// post-norms, activation, scales, windows, ...) read from a DecoderSpec. The output projection is tied to the token embeddings when output.weight is absent.
+// post-norms, activation, scales, windows, ...) read from a DecoderSpec. The output projection is tied
+// to the token embeddings when output.weight is absent.
 #pragma once
 
 #include <memory>

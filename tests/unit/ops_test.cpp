@@ -251,7 +251,8 @@ struct PagedHead {
             const int64_t value_offset = block + slot * slot_bytes + kHeadDim * element_bytes;  // KV head 1
             float_to_kv(type, &v[p * kHeadDim], &values[value_offset], kHeadDim);
             kv_to_float(type, &values[value_offset], &v_stored[p * kHeadDim], kHeadDim);
-            for (int64_t d = 0; d < kHeadDim; ++d) {  // element d of head 1's key: ((1 * head_dim + d) * block_size + slot)
+            // Element d of head 1's key: ((1 * head_dim + d) * block_size + slot).
+            for (int64_t d = 0; d < kHeadDim; ++d) {
                 const int64_t key_offset = block + ((kHeadDim + d) * kBlockSize + slot) * element_bytes;
                 float_to_kv(type, &k[p * kHeadDim + d], &keys[key_offset], 1);
                 kv_to_float(type, &keys[key_offset], &k_stored[p * kHeadDim + d], 1);

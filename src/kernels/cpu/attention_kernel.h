@@ -2,8 +2,9 @@
 // provides: zero, set1, load, store, load_kv<type> (16 cache elements as floats, exactly), add, sub,
 // mul, fma (a * b + c, one rounding), max, hmax, hsum
 // (((v[i] + v[i+8]) then + [i+4], + [i+2], + [i+1]: one fixed order), keep_first (lanes >= count set
-// to a fill value), drop_first (lanes < count set to a fill value), exp (fast_exp.h's canonical_exp, lane by lane) and kv_to_float (exact, as ops.h's). Only headers;
-// included by attention_scalar.cpp, attention_avx2.cpp and attention_avx512.cpp, each with its own Vec.
+// to a fill value), drop_first (lanes < count set to a fill value), exp (fast_exp.h's canonical_exp,
+// lane by lane) and kv_to_float (exact, as ops.h's). Only headers; included by attention_scalar.cpp,
+// attention_avx2.cpp and attention_avx512.cpp, each with its own Vec.
 #pragma once
 
 #include <algorithm>
