@@ -30,11 +30,14 @@ constexpr int64_t kLongContext = 2048;
 constexpr float kNearTieMargin = 0.75f;
 // |our log p - llama.cpp's| of llama.cpp's greedy token at every step, and of its top-20 after 2,000
 // tokens. Both engines multiply by 8-bit quantized activations, rounded differently (and llama.cpp's
-// GELU reads a float16 table, its attention takes float16 queries). Measured on this file over the 320
-// short-prompt steps: mean 0.051, mean signed -0.012 (noise, no bias), max 0.46 (on tokens of log p
-// -0.5 to -2.5); over the long prompt's top-20: max 0.28. With our float32 copy of the weights (no
-// activation quantization on our side) the greedy-token max was 0.22 and the long prompt's 0.27.
-constexpr float kLogprobTolerance = 0.6f;
+// GELU reads a float16 table, its attention takes float16 queries); Gemma's residual stream is large
+// (embeddings times sqrt(640)), so a rounding flip moves log-probabilities by tenths. Measured on this
+// file over the 320 short-prompt steps: mean 0.054, max 0.54 (on tokens of log p -0.5 to -2.5); over the
+// long prompt's top-20: max 0.40. A change of GELU's formula by 1e-7 relative (tanh to the equal
+// 1 / (1 + exp(-2u))) moved those maxima from 0.46 and 0.28, the mean from 0.051. With our float32 copy
+// of the weights (no activation quantization on our side): mean 0.043, max 0.30, long prompt 0.27.
+// So the bound is the near-tie margin, and the mean, which noise cannot move much, is held tighter.
+constexpr float kLogprobTolerance = 0.75f;
 constexpr float kMeanLogprobTolerance = 0.1f;  // the mean |delta| over all short-prompt steps
 
 std::vector<float> log_softmax(const std::vector<float>& logits) {
@@ -134,7 +137,7 @@ TEST_F(Gemma3Oracle, GreedyTokensDifferOnlyAtNearTies) {
     EXPECT_LT(mean_delta, kMeanLogprobTolerance);
 }
 
-// 2,000 tokens: 15 of the 18 layers see only the last 512 positions. Measured: max |delta| 0.28 and the
+// 2,000 tokens: 15 of the 18 layers see only the last 512 positions. Measured: max |delta| 0.40 and the
 // same top-1; with every layer attending globally instead, max |delta| 8.8 and another top-1.
 TEST_F(Gemma3Oracle, TopTwentyAfterTwoThousandTokensMatchLlamaCpp) {
     const auto& long_prompt = fixture_["long_prompt"];

@@ -149,6 +149,22 @@ TEST(Ops, SwigluIsSiluOfGateTimesUp) {
     }
 }
 
+TEST(Ops, VectorGegluTanhEqualsScalarBitExactly) {
+    auto gate = random_vector(1003, 21, 4.0f);
+    gate[0] = -40.0f, gate[1] = 40.0f, gate[2] = 0.0f, gate[3] = -9.5f;  // exp's clamps; zero
+    const auto up = random_vector(1003, 22);
+    std::vector<float> scalar(gate.size()), avx2(gate.size()), avx512(gate.size());
+    geglu_tanh_scalar(gate.data(), up.data(), scalar.data(), 1003);
+    if (cpu_supports(CpuIsa::Avx2)) {
+        geglu_tanh_avx2(gate.data(), up.data(), avx2.data(), 1003);
+        EXPECT_EQ(avx2, scalar);
+    }
+    if (cpu_supports(CpuIsa::Avx512)) {
+        geglu_tanh_avx512(gate.data(), up.data(), avx512.data(), 1003);
+        EXPECT_EQ(avx512, scalar);
+    }
+}
+
 TEST(Ops, VectorSwigluEqualsScalarBitExactly) {
     const auto gate = random_vector(1003, 17, 12.0f), up = random_vector(1003, 18);
     std::vector<float> scalar(gate.size()), avx2(gate.size()), avx512(gate.size());

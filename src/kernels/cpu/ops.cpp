@@ -107,12 +107,21 @@ void swiglu(const float* gate, const float* up, float* out, int64_t n) {
     swiglu_scalar(gate, up, out, n);
 }
 
-void geglu_tanh(const float* gate, const float* up, float* out, int64_t n) {
-    constexpr float kSqrtTwoOverPi = 0.7978845608028654f, kCubic = 0.044715f;
+void geglu_tanh_scalar(const float* gate, const float* up, float* out, int64_t n) {
     for (int64_t i = 0; i < n; ++i) {
         const float x = gate[i];
-        out[i] = 0.5f * x * (1.0f + std::tanh(kSqrtTwoOverPi * x * (1.0f + kCubic * x * x))) * up[i];
+        const float inner = std::fma(kGeluCubic * (x * x), x, x);  // x + 0.044715 x^3
+        out[i] = x / (1.0f + canonical_exp(kGeluMinusTwoSqrtTwoOverPi * inner)) * up[i];
     }
+}
+
+void geglu_tanh(const float* gate, const float* up, float* out, int64_t n) {
+    switch (active_cpu_isa()) {
+        case CpuIsa::Avx512: return geglu_tanh_avx512(gate, up, out, n);
+        case CpuIsa::Avx2: return geglu_tanh_avx2(gate, up, out, n);
+        case CpuIsa::Scalar: break;
+    }
+    geglu_tanh_scalar(gate, up, out, n);
 }
 
 void exp_of_scaled_difference(const float* x, float subtract, float multiply, float* out, int64_t n) {

@@ -43,9 +43,11 @@ void swiglu(const float* gate, const float* up, float* out, int64_t n);
 void swiglu_scalar(const float* gate, const float* up, float* out, int64_t n);
 
 // out (n) = gelu(gate) * up, the GeGLU feed-forward activation (Gemma), with GELU's tanh approximation
-// gelu(x) = x / 2 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3))). out may alias gate or up. Scalar:
-// a few thousand elements per token, next to matmuls of millions of weights.
+// gelu(x) = x / 2 * (1 + tanh(u)), u = sqrt(2 / pi) * (x + 0.044715 x^3), computed as the equal
+// x / (1 + exp(-2u)) with fast_exp.h's canonical_exp. out may alias gate or up. Vectorised where the
+// CPU allows; the same bits.
 void geglu_tanh(const float* gate, const float* up, float* out, int64_t n);
+void geglu_tanh_scalar(const float* gate, const float* up, float* out, int64_t n);
 
 // out (n) = canonical_exp((x - subtract) * multiply) (fast_exp.h), e.g. a sampler's weights
 // exp((logit - best) / T). out may alias x. Vectorised where the CPU allows; the same bits.
