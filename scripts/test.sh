@@ -8,6 +8,9 @@ python3 -m venv .venv
 .venv/bin/pip install --quiet --disable-pip-version-check -r tests/requirements.txt
 python3 scripts/pull_model.py smollm2-135m-instruct gemma3-270m qwen2.5-coder-0.5b-instruct
 export TEMPERED_REQUIRE_MODELS=1
+# Tiny random-weight Qwen3 and Llama 3 GGUFs (real vocabularies from the models above): regenerated, never
+# committed; model_tiny_families_test checks their sha256 against the one its llama.cpp reference recorded.
+.venv/bin/python scripts/fixtures/make_tiny_models.py --out build/tiny-models
 
 echo "== format (.clang-format): every tracked C++ file as clang-format-14 writes it"
 git ls-files '*.cpp' '*.h' | xargs clang-format-14 --dry-run --Werror
