@@ -469,8 +469,8 @@ TEST(TinyQwen2, PrefillMatchesPlainTransformer) {
             ASSERT_NEAR(logits[t * kVocab + v], expected[t][v], 2e-3) << "position " << t << " token " << v;
 }
 
-// DecoderSpec fields the decoder does not compute yet are load errors, not silently ignored.
-TEST(TinyLlamaErrors, UnimplementedSpecFieldsAreRefused) {
+// Every DecoderSpec field is computed now; one whose tensors the file lacks is a load error naming them.
+TEST(TinyLlamaErrors, SpecFieldsNeedingTensorsTheFileLacksAreRefused) {
     const auto bytes = tiny_gguf(make_weights(false));
     auto file = GgufFile::parse(bytes);
     ASSERT_TRUE(file.ok()) << file.error().message;
@@ -484,14 +484,14 @@ TEST(TinyLlamaErrors, UnimplementedSpecFieldsAreRefused) {
         return model.ok() ? "" : model.error().message;
     };
     EXPECT_EQ(load_with([](DecoderSpec&) {}), "");
-    EXPECT_NE(load_with([](DecoderSpec& s) { s.qk_norm = true; }).find("not implemented"), std::string::npos);
-    EXPECT_NE(load_with([](DecoderSpec& s) { s.activation = GateActivation::GeluTanh; }).find("implemented"),
+    EXPECT_NE(load_with([](DecoderSpec& s) { s.qk_norm = true; }).find("missing tensor blk.0.attn_q_norm.weight"),
               std::string::npos);
-    EXPECT_NE(load_with([](DecoderSpec& s) { s.norm_placement = NormPlacement::PreAndPostNorm; }).find("implemented"),
+    EXPECT_NE(load_with([](DecoderSpec& s) { s.norm_placement = NormPlacement::PreAndPostNorm; })
+                  .find("missing tensor blk.0.post_attention_norm.weight"),
               std::string::npos);
-    EXPECT_NE(load_with([](DecoderSpec& s) {
-                  s.layers.assign(kLayers, LayerSpec{.attention_window = 8});
-              }).find("sliding-window"),
+    EXPECT_EQ(load_with([](DecoderSpec& s) { s.activation = GateActivation::GeluTanh; }), "");
+    EXPECT_EQ(load_with([](DecoderSpec& s) { s.layers.assign(kLayers, LayerSpec{.attention_window = 8}); }), "");
+    EXPECT_NE(load_with([](DecoderSpec& s) { s.layers.assign(kLayers + 1, LayerSpec{}); }).find("layers"),
               std::string::npos);
 }
 
