@@ -42,6 +42,7 @@ struct TinyFamily {
 // bf16 greedy path may leave llama.cpp's at any step whose margin is within that noise (measured: 6 of 21,
 // at margins 0.012-0.091).
 constexpr TinyFamily kFamilies[] = {
+    {"tiny_qwen3.json", "qwen3", 0.05f, 0.05f, true, 0.9},
     {"tiny_llama3.json", "llama", 0.05f, 0.05f, true, 0.9},
     {"tiny_llama3_f16.json", "llama", 0.08f, 0.1f, true, 0.9},
     {"tiny_llama3_bf16.json", "llama", 0.3f, 0.25f, false, 0.5},
