@@ -35,7 +35,7 @@ struct TinyFamily {
 
 // Float32 weights: neither engine rounds an activation except llama.cpp's f16 rounding inside attention
 // (queries and attention weights meet the f16 KV cache both engines use), so logits agree to ~1e-4 of
-// their size (measured: 0.008 first token, 0.012 along greedy paths, on logits of 20-30).
+// their size (measured: 0.008 first token, 0.012 along greedy paths, on top logits around 30).
 // F16 / BF16 weights: llama.cpp's CPU matmul rounds every activation to the weight type before multiplying
 // (its vec_dot_type), we widen the weights and multiply float32 activations: f16 rounding keeps ~11
 // significant bits (measured 0.027), bf16 only 8 (measured 0.15), so their tolerances are looser and a
