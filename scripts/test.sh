@@ -8,6 +8,9 @@ python3 -m venv .venv
 .venv/bin/pip install --quiet --disable-pip-version-check -r tests/requirements.txt
 python3 scripts/pull_model.py smollm2-135m-instruct gemma3-270m qwen2.5-coder-0.5b-instruct
 export TEMPERED_REQUIRE_MODELS=1
+# Tiny random-weight Qwen3 and Llama 3 GGUFs (real vocabularies from the models above): regenerated, never
+# committed; model_tiny_families_test checks their sha256 against the one its llama.cpp reference recorded.
+.venv/bin/python scripts/fixtures/make_tiny_models.py --out build/tiny-models
 
 echo "== format (.clang-format): every tracked C++ file as clang-format-14 writes it"
 git ls-files '*.cpp' '*.h' | xargs clang-format-14 --dry-run --Werror
@@ -18,11 +21,11 @@ scripts/build.sh release
 
 echo "== ASan/UBSan build and unit tests"
 scripts/build.sh asan
-# The long llama.cpp oracle runs (perplexity, 64-token continuations, the float32 copy; Qwen2 greedy; Gemma 3's
-# 320 steps and 2,000-token prompt) repeat the code the shorter real-model tests cover; under the sanitizers they
-# would take many minutes.
+# The long llama.cpp oracle runs (perplexity, 64-token continuations, the float32 copy; Qwen2 and the tiny families'
+# greedy; Gemma 3's 320 steps and 2,000-token prompt) repeat the code the shorter real-model tests cover; under the
+# sanitizers they would take many minutes.
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j2 \
-  -E 'LlamaOracle\.(Perplexity|.*Greedy|Dequantized)|Qwen2Oracle\.GreedyContinuations|Gemma3Oracle\.(Greedy|TopTwenty)')
+  -E 'LlamaOracle\.(Perplexity|.*Greedy|Dequantized)|Qwen2Oracle\.GreedyContinuations|Gemma3Oracle\.(Greedy|TopTwenty)|TinyFamilies\.Greedy')
 
 echo "== end-to-end tests"
 TEMPERED_BIN=build/tempered .venv/bin/python -m pytest -q tests/e2e
