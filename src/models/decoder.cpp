@@ -355,7 +355,7 @@ private:
                             pairing);
             }
             const int32_t block =
-                cache.block_table(token.sequence)[static_cast<size_t>(token.position / shape.block_size)];
+                cache.block_table(token.sequence, layer_index)[static_cast<size_t>(token.position / shape.block_size)];
             store_kv_position(shape, KvLayerView{storage.keys, storage.values, storage.block_stride}, block,
                               token.position % shape.block_size, &state_.key[t * config_.kv_dim()],
                               &state_.value[t * config_.kv_dim()]);
@@ -423,13 +423,14 @@ private:
                                        group,
                                        head_dim,
                                        first.position};
-                attend_run(run, view, cache.block_table(first.sequence), scale, scratch);
+                attend_run(run, view, cache.block_table(first.sequence, step.layer_index), scale, scratch);
                 continue;
             }
             for (int64_t t = 0; t < item.token_count; ++t) {
                 const int64_t query = first_query + t * config_.q_dim();
-                attend_heads(&state_.query[query], group, head_dim, view, cache.block_table(first.sequence),
-                             first.position + t + 1, scale, scratch, &state_.attention[query]);
+                attend_heads(&state_.query[query], group, head_dim, view,
+                             cache.block_table(first.sequence, step.layer_index), first.position + t + 1, scale,
+                             scratch, &state_.attention[query]);
             }
         }
     }
