@@ -96,8 +96,12 @@ int serve(const ServeOptions& options) {
         return 1;
     }
     const double kv_mib = static_cast<double>(blocks * KvBlockPool::pool_block_bytes(shape)) / (1 << 20);
+    const KvLayerGroups groups = kv_layer_groups(shape);
+    const std::string layers_per_block =
+        groups.group_count() == 1 ? "" : " x " + std::to_string(groups.layers_per_group) + " layers";
     log.info("KV cache: " + options.kv_cache_dtype + ", " + std::to_string(blocks) + " blocks of " +
-             std::to_string(options.block_size) + " tokens (" + std::to_string(static_cast<int64_t>(kv_mib)) + " MiB)");
+             std::to_string(options.block_size) + " tokens" + layers_per_block + " (" +
+             std::to_string(static_cast<int64_t>(kv_mib)) + " MiB)");
 
     ServiceSettings settings;
     settings.served_model_name =
