@@ -311,11 +311,15 @@ bool KvBlockPool::fork(int32_t parent, int32_t child, int64_t positions) {
             if (block >= 0) add_reference(block);
             tables[group].push_back(block);
         }
-        if (partial) {  // it holds position `positions`, which every window still reaches
-            const int32_t copy = *take_block();
-            copy_block(parent_table[static_cast<size_t>(full_blocks)], copy);
-            tables[group].push_back(copy);
+        if (!partial) continue;
+        const int32_t last = parent_table[static_cast<size_t>(full_blocks)];
+        if (last < 0) {  // only when forking behind the parent's window: nothing there to copy
+            tables[group].push_back(-1);
+            continue;
         }
+        const int32_t copy = *take_block();
+        copy_block(last, copy);
+        tables[group].push_back(copy);
     }
     const auto& parent_hashes = prefix_hashes_[parent];
     prefix_hashes_[child].assign(parent_hashes.begin(),

@@ -211,6 +211,12 @@ TEST(KvSlidingWindow, ForkCopiesHandedBackEntriesAsHandedBack) {
     EXPECT_EQ(pool->block_table(2, kWindowLayer)[1], -1);
     EXPECT_GE(pool->block_table(1, kWindowLayer)[1], 0);
     EXPECT_EQ(pool->used_block_count(), used + 2);  // block 1 is still the parent's
+    // Forking behind the parent's window: its partial window block was handed back, so -1 too.
+    ASSERT_TRUE(pool->fork(1, 3, 2));
+    EXPECT_EQ(pool->block_table(3, kWindowLayer)[0], -1);
+    EXPECT_GE(pool->block_table(3, kGlobalLayer)[0], 0);
+    EXPECT_EQ(pool->used_block_count(), used + 3);  // the global partial block, copied
+    pool->release(3);
     pool->release(1);
     pool->release(2);
     EXPECT_EQ(pool->used_block_count(), 0);
