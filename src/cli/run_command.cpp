@@ -90,7 +90,7 @@ int run(const RunOptions& options) {
 
     const KvCacheShape shape = kv_cache_shape(bundle.model->config(), *kv_type);
     const int64_t positions = static_cast<int64_t>(prompt.size()) + generation.max_tokens + 1;
-    auto kv = KvBlockPool::create(shape, (positions + shape.block_size - 1) / shape.block_size);
+    auto kv = KvBlockPool::for_positions(shape, positions);
     if (!kv) {
         std::fprintf(stderr, "tempered run: %s\n", kv.error().message.c_str());
         return 1;

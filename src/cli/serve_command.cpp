@@ -88,15 +88,20 @@ int serve(const ServeOptions& options) {
 
     const ModelConfig& config = bundle.model->config();
     const KvCacheShape shape = kv_cache_shape(config, *kv_type, options.block_size);
-    const int64_t blocks = (options.kv_cache_tokens + options.block_size - 1) / options.block_size;
+    // The memory of kv_cache_tokens positions in every layer; sliding-window layers make it hold more.
+    const int64_t blocks = KvBlockPool::blocks_for_positions(shape, options.kv_cache_tokens);
     auto kv = KvBlockPool::create(shape, blocks);
     if (!kv) {
         std::fprintf(stderr, "tempered serve: %s\n", kv.error().message.c_str());
         return 1;
     }
-    const double kv_mib = 2.0 * static_cast<double>(shape.layer_count * blocks * shape.block_bytes()) / (1 << 20);
+    const double kv_mib = static_cast<double>(blocks * KvBlockPool::pool_block_bytes(shape)) / (1 << 20);
+    const KvLayerGroups groups = kv_layer_groups(shape);
+    const std::string layers_per_block =
+        groups.group_count() == 1 ? "" : " x " + std::to_string(groups.layers_per_group) + " layers";
     log.info("KV cache: " + options.kv_cache_dtype + ", " + std::to_string(blocks) + " blocks of " +
-             std::to_string(options.block_size) + " tokens (" + std::to_string(static_cast<int64_t>(kv_mib)) + " MiB)");
+             std::to_string(options.block_size) + " tokens" + layers_per_block + " (" +
+             std::to_string(static_cast<int64_t>(kv_mib)) + " MiB)");
 
     ServiceSettings settings;
     settings.served_model_name =

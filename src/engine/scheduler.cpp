@@ -62,7 +62,8 @@ bool Scheduler::admit(Request& request, int64_t& budget) {
         if (sequence->finished) continue;
         sequence->computed = kv_.adopt_cached_prefix(sequence->id, sequence->tokens);
         const int64_t count = std::min(sequence->pending(), left);
-        if (count <= 0 || crowded(*sequence) || !kv_.ensure_capacity(sequence->id, sequence->computed + count)) {
+        if (count <= 0 || crowded(*sequence) ||
+            !kv_.ensure_capacity(sequence->id, sequence->computed + count, sequence->computed)) {
             plan_.chunks.resize(first_chunk);
             for (auto& s : request.sequences) {
                 kv_.release(s->id);
@@ -84,21 +85,23 @@ bool Scheduler::admit(Request& request, int64_t& budget) {
 }
 
 // Against thrashing: while others run, admit only a request whose whole prompt fits and still leaves
-// every running sequence a block to grow into; otherwise it would be admitted, then preempted for
-// them a few steps later, its prefill wasted.
+// every running sequence a block to grow into (one per layer group); otherwise it would be admitted,
+// then preempted for them a few steps later, its prefill wasted. The prompt's last chunk is the most
+// it holds: all its blocks in global groups, in window groups the window before that chunk onwards.
 bool Scheduler::crowded(const Sequence& sequence) const {
     if (running_.empty()) return false;
-    const int64_t block_size = kv_.shape().block_size;
+    const auto prompt = static_cast<int64_t>(sequence.tokens.size());
+    const int64_t last_chunk_start = std::max(sequence.computed, prompt - options_.step_token_budget);
     const int64_t blocks_to_finish_prompt =
-        (static_cast<int64_t>(sequence.tokens.size()) + block_size - 1) / block_size -
-        static_cast<int64_t>(kv_.block_table(sequence.id).size());
-    return kv_.available_block_count() - blocks_to_finish_prompt < running_sequence_count();
+        kv_.blocks_to_hold(prompt, last_chunk_start) - kv_.held_block_count(sequence.id);
+    return kv_.available_block_count() - blocks_to_finish_prompt <
+           running_sequence_count() * kv_.layer_groups().group_count();
 }
 
 // Finds blocks for `sequence` up to `positions`, preempting the most recently admitted requests.
 // False if `for_request` itself had to be preempted (nothing else was left to take from).
 bool Scheduler::make_room(Request& for_request, Sequence& sequence, int64_t positions) {
-    while (!kv_.ensure_capacity(sequence.id, positions)) {
+    while (!kv_.ensure_capacity(sequence.id, positions, sequence.computed)) {
         Request* victim = running_.back().get();
         preempt(*victim);
         if (victim == &for_request) return false;

@@ -7,6 +7,8 @@
 // When blocks run out, the most recently admitted request is preempted (its blocks freed, its tokens
 // kept) and rejoins the front of the queue. Then waiting requests are admitted in order while the
 // budget, max_running and the KV pool allow; one that even an empty pool cannot hold is refused.
+// Blocks are counted as the pool hands them out, per layer group: a sliding-window group gives back
+// what its window has left as it takes new blocks (kv/kv_block_pool.h).
 #pragma once
 
 #include <cstddef>

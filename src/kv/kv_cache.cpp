@@ -1,5 +1,6 @@
 #include "kv/kv_cache.h"
 
+#include <cassert>
 #include <cstring>
 #include <vector>
 
@@ -13,6 +14,7 @@ int64_t KvCacheShape::slot_bytes() const { return kv_head_count * head_dim * ele
 
 void store_kv_position(const KvCacheShape& shape, const KvLayerView& layer, int32_t block, int64_t slot,
                        const float* key, const float* value) {
+    assert(block >= 0 && "a window handed this block back: no query can read what would be stored");
     uint8_t* key_block = layer.keys + block * layer.block_stride;
     uint8_t* value_block = layer.values + block * layer.block_stride;
     const int64_t width = shape.kv_head_count * shape.head_dim, element = shape.element_bytes();

@@ -1,11 +1,12 @@
 // Where the keys and values of past positions live. The model sees only the small KvCache interface:
-// storage split into fixed-size blocks, and for each sequence a block table mapping position p to slot
-// p % block_size of block table[p / block_size]. Who hands blocks to sequences (KvBlockPool, with prefix
-// sharing) is not the model's concern.
+// storage split into fixed-size blocks, and for each sequence and layer a block table mapping position p
+// to slot p % block_size of block table[p / block_size]. Who hands blocks to sequences (KvBlockPool, with
+// prefix sharing and sliding windows) is not the model's concern.
 #pragma once
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "core/dtype.h"
 
@@ -20,6 +21,9 @@ struct KvCacheShape {
     int64_t head_dim = 0;
     int64_t block_size = 16;  // positions per block
     DType type = DType::F16;  // F16, BF16 or F32; never quantized
+    // Per layer, how many positions a query attends to: 0 for every earlier one (global), W for the
+    // last W (a query at p sees p-W+1..p). Empty: every layer is global. See kv_layer_groups.h.
+    std::vector<int64_t> layer_windows = {};
 
     // Bytes of one block of keys (or of values) of one layer: block_size * kv_head_count * head_dim.
     int64_t block_bytes() const;
@@ -50,8 +54,12 @@ class KvCache {
 public:
     virtual ~KvCache() = default;
     virtual const KvCacheShape& shape() const = 0;
-    // The blocks of `sequence`, in position order; empty for a sequence the cache does not know.
-    virtual std::span<const int32_t> block_table(int32_t sequence) const = 0;
+    // The blocks `layer` of `sequence` reads, in position order; empty for a sequence the cache does
+    // not know. Layers that share a block share a table. In a sliding-window layer the entries of
+    // blocks no query can reach any more are -1: read only the blocks inside the window.
+    virtual std::span<const int32_t> block_table(int32_t sequence, int64_t layer) const = 0;
+    // Layer 0's table. Every layer's table has the same length, so its size says the capacity.
+    std::span<const int32_t> block_table(int32_t sequence) const { return block_table(sequence, 0); }
     // Storage of one layer: block b of keys is (block_size, kv_head_count, head_dim) elements of
     // shape().type at keys + b * block_stride bytes; values likewise.
     struct LayerStorage {
@@ -61,7 +69,7 @@ public:
     };
     virtual LayerStorage layer_storage(int64_t layer) = 0;
 
-    // Positions of `sequence` that have blocks: block_table(sequence).size() * block_size.
+    // Positions of `sequence` that have table entries: block_table(sequence).size() * block_size.
     int64_t capacity(int32_t sequence) const {
         return static_cast<int64_t>(block_table(sequence).size()) * shape().block_size;
     }

@@ -21,33 +21,33 @@ namespace tempered {
 namespace {
 
 struct DecoderLayer {
-    std::vector<float> attention_norm;  // (embedding_dim)
-    WeightMatrix query;                 // (q_dim, embedding_dim)
-    WeightMatrix key;                   // (kv_dim, embedding_dim)
-    WeightMatrix value;                 // (kv_dim, embedding_dim)
-    std::vector<float> query_bias;      // (q_dim), empty unless DecoderSpec::qkv_bias
-    std::vector<float> key_bias;        // (kv_dim), empty unless DecoderSpec::qkv_bias
-    std::vector<float> value_bias;      // (kv_dim), empty unless DecoderSpec::qkv_bias
-    std::vector<float> query_norm;      // (head_dim), empty unless DecoderSpec::qk_norm
-    std::vector<float> key_norm;        // (head_dim), empty unless DecoderSpec::qk_norm
-    WeightMatrix attention_output;      // (embedding_dim, q_dim)
+    std::vector<float> attention_norm;       // (embedding_dim)
+    WeightMatrix query;                      // (q_dim, embedding_dim)
+    WeightMatrix key;                        // (kv_dim, embedding_dim)
+    WeightMatrix value;                      // (kv_dim, embedding_dim)
+    std::vector<float> query_bias;           // (q_dim), empty unless DecoderSpec::qkv_bias
+    std::vector<float> key_bias;             // (kv_dim), empty unless DecoderSpec::qkv_bias
+    std::vector<float> value_bias;           // (kv_dim), empty unless DecoderSpec::qkv_bias
+    std::vector<float> query_norm;           // (head_dim), empty unless DecoderSpec::qk_norm
+    std::vector<float> key_norm;             // (head_dim), empty unless DecoderSpec::qk_norm
+    WeightMatrix attention_output;           // (embedding_dim, q_dim)
     std::vector<float> attention_post_norm;  // (embedding_dim), empty unless NormPlacement::PreAndPostNorm
     std::vector<float> ffn_norm;             // (embedding_dim)
-    WeightMatrix ffn_gate;              // (ffn_dim, embedding_dim)
-    WeightMatrix ffn_up;                // (ffn_dim, embedding_dim)
-    WeightMatrix ffn_down;              // (embedding_dim, ffn_dim)
-    std::vector<float> ffn_post_norm;   // (embedding_dim), empty unless NormPlacement::PreAndPostNorm
+    WeightMatrix ffn_gate;                   // (ffn_dim, embedding_dim)
+    WeightMatrix ffn_up;                     // (ffn_dim, embedding_dim)
+    WeightMatrix ffn_down;                   // (embedding_dim, ffn_dim)
+    std::vector<float> ffn_post_norm;        // (embedding_dim), empty unless NormPlacement::PreAndPostNorm
 };
 
 struct DecoderWeights {
-    WeightMatrix token_embeddings;                // (vocab_size, embedding_dim)
-    std::vector<DecoderLayer> layers;             // (layer_count)
-    std::vector<float> output_norm;               // (embedding_dim)
-    WeightMatrix output;                          // (vocab_size, embedding_dim); token_embeddings when tied
-    std::vector<float> rope_inverse_frequencies;  // (rope_dims / 2): angle of pair i = position * this[i]
+    WeightMatrix token_embeddings;                       // (vocab_size, embedding_dim)
+    std::vector<DecoderLayer> layers;                    // (layer_count)
+    std::vector<float> output_norm;                      // (embedding_dim)
+    WeightMatrix output;                                 // (vocab_size, embedding_dim); token_embeddings when tied
+    std::vector<float> rope_inverse_frequencies;         // (rope_dims / 2): angle of pair i = position * this[i]
     std::vector<float> window_rope_inverse_frequencies;  // (rope_dims / 2) of window layers; empty: the above
-    std::vector<std::vector<float>> dequantized;  // owners of the matrices when ModelOptions::dequantize_weights
-    std::vector<AlignedBuffer> packed;            // owners of the matrices repacked for the integer kernels
+    std::vector<std::vector<float>> dequantized;         // owners of the matrices when ModelOptions::dequantize_weights
+    std::vector<AlignedBuffer> packed;                   // owners of the matrices repacked for the integer kernels
 };
 
 // Every matrix the forward pass multiplies by: all but the embedding table (looked up row by row).
@@ -138,8 +138,8 @@ std::vector<float> rope_inverse_frequencies(const ModelConfig& config, float bas
                                             const std::vector<float>& frequency_factors) {
     std::vector<float> inverse_frequencies;
     for (int64_t i = 0; i < config.rope_dims / 2; ++i) {
-        const double inverse = std::pow(static_cast<double>(base),
-                                        -2.0 * static_cast<double>(i) / static_cast<double>(config.rope_dims));
+        const double inverse =
+            std::pow(static_cast<double>(base), -2.0 * static_cast<double>(i) / static_cast<double>(config.rope_dims));
         inverse_frequencies.push_back(
             static_cast<float>(inverse / config.rope_scaling_factor / frequency_factors[static_cast<size_t>(i)]));
     }
@@ -245,6 +245,8 @@ private:
             shape.head_dim != config_.head_dim || !kv_type_supported(shape.type)) {
             return Error{"forward: the KV cache's shape does not match the model"};
         }
+        if (!cache_keeps_every_window(shape))
+            return Error{"forward: the KV cache drops blocks a layer's attention window still reads"};
         for (const BatchToken& t : batch.tokens) {
             if (t.token < 0 || t.token >= config_.vocab_size) {
                 return Error{"forward: token id " + std::to_string(t.token) + " is outside the vocabulary"};
@@ -311,15 +313,25 @@ private:
         }
     }
 
+    // Whether each layer's cache keeps at least what the layer reads: a global cache layer keeps every
+    // position; a window cache layer hands back what is behind its window, so it must be at least as wide.
+    bool cache_keeps_every_window(const KvCacheShape& shape) const {
+        if (shape.layer_windows.empty()) return true;
+        for (int64_t layer = 0; layer < config_.layer_count; ++layer) {
+            const int64_t kept = shape.layer_windows[static_cast<size_t>(layer)], read = attention_window(layer);
+            if (kept != 0 && (read == 0 || kept < read)) return false;
+        }
+        return true;
+    }
+
     int64_t attention_window(int64_t layer_index) const {
         return spec_.layers[static_cast<size_t>(layer_index)].attention_window;
     }
 
-    // The block table layer `layer_index` reads sequence `sequence` through. One table for every layer
-    // today; per-layer tables (window layers dropping the blocks behind their window) replace it here.
+    // The block table layer `layer_index` reads sequence `sequence` through: its layer group's, where a
+    // window layer's entries behind the window are -1 (never read).
     static std::span<const int32_t> layer_block_table(const KvCache& cache, int32_t sequence, int64_t layer_index) {
-        static_cast<void>(layer_index);
-        return cache.block_table(sequence);
+        return cache.block_table(sequence, layer_index);
     }
 
     // body(begin, end) over the batch's tokens: split across the threads when the batch is large
@@ -578,6 +590,9 @@ Result<std::unique_ptr<Model>> load_decoder(const GgufFile& file, ModelConfig co
                                             const ModelOptions& options, ThreadPool& pool) {
     spec.tied_output = file.tensor("output.weight") == nullptr;
     if (auto completed = complete_from_file(spec, config); !completed) return completed.error();
+    // The KV cache made for this model (kv_cache_shape) keeps only the window's blocks of window layers.
+    config.layer_attention_windows.clear();
+    for (const LayerSpec& layer : spec.layers) config.layer_attention_windows.push_back(layer.attention_window);
     auto weights = load_weights(file, config, spec);
     if (!weights) return weights.error();
     if (options.dequantize_weights) {

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/result.h"
 #include "formats/gguf.h"
@@ -40,6 +41,9 @@ struct ModelConfig {
     float rope_scaling_factor = 1.0f;                 // {arch}.rope.scaling.factor: positions are divided by it
     RopeStyle rope_style = RopeStyle::AdjacentPairs;  // fixed by the architecture, not the file
     int64_t sliding_window = 0;  // {arch}.attention.sliding_window: window layers' positions; 0 if absent
+    // Per layer, the positions a query attends to: 0 every earlier one (global), W the last W. Empty:
+    // every layer is global. The KV cache keeps only the window's blocks for window layers.
+    std::vector<int64_t> layer_attention_windows;
 
     int64_t q_dim() const { return head_count * head_dim; }
     int64_t kv_dim() const { return kv_head_count * head_dim; }

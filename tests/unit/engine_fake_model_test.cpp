@@ -149,6 +149,20 @@ TEST_F(EngineFakeModel, SmallPoolPreemptsAndStillCompletesEveryRequestExactly) {
     EXPECT_EQ(observer_.outcomes(), std::vector<RequestOutcome>(4, RequestOutcome::Length));
 }
 
+TEST_F(EngineFakeModel, AWindowModelRunsALongRequestInAPoolThatHoldsItsWindowOnly) {
+    // Layer 0 sees the last 6 positions: 44 tokens end holding 11 global blocks and at most 3 of the
+    // window, 14 in all, where a cache without the window would hold 22. The fake model refuses any
+    // step whose window lacks a block.
+    auto pool = testing::tiny_pool(14, testing::tiny_window_kv_shape());
+    Engine engine(model_, tokenizer_, *pool, EngineOptions{}, &observer_);
+    auto result = collect(*engine.submit(greedy(letters("abcd"), 40)).stream);
+    ASSERT_FALSE(result.error) << *result.error;
+    EXPECT_EQ(result.tokens[0], expected_greedy(letters("abcd"), 40));
+    EXPECT_EQ(observer_.preemptions(), 0);
+    EXPECT_EQ(engine.stats().kv_blocks_total, 14);
+    EXPECT_EQ(pool->used_block_count(), 0);
+}
+
 TEST_F(EngineFakeModel, CancelledRequestsAreReportedAsAbortedAndFreeTheirBlocks) {
     model_.delay_per_step = std::chrono::milliseconds(1);
     auto pool = testing::tiny_pool(64);

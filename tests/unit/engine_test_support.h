@@ -16,6 +16,7 @@
 
 #include "engine/engine_observer.h"
 #include "kv/kv_block_pool.h"
+#include "kv/kv_layer_groups.h"
 #include "models/model.h"
 #include "tokenizer/byte_encoding.h"
 #include "tokenizer/tokenizer.h"
@@ -45,15 +46,32 @@ inline int32_t fake_next_token(int32_t token) { return token >= 'a' && token < '
 // One layer, one KV head of 8 dimensions, blocks of 4 positions: a pool of a few blocks costs nothing.
 inline KvCacheShape tiny_kv_shape() { return KvCacheShape{1, 1, 8, 4, DType::F32}; }
 
-inline std::unique_ptr<KvBlockPool> tiny_pool(int64_t blocks) {
-    auto pool = KvBlockPool::create(tiny_kv_shape(), blocks);
+// Two layers of that shape, layer 0 attending to the last 6 positions, layer 1 to all: two groups.
+inline KvCacheShape tiny_window_kv_shape() { return KvCacheShape{2, 1, 8, 4, DType::F32, {6, 0}}; }
+
+inline std::unique_ptr<KvBlockPool> tiny_pool(int64_t blocks, const KvCacheShape& shape = tiny_kv_shape()) {
+    auto pool = KvBlockPool::create(shape, blocks);
     EXPECT_TRUE(pool.ok());
     return std::move(pool.value());
 }
 
-// A Model without weights. forward() refuses a batch whose tokens lack KV blocks (as the real one
-// must never be given), counts the tokens it is given and writes logits that make fake_next_token()
-// the most likely next token, the end-of-text token a close second.
+// Whether every block a token at `position` of `sequence` writes or reads, in every layer (a window
+// layer reads its last W positions, a global one all), is in the cache: never a handed-back -1.
+inline bool reads_only_cached_blocks(const KvCache& cache, int32_t sequence, int64_t position) {
+    const KvCacheShape& shape = cache.shape();
+    for (int64_t layer = 0; layer < shape.layer_count; ++layer) {
+        const int64_t window = shape.layer_windows.empty() ? 0 : shape.layer_windows[static_cast<size_t>(layer)];
+        const auto table = cache.block_table(sequence, layer);
+        for (int64_t b = first_block_in_window(position, window, shape.block_size); b <= position / shape.block_size;
+             ++b)
+            if (b >= static_cast<int64_t>(table.size()) || table[static_cast<size_t>(b)] < 0) return false;
+    }
+    return true;
+}
+
+// A Model without weights. forward() refuses a batch whose tokens lack KV blocks, in any layer's
+// window (as the real one must never be given), counts the tokens it is given and writes logits that
+// make fake_next_token() the most likely next token, the end-of-text token a close second.
 class FakeModel final : public Model {
 public:
     explicit FakeModel(int64_t vocab_size, int64_t context_length = 4096) {
@@ -67,7 +85,8 @@ public:
         { std::lock_guard wait_for_the_test(gate); }
         if (delay_per_step.count() > 0) std::this_thread::sleep_for(delay_per_step);
         for (const BatchToken& token : batch.tokens)
-            if (token.position >= cache.capacity(token.sequence))
+            if (token.position >= cache.capacity(token.sequence) ||
+                !reads_only_cached_blocks(cache, token.sequence, token.position))
                 return Error{"fake model: position " + std::to_string(token.position) + " of sequence " +
                              std::to_string(token.sequence) + " has no KV block"};
         const auto vocab = static_cast<size_t>(config_.vocab_size);

@@ -80,8 +80,9 @@ Received drain(GenerationStream& stream, int n = 1) {
 
 class SchedulerTest : public ::testing::Test {
 protected:
-    void make(int64_t blocks, int64_t budget = 512, int max_running = 64) {
-        pool_ = testing::tiny_pool(blocks);
+    void make(int64_t blocks, int64_t budget = 512, int max_running = 64,
+              const KvCacheShape& shape = testing::tiny_kv_shape()) {
+        pool_ = testing::tiny_pool(blocks, shape);
         scheduler_.emplace(*pool_, SchedulerOptions{max_running, budget});
         postprocess_.emplace(tokenizer_, model_.config(), *pool_, &observer_, ids_);
     }
@@ -449,6 +450,85 @@ TEST_F(SchedulerTest, FirstAdmissionIsReportedOnceHoweverOftenARequestWaitsOrIsP
     EXPECT_EQ(admitted[2], c.request);
     EXPECT_EQ(admitted[3], d.request);
     EXPECT_EQ(drain(*d.stream).tokens[0], expected_greedy('D', 2));
+}
+
+// A sliding-window model (testing::tiny_window_kv_shape: layer 0 sees the last 6 positions, layer 1
+// all; blocks of 4, one per layer): the fake model refuses any token whose window lacks a block.
+
+TEST_F(SchedulerTest, AWindowModelDecodesPastWhatItsPoolCouldHoldWithoutTheWindow) {
+    // 4 + 40 tokens: positions 0..42 are computed. At position 40 the sequence holds 11 global
+    // blocks and window blocks 8..10 (positions 35..40): 14, its most. Without the window, 22.
+    make(14, 512, 64, testing::tiny_window_kv_shape());
+    auto a = submit(letters("abcd"), 40);
+    const auto steps = run_to_completion();
+    for (const auto& result : steps) {
+        EXPECT_TRUE(result.preempted.empty());
+        EXPECT_TRUE(result.refused.empty());
+    }
+    EXPECT_EQ(drain(*a.stream).tokens[0], expected_greedy('d', 40));
+    EXPECT_EQ(pool_->used_block_count(), 0);
+}
+
+TEST_F(SchedulerTest, AWindowModelRequestThatOutgrowsItsPoolIsRefused) {
+    // One block less: position 40 needs a new block in each group with one free.
+    make(13, 512, 64, testing::tiny_window_kv_shape());
+    auto a = submit(letters("abcd"), 40);
+    const auto steps = run_to_completion();
+    const StepResult& last = steps.back();
+    EXPECT_EQ(last.preempted, std::vector<Request*>{a.request});
+    EXPECT_EQ(last.refused, std::vector<Request*>{a.request});
+    const Received received = drain(*a.stream);
+    EXPECT_EQ(received.tokens[0], expected_greedy('d', 37));  // the prefill's token, then positions 4..39
+    ASSERT_TRUE(received.error);
+    EXPECT_EQ(pool_->used_block_count(), 0);
+}
+
+TEST_F(SchedulerTest, AntiThrashRuleCountsOnlyTheWindowOfAWindowModelsPrompt) {
+    // A holds 2 blocks per group after its first decode step. B's 24-token prompt, in chunks of at
+    // most 8, ends holding 6 global blocks and the window's 4 (blocks 2..5 from position 16): 10, not
+    // the 12 of a count without windows. Two must stay free for A: 16 blocks admit B, 15 do not.
+    for (const int64_t blocks : {15, 16}) {
+        make(blocks, /*budget=*/8, 64, testing::tiny_window_kv_shape());
+        auto a = submit(letters("abcd"), 20);
+        step();
+        auto b = submit(prompt_of(24, 'B'), 2);
+        const StepResult result = step();
+        EXPECT_EQ(is_waiting(b.request), blocks == 15) << blocks;
+        EXPECT_TRUE(result.refused.empty());
+        const auto steps = run_to_completion();
+        for (const auto& later : steps) EXPECT_TRUE(later.refused.empty());
+        EXPECT_EQ(drain(*a.stream).tokens[0], expected_greedy('d', 20));
+        EXPECT_EQ(drain(*b.stream).tokens[0], expected_greedy('B', 2));
+        EXPECT_EQ(pool_->used_block_count(), 0);
+    }
+}
+
+TEST_F(SchedulerTest, WindowModelChoicesForkAndSlideTheirWindowsApart) {
+    make(64, 512, 64, testing::tiny_window_kv_shape());
+    auto a = submit(letters("abcdefgh"), 12, /*n=*/3);
+    step();
+    ASSERT_EQ(a.request->sequences.size(), 3u);
+    EXPECT_EQ(pool_->used_block_count(), 4);  // two full blocks per group, shared by all three
+    step();  // position 8 in each: from there the window reaches back to block 0 (position 3)
+    EXPECT_EQ(pool_->used_block_count(), 4 + 3 * 2);
+    step();  // position 9: window block 0 is out of reach of every choice, so back in the pool
+    EXPECT_EQ(pool_->used_block_count(), 4 + 3 * 2 - 1);
+    run_to_completion();
+    const Received received = drain(*a.stream, 3);
+    for (int choice = 0; choice < 3; ++choice)
+        EXPECT_EQ(received.tokens[static_cast<size_t>(choice)], expected_greedy('h', 12)) << choice;
+    EXPECT_EQ(pool_->used_block_count(), 0);
+}
+
+TEST_F(SchedulerTest, AWindowModelReusesACachedPrefixWithItsWindow) {
+    make(64, 512, 64, testing::tiny_window_kv_shape());
+    submit(letters("abcdefghijklmnop"), 6);  // its window leaves blocks 0..2 behind, cached
+    run_to_completion();
+    auto b = submit(letters("abcdefghijklmnoXYZ"), 2);
+    EXPECT_EQ(step().chunks, (std::vector<Chunk>{{b.request, 0, 12, 6}}));
+    EXPECT_EQ(b.request->usage.cached_tokens, 12);
+    run_to_completion();
+    EXPECT_EQ(drain(*b.stream).tokens[0], expected_greedy('Z', 2));
 }
 
 }  // namespace

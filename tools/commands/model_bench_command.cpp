@@ -260,7 +260,9 @@ Result<std::unique_ptr<KvBlockPool>> make_cache(const ModelConfig& config, DType
         return Error{std::to_string(longest) + " positions exceed the model's context of " +
                      std::to_string(config.context_length)};
     const KvCacheShape shape = kv_cache_shape(config, kv_type);
-    const auto blocks_for = [&](int64_t positions) { return (positions + shape.block_size - 1) / shape.block_size; };
+    // Nothing is handed back (the sequences are given all their positions at once), so every layer
+    // group holds every block.
+    const auto blocks_for = [&](int64_t positions) { return KvBlockPool::blocks_for_positions(shape, positions); };
     const int64_t blocks =
         std::max({blocks_for(options.prompt_tokens), blocks_for(options.gen_tokens),
                   options.batch_decode * blocks_for(options.batch_prompt_tokens + options.gen_tokens), int64_t{1}});
