@@ -3,6 +3,7 @@ to end: `tempered serve` completes through the openai SDK, streamed and not; a c
 OpenAI-format error instead of a crash; `tempered run` continues a prompt and refuses --chat plainly.
 Without the model file the tests are skipped, or fail when TEMPERED_REQUIRE_MODELS=1 (scripts/test.sh
 pulls it)."""
+import pathlib
 import subprocess
 
 import openai
@@ -10,6 +11,7 @@ import pytest
 
 from helpers import model_path, running_server, server_model_cache_dir, tempered_bin
 
+REPO = pathlib.Path(__file__).resolve().parents[2]
 GEMMA3_FILE = "gemma-3-270m-Q4_K_M.gguf"
 GEMMA3_NAME = "gemma3-270m"
 PROMPT = "The capital of France is"
@@ -76,3 +78,23 @@ def test_run_chat_says_the_model_has_no_template():
                             capture_output=True, text=True, timeout=180)
     assert result.returncode != 0
     assert "no chat template" in result.stderr and "--prompt" in result.stderr
+
+
+def test_prefix_reuse_past_the_window_gives_the_fresh_answer(gemma3_server):
+    """15 of the 18 layers keep only their 512-position window in the KV cache and hand back the blocks
+    behind it. A prompt that shares a ~1,200-token prefix with an earlier one reuses the cached blocks (the
+    global layers' from position 0, the window layers' only for the window before the hit) and must continue
+    exactly as a server with an empty cache continues it."""
+    text = (REPO / "tests/fixtures/model/perplexity_text.txt").read_text()
+    shared = text[:6000]
+    prompt = shared + " In short, the license says that"
+    with running_server(gemma3_args(), name="gemma3-fresh") as fresh_server:
+        fresh = fresh_server.openai().completions.create(model=GEMMA3_NAME, temperature=0, max_tokens=24,
+                                                         prompt=prompt)
+    assert fresh.usage.prompt_tokens > 1000 and fresh.usage.prompt_tokens_details.cached_tokens == 0
+    client = gemma3_server.openai()
+    client.completions.create(model=GEMMA3_NAME, temperature=0, max_tokens=4,
+                              prompt=shared + " The following is a summary of the sections above:")
+    reused = client.completions.create(model=GEMMA3_NAME, temperature=0, max_tokens=24, prompt=prompt)
+    assert reused.usage.prompt_tokens_details.cached_tokens > 512, reused.usage
+    assert reused.choices[0].text == fresh.choices[0].text
