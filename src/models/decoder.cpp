@@ -28,11 +28,15 @@ struct DecoderLayer {
     std::vector<float> query_bias;      // (q_dim), empty unless DecoderSpec::qkv_bias
     std::vector<float> key_bias;        // (kv_dim), empty unless DecoderSpec::qkv_bias
     std::vector<float> value_bias;      // (kv_dim), empty unless DecoderSpec::qkv_bias
+    std::vector<float> query_norm;      // (head_dim), empty unless DecoderSpec::qk_norm
+    std::vector<float> key_norm;        // (head_dim), empty unless DecoderSpec::qk_norm
     WeightMatrix attention_output;      // (embedding_dim, q_dim)
-    std::vector<float> ffn_norm;        // (embedding_dim)
+    std::vector<float> attention_post_norm;  // (embedding_dim), empty unless NormPlacement::PreAndPostNorm
+    std::vector<float> ffn_norm;             // (embedding_dim)
     WeightMatrix ffn_gate;              // (ffn_dim, embedding_dim)
     WeightMatrix ffn_up;                // (ffn_dim, embedding_dim)
     WeightMatrix ffn_down;              // (embedding_dim, ffn_dim)
+    std::vector<float> ffn_post_norm;   // (embedding_dim), empty unless NormPlacement::PreAndPostNorm
 };
 
 struct DecoderWeights {
@@ -41,6 +45,7 @@ struct DecoderWeights {
     std::vector<float> output_norm;               // (embedding_dim)
     WeightMatrix output;                          // (vocab_size, embedding_dim); token_embeddings when tied
     std::vector<float> rope_inverse_frequencies;  // (rope_dims / 2): angle of pair i = position * this[i]
+    std::vector<float> window_rope_inverse_frequencies;  // (rope_dims / 2) of window layers; empty: the above
     std::vector<std::vector<float>> dequantized;  // owners of the matrices when ModelOptions::dequantize_weights
     std::vector<AlignedBuffer> packed;            // owners of the matrices repacked for the integer kernels
 };
@@ -120,10 +125,26 @@ struct DecoderRunState {
     std::vector<float> up;                      // (tokens, ffn_dim)
     std::vector<float> rope_cos;                // (tokens, rope_dims / 2): cosines of each token's rotary angles
     std::vector<float> rope_sin;                // (tokens, rope_dims / 2)
+    std::vector<float> window_rope_cos;         // (tokens, rope_dims / 2) of window layers, when their base differs
+    std::vector<float> window_rope_sin;         // (tokens, rope_dims / 2)
     std::vector<float> attention_scratch;       // (threads, scratch_floats()): see attend()
     std::vector<AttentionWork> attention_work;  // this step's attention items, the same for every layer
     std::atomic<int64_t> next_attention_work{0};
 };
+
+// Inverse frequencies base^(-2i/rope_dims), divided by the linear scaling factor and, for Llama 3
+// style files, by the per-pair factors of rope_freqs.weight.
+std::vector<float> rope_inverse_frequencies(const ModelConfig& config, float base,
+                                            const std::vector<float>& frequency_factors) {
+    std::vector<float> inverse_frequencies;
+    for (int64_t i = 0; i < config.rope_dims / 2; ++i) {
+        const double inverse = std::pow(static_cast<double>(base),
+                                        -2.0 * static_cast<double>(i) / static_cast<double>(config.rope_dims));
+        inverse_frequencies.push_back(
+            static_cast<float>(inverse / config.rope_scaling_factor / frequency_factors[static_cast<size_t>(i)]));
+    }
+    return inverse_frequencies;
+}
 
 Result<DecoderWeights> load_weights(const GgufFile& file, const ModelConfig& config, const DecoderSpec& spec) {
     DecoderWeights weights;
@@ -156,6 +177,14 @@ Result<DecoderWeights> load_weights(const GgufFile& file, const ModelConfig& con
             LOAD(layer.key_bias, find_vector(file, prefix + "attn_k.bias", config.kv_dim()));
             LOAD(layer.value_bias, find_vector(file, prefix + "attn_v.bias", config.kv_dim()));
         }
+        if (spec.qk_norm) {
+            LOAD(layer.query_norm, find_vector(file, prefix + "attn_q_norm.weight", config.head_dim));
+            LOAD(layer.key_norm, find_vector(file, prefix + "attn_k_norm.weight", config.head_dim));
+        }
+        if (spec.norm_placement == NormPlacement::PreAndPostNorm) {
+            LOAD(layer.attention_post_norm, find_vector(file, prefix + "post_attention_norm.weight", dim));
+            LOAD(layer.ffn_post_norm, find_vector(file, prefix + "post_ffw_norm.weight", dim));
+        }
         // A bias the spec does not apply would be silently dropped: refuse the file instead.
         for (const char* bias : {"attn_q.bias", "attn_k.bias", "attn_v.bias", "attn_output.bias"}) {
             const bool applied = spec.qkv_bias && std::string_view(bias) != "attn_output.bias";
@@ -163,17 +192,14 @@ Result<DecoderWeights> load_weights(const GgufFile& file, const ModelConfig& con
                 return Error{"model: " + config.architecture + " tensor " + prefix + bias + " is not supported"};
         }
     }
-    // Inverse frequencies base^(-2i/rope_dims), divided by the linear scaling factor and, for Llama 3
-    // style files, by the per-pair factors of rope_freqs.weight.
     const int64_t pairs = config.rope_dims / 2;
     std::vector<float> frequency_factors(static_cast<size_t>(pairs), 1.0f);
     if (file.tensor("rope_freqs.weight")) LOAD(frequency_factors, find_vector(file, "rope_freqs.weight", pairs));
 #undef LOAD
-    for (int64_t i = 0; i < pairs; ++i) {
-        const double inverse = std::pow(static_cast<double>(config.rope_freq_base),
-                                        -2.0 * static_cast<double>(i) / static_cast<double>(config.rope_dims));
-        weights.rope_inverse_frequencies.push_back(
-            static_cast<float>(inverse / config.rope_scaling_factor / frequency_factors[static_cast<size_t>(i)]));
+    weights.rope_inverse_frequencies = rope_inverse_frequencies(config, config.rope_freq_base, frequency_factors);
+    if (spec.window_rope_freq_base > 0.0f) {
+        weights.window_rope_inverse_frequencies =
+            rope_inverse_frequencies(config, spec.window_rope_freq_base, frequency_factors);
     }
     return weights;
 }
@@ -249,6 +275,10 @@ private:
         state_.up.resize(n * static_cast<size_t>(config_.ffn_dim));
         state_.rope_cos.resize(n * static_cast<size_t>(config_.rope_dims / 2));
         state_.rope_sin.resize(n * static_cast<size_t>(config_.rope_dims / 2));
+        if (!weights_.window_rope_inverse_frequencies.empty()) {
+            state_.window_rope_cos.resize(state_.rope_cos.size());
+            state_.window_rope_sin.resize(state_.rope_sin.size());
+        }
         state_.token_capacity = tokens;
     }
 
@@ -265,14 +295,31 @@ private:
         }
     }
 
-    // Every layer and head rotates a token by the same angles: compute them once per step.
+    // Every layer and head rotates a token by the same angles (one set per rope base: window layers may
+    // have their own): compute them once per step.
     void compute_rope_angles(const Batch& batch) {
         const int64_t pairs = config_.rope_dims / 2;
+        const bool window_base = !weights_.window_rope_inverse_frequencies.empty();
         for (int64_t t = 0; t < batch.size(); ++t) {
-            rope_angles(static_cast<float>(batch.tokens[static_cast<size_t>(t)].position),
-                        weights_.rope_inverse_frequencies.data(), pairs, &state_.rope_cos[t * pairs],
+            const auto position = static_cast<float>(batch.tokens[static_cast<size_t>(t)].position);
+            rope_angles(position, weights_.rope_inverse_frequencies.data(), pairs, &state_.rope_cos[t * pairs],
                         &state_.rope_sin[t * pairs]);
+            if (window_base) {
+                rope_angles(position, weights_.window_rope_inverse_frequencies.data(), pairs,
+                            &state_.window_rope_cos[t * pairs], &state_.window_rope_sin[t * pairs]);
+            }
         }
+    }
+
+    int64_t attention_window(int64_t layer_index) const {
+        return spec_.layers[static_cast<size_t>(layer_index)].attention_window;
+    }
+
+    // The block table layer `layer_index` reads sequence `sequence` through. One table for every layer
+    // today; per-layer tables (window layers dropping the blocks behind their window) replace it here.
+    static std::span<const int32_t> layer_block_table(const KvCache& cache, int32_t sequence, int64_t layer_index) {
+        static_cast<void>(layer_index);
+        return cache.block_table(sequence);
     }
 
     // body(begin, end) over the batch's tokens: split across the threads when the batch is large
@@ -295,9 +342,16 @@ private:
         });
     }
 
-    void add_to_residual(int64_t tokens) {
+    // x += projected, after the block's post-norm where the family has one (`post_norm` not empty).
+    void add_to_residual(int64_t tokens, const std::vector<float>& post_norm) {
         const int64_t dim = config_.embedding_dim;
         for_tokens(tokens, [&](int64_t begin, int64_t end) {
+            if (!post_norm.empty()) {
+                for (int64_t t = begin; t < end; ++t) {
+                    float* projected = &state_.projected[t * dim];
+                    rmsnorm(projected, post_norm.data(), projected, dim, config_.rms_epsilon);
+                }
+            }
             for (int64_t i = begin * dim; i < end * dim; ++i) state_.residual[i] += state_.projected[i];
         });
     }
@@ -319,7 +373,7 @@ private:
         state_.next_attention_work.store(0);
         pool_.run_on_all([this, &step](int thread) { attend(step, thread); });
         matmul(layer.attention_output, state_.attention.data(), tokens, state_.projected.data(), pool_);
-        add_to_residual(tokens);
+        add_to_residual(tokens, layer.attention_post_norm);
     }
 
     void add_qkv_bias(int64_t tokens, const DecoderLayer& layer) {
@@ -335,17 +389,23 @@ private:
         });
     }
 
-    // Tokens [begin, end): rotary embedding of their queries and keys, then their keys and values
-    // into the cache.
+    // Tokens [begin, end): the per-head norms of their queries and keys where the family has them, rotary
+    // embedding, then their keys and values into the cache.
     void rotate_and_cache(const Batch& batch, KvCache& cache, int64_t layer_index, int64_t begin, int64_t end) {
+        if (spec_.qk_norm) normalize_heads(weights_.layers[static_cast<size_t>(layer_index)], begin, end);
         const KvCache::LayerStorage storage = cache.layer_storage(layer_index);
         const KvCacheShape& shape = cache.shape();
         const int64_t head_dim = config_.head_dim, pairs = config_.rope_dims / 2;
         const RotaryPairing pairing = rotary_pairing(spec_.rope_style);
+        const bool window_base = attention_window(layer_index) != 0 && !state_.window_rope_cos.empty();
+        const std::vector<float>& all_cos = window_base ? state_.window_rope_cos : state_.rope_cos;
+        const std::vector<float>& all_sin = window_base ? state_.window_rope_sin : state_.rope_sin;
+        std::span<const int32_t> block_table;
+        int32_t table_sequence = -1;  // whose table block_table is: none yet
         for (int64_t t = begin; t < end; ++t) {
             const BatchToken& token = batch.tokens[static_cast<size_t>(t)];
-            const float* cos_angles = &state_.rope_cos[t * pairs];
-            const float* sin_angles = &state_.rope_sin[t * pairs];
+            const float* cos_angles = &all_cos[t * pairs];
+            const float* sin_angles = &all_sin[t * pairs];
             for (int64_t h = 0; h < config_.head_count; ++h) {
                 rope_rotate(&state_.query[t * config_.q_dim() + h * head_dim], config_.rope_dims, cos_angles,
                             sin_angles, pairing);
@@ -354,11 +414,24 @@ private:
                 rope_rotate(&state_.key[t * config_.kv_dim() + h * head_dim], config_.rope_dims, cos_angles, sin_angles,
                             pairing);
             }
-            const int32_t block =
-                cache.block_table(token.sequence)[static_cast<size_t>(token.position / shape.block_size)];
+            if (token.sequence != table_sequence) {
+                block_table = layer_block_table(cache, token.sequence, layer_index);
+                table_sequence = token.sequence;
+            }
+            const int32_t block = block_table[static_cast<size_t>(token.position / shape.block_size)];
             store_kv_position(shape, KvLayerView{storage.keys, storage.values, storage.block_stride}, block,
                               token.position % shape.block_size, &state_.key[t * config_.kv_dim()],
                               &state_.value[t * config_.kv_dim()]);
+        }
+    }
+
+    // RMSNorm of every query and key head of tokens [begin, end), before rope (Qwen3, Gemma 3).
+    void normalize_heads(const DecoderLayer& layer, int64_t begin, int64_t end) {
+        for (int64_t t = begin; t < end; ++t) {
+            rmsnorm_each(&state_.query[t * config_.q_dim()], config_.head_count, layer.query_norm.data(),
+                         config_.head_dim, config_.rms_epsilon);
+            rmsnorm_each(&state_.key[t * config_.kv_dim()], config_.kv_head_count, layer.key_norm.data(),
+                         config_.head_dim, config_.rms_epsilon);
         }
     }
 
@@ -403,6 +476,7 @@ private:
         const float scale =
             spec_.attention_scale > 0.0f ? spec_.attention_scale : 1.0f / std::sqrt(static_cast<float>(head_dim));
         float* scratch = &state_.attention_scratch[static_cast<size_t>(thread * scratch_floats())];
+        const int64_t window = attention_window(step.layer_index);
         const auto items = static_cast<int64_t>(state_.attention_work.size());
         for (int64_t i = state_.next_attention_work.fetch_add(1); i < items;
              i = state_.next_attention_work.fetch_add(1)) {
@@ -415,6 +489,7 @@ private:
                                   shape.block_size,
                                   shape.type};
             const int64_t first_query = item.first_token * config_.q_dim() + item.kv_head * group * head_dim;
+            const std::span<const int32_t> block_table = layer_block_table(cache, first.sequence, step.layer_index);
             if (attention_run_supports(head_dim)) {
                 const AttentionRun run{&state_.query[first_query],
                                        &state_.attention[first_query],
@@ -422,14 +497,15 @@ private:
                                        item.token_count,
                                        group,
                                        head_dim,
-                                       first.position};
-                attend_run(run, view, cache.block_table(first.sequence), scale, scratch);
+                                       first.position,
+                                       window};
+                attend_run(run, view, block_table, scale, scratch);
                 continue;
             }
             for (int64_t t = 0; t < item.token_count; ++t) {
                 const int64_t query = first_query + t * config_.q_dim();
-                attend_heads(&state_.query[query], group, head_dim, view, cache.block_table(first.sequence),
-                             first.position + t + 1, scale, scratch, &state_.attention[query]);
+                attend_heads(&state_.query[query], group, head_dim, view, block_table, first.position + t + 1, window,
+                             scale, scratch, &state_.attention[query]);
             }
         }
     }
@@ -440,12 +516,17 @@ private:
         float* const outputs[] = {state_.gate.data(), state_.up.data()};
         matmul_many(projections, state_.normed.data(), tokens, outputs, pool_);
         const int64_t ffn_dim = config_.ffn_dim;
+        const bool gelu = spec_.activation == GateActivation::GeluTanh;
         for_tokens(tokens, [&](int64_t begin, int64_t end) {
-            swiglu(&state_.gate[begin * ffn_dim], &state_.up[begin * ffn_dim], &state_.gate[begin * ffn_dim],
-                   (end - begin) * ffn_dim);
+            float* gate = &state_.gate[begin * ffn_dim];
+            const float* up = &state_.up[begin * ffn_dim];
+            if (gelu)
+                geglu_tanh(gate, up, gate, (end - begin) * ffn_dim);
+            else
+                swiglu(gate, up, gate, (end - begin) * ffn_dim);
         });
         matmul(layer.ffn_down, state_.gate.data(), tokens, state_.projected.data(), pool_);
-        add_to_residual(tokens);
+        add_to_residual(tokens, layer.ffn_post_norm);
     }
 
     // Final norm of the tokens that want logits, packed into the first rows of `normed`, then the
@@ -472,13 +553,22 @@ private:
     DecoderRunState state_;
 };
 
-// What decoder.cpp does not compute yet: refused at load rather than run wrong.
-Status check_implemented(const DecoderSpec& spec) {
-    if (spec.norm_placement != NormPlacement::PreNorm) return Error{"model: post-norm blocks are not implemented"};
-    if (spec.activation != GateActivation::Silu) return Error{"model: only the SiLU gate is implemented"};
-    if (spec.qk_norm) return Error{"model: query/key norms are not implemented"};
+// What the family row leaves to the file: the per-layer windows (the family's pattern of global layers,
+// the file's window size) and an embedding scale of sqrt(embedding_dim).
+Status complete_from_file(DecoderSpec& spec, const ModelConfig& config) {
+    if (spec.layers.empty()) spec.layers.resize(static_cast<size_t>(config.layer_count));
+    if (spec.layers.size() != static_cast<size_t>(config.layer_count))
+        return Error{"model: the spec describes " + std::to_string(spec.layers.size()) + " layers, the file has " +
+                     std::to_string(config.layer_count)};
+    if (spec.global_layer_period > 0 && config.sliding_window > 0) {
+        for (int64_t i = 0; i < config.layer_count; ++i) {
+            const bool global = i % spec.global_layer_period == spec.global_layer_period - 1;
+            spec.layers[static_cast<size_t>(i)].attention_window = global ? 0 : config.sliding_window;
+        }
+    }
+    if (spec.scale_embeddings_by_sqrt_dim) spec.embedding_scale = std::sqrt(static_cast<float>(config.embedding_dim));
     for (const LayerSpec& layer : spec.layers)
-        if (layer.attention_window != 0) return Error{"model: sliding-window attention is not implemented"};
+        if (layer.attention_window < 0) return Error{"model: a negative attention window"};
     return Ok{};
 }
 
@@ -487,8 +577,7 @@ Status check_implemented(const DecoderSpec& spec) {
 Result<std::unique_ptr<Model>> load_decoder(const GgufFile& file, ModelConfig config, DecoderSpec spec,
                                             const ModelOptions& options, ThreadPool& pool) {
     spec.tied_output = file.tensor("output.weight") == nullptr;
-    if (spec.layers.empty()) spec.layers.resize(static_cast<size_t>(config.layer_count));
-    if (auto implemented = check_implemented(spec); !implemented) return implemented.error();
+    if (auto completed = complete_from_file(spec, config); !completed) return completed.error();
     auto weights = load_weights(file, config, spec);
     if (!weights) return weights.error();
     if (options.dequantize_weights) {

@@ -13,28 +13,33 @@ namespace tempered {
 // Where a block's RMSNorms sit around attention and the feed-forward.
 enum class NormPlacement {
     PreNorm,         // x += f(norm(x)); llama, qwen2, qwen3
-    PreAndPostNorm,  // x += norm(f(norm(x))); gemma 2/3 (not implemented yet)
+    PreAndPostNorm,  // x += norm(f(norm(x))); gemma 2/3: blk.N.post_attention_norm, blk.N.post_ffw_norm
 };
 
 // The feed-forward's gate activation: ffn_down(act(ffn_gate x) * ffn_up x).
 enum class GateActivation {
     Silu,      // SwiGLU; llama, qwen2, qwen3
-    GeluTanh,  // GeGLU; gemma (not implemented yet)
+    GeluTanh,  // GeGLU with the tanh approximation of GELU; gemma
 };
 
 // What one layer's attention looks at.
 struct LayerSpec {
-    int64_t attention_window = 0;  // 0: every earlier position (global); W: the last W positions (not implemented yet)
+    int64_t attention_window = 0;  // 0: every earlier position (global); W: the last W positions, itself included
 };
 
 struct DecoderSpec {
     RopeStyle rope_style = RopeStyle::AdjacentPairs;  // fixed by the architecture: its converter's Q/K row order
     bool qkv_bias = false;                            // blk.N.attn_{q,k,v}.bias added after the projections (qwen2)
-    bool qk_norm = false;                             // RMSNorm of each query and key head before rope (qwen3; not yet)
+    bool qk_norm = false;                             // RMSNorm of each query and key head before rope (qwen3, gemma3)
     NormPlacement norm_placement = NormPlacement::PreNorm;
     GateActivation activation = GateActivation::Silu;
     float attention_scale = 0.0f;   // softmax scale of q·k; 0 means 1/sqrt(head_dim)
-    float embedding_scale = 1.0f;   // the embedding rows are multiplied by it (gemma: sqrt(embedding_dim))
+    float embedding_scale = 1.0f;   // the embedding rows are multiplied by it
+    bool scale_embeddings_by_sqrt_dim = false;  // gemma: the loader sets embedding_scale = sqrt(embedding_dim)
+    // Sliding-window families: every global_layer_period-th layer (i % period == period - 1) is global,
+    // the others see the file's {arch}.attention.sliding_window positions; 0: every layer global.
+    int64_t global_layer_period = 0;
+    float window_rope_freq_base = 0.0f;  // rope base of the window layers; 0: the file's, as global layers
     bool final_norm = true;         // output_norm before the output projection
     bool tied_output = false;       // output projection is token_embd: set by the loader when output.weight is absent
     std::vector<LayerSpec> layers;  // (layer_count); filled by the loader, all global unless the family says otherwise
@@ -43,5 +48,7 @@ struct DecoderSpec {
 // The family constants of each architecture this build knows; the loader completes them from the file.
 DecoderSpec llama_spec();
 DecoderSpec qwen2_spec();
+DecoderSpec qwen3_spec();
+DecoderSpec gemma3_spec();
 
 }  // namespace tempered

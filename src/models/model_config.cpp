@@ -138,6 +138,7 @@ Result<ModelConfig> read_model_config(const GgufFile& file, RopeStyle rope_style
     if (config.rope_dims % 2 != 0) return Error{"model metadata: rope.dimension_count must be even"};
     TEMPERED_TRY(meta.real(".rope.freq_base", config.rope_freq_base, false, 1.0, 1e12));
     TEMPERED_TRY(read_rope_scaling(meta, config));
+    TEMPERED_TRY(meta.integer(".attention.sliding_window", config.sliding_window, false, 0, kMaxContext));
     TEMPERED_TRY(read_vocab_size(file, config));
     return config;
 }

@@ -39,6 +39,7 @@ struct ModelConfig {
     RopeScaling rope_scaling = RopeScaling::None;     // {arch}.rope.scaling.type
     float rope_scaling_factor = 1.0f;                 // {arch}.rope.scaling.factor: positions are divided by it
     RopeStyle rope_style = RopeStyle::AdjacentPairs;  // fixed by the architecture, not the file
+    int64_t sliding_window = 0;  // {arch}.attention.sliding_window: window layers' positions; 0 if absent
 
     int64_t q_dim() const { return head_count * head_dim; }
     int64_t kv_dim() const { return kv_head_count * head_dim; }

@@ -23,10 +23,39 @@ DecoderSpec qwen2_spec() {
     return spec;
 }
 
+// Qwen3: Qwen2's half-split rope without the Q/K/V biases, and an RMSNorm of each query and key head
+// (blk.N.attn_{q,k}_norm.weight, head_dim floats) before rope.
+DecoderSpec qwen3_spec() {
+    DecoderSpec spec;
+    spec.rope_style = RopeStyle::Halves;
+    spec.qk_norm = true;
+    return spec;
+}
+
+// Gemma 3: QK-norm, a post-norm after attention and after the feed-forward, GeGLU (tanh GELU), embeddings
+// scaled by sqrt(embedding_dim), half-split rope, the output tied to the embeddings. Five of every six
+// layers attend through a sliding window of {arch}.attention.sliding_window positions and rotate with
+// base 10,000; the sixth is global, with the file's rope.freq_base (1e6). Neither the pattern nor the
+// local base is in the file: Gemma 3 constants, as llama.cpp hard-codes them. The softmax scale is
+// 1/sqrt(head_dim), the default (query_pre_attn_scalar = head_dim for every size but 27B).
+DecoderSpec gemma3_spec() {
+    DecoderSpec spec;
+    spec.rope_style = RopeStyle::Halves;
+    spec.qk_norm = true;
+    spec.norm_placement = NormPlacement::PreAndPostNorm;
+    spec.activation = GateActivation::GeluTanh;
+    spec.scale_embeddings_by_sqrt_dim = true;
+    spec.global_layer_period = 6;
+    spec.window_rope_freq_base = 10000.0f;
+    return spec;
+}
+
 std::span<const ArchitectureEntry> supported_architectures() {
     static constexpr std::array entries = {
         ArchitectureEntry{"llama", llama_spec},
         ArchitectureEntry{"qwen2", qwen2_spec},
+        ArchitectureEntry{"qwen3", qwen3_spec},
+        ArchitectureEntry{"gemma3", gemma3_spec},
     };
     return entries;
 }

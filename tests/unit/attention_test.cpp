@@ -150,6 +150,95 @@ TEST(Attention, ScalarRunEqualsCausalFormulaAndEveryIsaEqualsScalar) {
     }
 }
 
+struct WindowCase {
+    int64_t first_position, tokens, window;
+};
+
+// Sliding windows: token p sees [p - W + 1, p] (llama.cpp's rule), the scalar run equals that formula
+// in double and every ISA equals the scalar run bit for bit. The table entries of blocks wholly before
+// the run's first window are -1, as a window layer's table holds once those blocks are freed: a kernel
+// that read one would read outside the cache (AddressSanitizer's build reports it) and get other values.
+TEST(Attention, WindowedRunSeesOnlyTheLastWPositions) {
+    constexpr int64_t kHeads = 2, kHeadDim = 32;
+    std::mt19937 rng(29);
+    // Windows cutting through a block and through a chunk, runs longer than the window, a window longer
+    // than the context, a window of one position, and one ending exactly on a chunk boundary.
+    const WindowCase cases[] = {{100, 1, 40}, {37, 32, 20}, {5, 3, 64}, {64, 16, 16},
+                                {200, 32, 1}, {130, 5, 50}, {47, 1, 512}, {90, 32, 33}};
+    for (DType type : {DType::F32, DType::F16}) {
+        for (int64_t block_size : {16, 8, 32}) {
+            for (const WindowCase& c : cases) {
+                const int64_t length = c.first_position + c.tokens;
+                PagedLayer layer = make_layer(type, kHeadDim, block_size, length, rng);
+                const int64_t first_seen = std::max<int64_t>(0, c.first_position - c.window + 1);
+                for (int64_t b = 0; b < first_seen / block_size; ++b) layer.block_table[static_cast<size_t>(b)] = -1;
+                std::normal_distribution<float> normal(0.0f, 1.0f);
+                const int64_t token_stride = kHeads * kHeadDim;
+                std::vector<float> q(static_cast<size_t>(c.tokens * token_stride));
+                for (auto& x : q) x = normal(rng);
+                std::vector<float> scratch(static_cast<size_t>(attention_scratch_floats(kHeads, kHeadDim)));
+                const float scale = 0.2f;
+                std::vector<float> expected_bits(q.size(), 0.0f);
+                AttentionRun run{q.data(), expected_bits.data(), token_stride, c.tokens, kHeads,
+                                 kHeadDim, c.first_position, c.window};
+                attend_run_with_isa(run, layer.view(), layer.block_table, scale, scratch.data(), CpuIsa::Scalar);
+                for (int64_t t = 0; t < c.tokens; ++t) {
+                    const int64_t position = c.first_position + t;
+                    const int64_t first = std::max<int64_t>(0, position - c.window + 1);
+                    for (int64_t h = 0; h < kHeads; ++h) {
+                        const float* qh = &q[static_cast<size_t>(t * token_stride + h * kHeadDim)];
+                        std::vector<double> weights;
+                        for (int64_t p = first; p <= position; ++p) {
+                            double dot = 0.0;
+                            for (int64_t i = 0; i < kHeadDim; ++i)
+                                dot += static_cast<double>(qh[i]) * layer.stored_keys[p * kHeadDim + i];
+                            weights.push_back(std::exp(dot * scale));
+                        }
+                        double total = 0.0;
+                        for (double w : weights) total += w;
+                        for (int64_t i = 0; i < kHeadDim; ++i) {
+                            double value = 0.0;
+                            for (int64_t p = first; p <= position; ++p)
+                                value += weights[static_cast<size_t>(p - first)] / total *
+                                         layer.stored_values[p * kHeadDim + i];
+                            ASSERT_NEAR(expected_bits[static_cast<size_t>(t * token_stride + h * kHeadDim + i)], value,
+                                        2e-5)
+                                << dtype_name(type) << " block " << block_size << " first " << c.first_position
+                                << " window " << c.window << " token " << t << " head " << h << " element " << i;
+                        }
+                    }
+                }
+                for (CpuIsa isa : supported_isas()) {
+                    std::vector<float> actual(q.size(), 0.0f);
+                    run.out = actual.data();
+                    attend_run_with_isa(run, layer.view(), layer.block_table, scale, scratch.data(), isa);
+                    EXPECT_EQ(count_bit_differences(actual, expected_bits), 0)
+                        << cpu_isa_name(isa) << " " << dtype_name(type) << " block " << block_size << " first "
+                        << c.first_position << " window " << c.window;
+                }
+            }
+        }
+    }
+}
+
+// A window at least as long as the context changes nothing, bit for bit.
+TEST(Attention, WindowLongerThanTheContextEqualsGlobalAttention) {
+    constexpr int64_t kHeads = 3, kHeadDim = 64, kTokens = 20, kFirst = 11;
+    std::mt19937 rng(31);
+    const PagedLayer layer = make_layer(DType::F16, kHeadDim, 16, kFirst + kTokens, rng);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    const int64_t stride = kHeads * kHeadDim;
+    std::vector<float> q(static_cast<size_t>(kTokens * stride));
+    for (auto& x : q) x = normal(rng);
+    std::vector<float> scratch(static_cast<size_t>(attention_scratch_floats(kHeads, kHeadDim)));
+    std::vector<float> global(q.size()), windowed(q.size());
+    attend_run(AttentionRun{q.data(), global.data(), stride, kTokens, kHeads, kHeadDim, kFirst, 0}, layer.view(),
+               layer.block_table, 0.125f, scratch.data());
+    attend_run(AttentionRun{q.data(), windowed.data(), stride, kTokens, kHeads, kHeadDim, kFirst, kFirst + kTokens},
+               layer.view(), layer.block_table, 0.125f, scratch.data());
+    EXPECT_EQ(count_bit_differences(global, windowed), 0);
+}
+
 // A token's output depends only on its own query and position, not on the run it is computed in.
 TEST(Attention, TokenOutputDoesNotDependOnItsRun) {
     constexpr int64_t kHeads = 3, kHeadDim = 64, kTokens = 20, kFirst = 11;

@@ -165,8 +165,10 @@ void add_bias(std::vector<double>& x, const std::vector<float>& bias) {
 }
 
 // Logits (positions, vocab) of every position of `tokens`; `qwen2`: biased Q/K/V and half-split rope.
+// windows: per layer, 0 (global) or W (position t sees [t - W + 1, t]); empty: every layer global.
 std::vector<std::vector<double>> reference_logits(const TinyWeights& w, const std::vector<int32_t>& tokens,
-                                                  bool separate_output, bool qwen2 = false) {
+                                                  bool separate_output, bool qwen2 = false,
+                                                  const std::vector<int64_t>& windows = {}) {
     auto rotate = qwen2 ? rotate_halves : rotate_adjacent_pairs;
     const auto n = static_cast<int64_t>(tokens.size());
     std::vector<std::vector<double>> x(static_cast<size_t>(n));
@@ -190,19 +192,21 @@ std::vector<std::vector<double>> reference_logits(const TinyWeights& w, const st
             for (int64_t h = 0; h < kHeads; ++h) rotate(&q[t][h * kHeadDim], t);
             for (int64_t h = 0; h < kKvHeads; ++h) rotate(&k[t][h * kHeadDim], t);
         }
+        const int64_t window = windows.empty() ? 0 : windows[static_cast<size_t>(l)];
         for (int64_t t = 0; t < n; ++t) {
             std::vector<double> attention(kHeads * kHeadDim, 0.0);
+            const int64_t first = window > 0 ? std::max<int64_t>(0, t - window + 1) : 0;
             for (int64_t h = 0; h < kHeads; ++h) {
                 const int64_t g = h / (kHeads / kKvHeads);
-                std::vector<double> weights(static_cast<size_t>(t + 1));
+                std::vector<double> weights(static_cast<size_t>(t + 1), 0.0);
                 double total = 0.0;
-                for (int64_t s = 0; s <= t; ++s) {
+                for (int64_t s = first; s <= t; ++s) {
                     double dot = 0.0;
                     for (int64_t i = 0; i < kHeadDim; ++i) dot += q[t][h * kHeadDim + i] * k[s][g * kHeadDim + i];
                     weights[s] = std::exp(dot / std::sqrt(static_cast<double>(kHeadDim)));
                     total += weights[s];
                 }
-                for (int64_t s = 0; s <= t; ++s)
+                for (int64_t s = first; s <= t; ++s)
                     for (int64_t i = 0; i < kHeadDim; ++i)
                         attention[h * kHeadDim + i] += weights[s] / total * v[s][g * kHeadDim + i];
             }
@@ -469,8 +473,50 @@ TEST(TinyQwen2, PrefillMatchesPlainTransformer) {
             ASSERT_NEAR(logits[t * kVocab + v], expected[t][v], 2e-3) << "position " << t << " token " << v;
 }
 
-// DecoderSpec fields the decoder does not compute yet are load errors, not silently ignored.
-TEST(TinyLlamaErrors, UnimplementedSpecFieldsAreRefused) {
+// Sliding-window layers in the one decoder: layer 0 sees the last 3 positions, layer 1 all of them; the
+// prefill against the reference with the same windows, and token-by-token decode against the prefill.
+TEST(TinyLlamaWindows, WindowLayersMatchTheReferenceInPrefillAndDecode) {
+    const TinyWeights weights = make_weights(/*separate_output=*/true);
+    const auto bytes = tiny_gguf(weights);
+    auto file = GgufFile::parse(bytes);
+    ASSERT_TRUE(file.ok()) << file.error().message;
+    ThreadPool pool(2);
+    DecoderSpec spec = llama_spec();
+    spec.layers = {LayerSpec{.attention_window = 3}, LayerSpec{.attention_window = 0}};
+    auto config = read_model_config(file.value(), spec.rope_style);
+    ASSERT_TRUE(config.ok()) << config.error().message;
+    auto model = load_decoder(file.value(), std::move(config.value()), std::move(spec), {}, pool);
+    ASSERT_TRUE(model.ok()) << model.error().message;
+    auto cache = KvBlockPool::create(kv_cache_shape(model.value()->config(), DType::F32, 4), 32);
+    ASSERT_TRUE(cache.ok()) << cache.error().message;
+    const std::vector<int32_t> tokens = {3, 17, 42, 0, 49, 8, 8, 23, 11, 30};
+    ASSERT_TRUE(cache.value()->ensure_capacity(0, static_cast<int64_t>(tokens.size())));
+    ASSERT_TRUE(cache.value()->ensure_capacity(1, static_cast<int64_t>(tokens.size())));
+    Batch batch;
+    for (size_t i = 0; i < tokens.size(); ++i) batch.add(tokens[i], static_cast<int32_t>(i), 0, true);
+    std::vector<float> prefill(tokens.size() * kVocab);
+    ASSERT_TRUE(model.value()->forward(batch, *cache.value(), prefill.data()).ok());
+    const auto expected = reference_logits(weights, tokens, /*separate_output=*/true, /*qwen2=*/false, {3, 0});
+    const auto global = reference_logits(weights, tokens, /*separate_output=*/true);
+    double window_effect = 0.0;
+    for (size_t t = 0; t < tokens.size(); ++t) {
+        for (int64_t v = 0; v < kVocab; ++v) {
+            ASSERT_NEAR(prefill[t * kVocab + v], expected[t][v], 2e-3) << "position " << t << " token " << v;
+            window_effect = std::max(window_effect, std::fabs(expected[t][v] - global[t][v]));
+        }
+    }
+    EXPECT_GT(window_effect, 0.05);  // the window changes the logits: the comparison above can fail
+    std::vector<float> step(kVocab);
+    for (size_t t = 0; t < tokens.size(); ++t) {
+        Batch one;
+        one.add(tokens[t], static_cast<int32_t>(t), 1, true);
+        ASSERT_TRUE(model.value()->forward(one, *cache.value(), step.data()).ok());
+        for (int64_t v = 0; v < kVocab; ++v) ASSERT_EQ(step[v], prefill[t * kVocab + v]) << t;
+    }
+}
+
+// Every DecoderSpec field is computed now; one whose tensors the file lacks is a load error naming them.
+TEST(TinyLlamaErrors, SpecFieldsNeedingTensorsTheFileLacksAreRefused) {
     const auto bytes = tiny_gguf(make_weights(false));
     auto file = GgufFile::parse(bytes);
     ASSERT_TRUE(file.ok()) << file.error().message;
@@ -484,14 +530,14 @@ TEST(TinyLlamaErrors, UnimplementedSpecFieldsAreRefused) {
         return model.ok() ? "" : model.error().message;
     };
     EXPECT_EQ(load_with([](DecoderSpec&) {}), "");
-    EXPECT_NE(load_with([](DecoderSpec& s) { s.qk_norm = true; }).find("not implemented"), std::string::npos);
-    EXPECT_NE(load_with([](DecoderSpec& s) { s.activation = GateActivation::GeluTanh; }).find("implemented"),
+    EXPECT_NE(load_with([](DecoderSpec& s) { s.qk_norm = true; }).find("missing tensor blk.0.attn_q_norm.weight"),
               std::string::npos);
-    EXPECT_NE(load_with([](DecoderSpec& s) { s.norm_placement = NormPlacement::PreAndPostNorm; }).find("implemented"),
+    EXPECT_NE(load_with([](DecoderSpec& s) { s.norm_placement = NormPlacement::PreAndPostNorm; })
+                  .find("missing tensor blk.0.post_attention_norm.weight"),
               std::string::npos);
-    EXPECT_NE(load_with([](DecoderSpec& s) {
-                  s.layers.assign(kLayers, LayerSpec{.attention_window = 8});
-              }).find("sliding-window"),
+    EXPECT_EQ(load_with([](DecoderSpec& s) { s.activation = GateActivation::GeluTanh; }), "");
+    EXPECT_EQ(load_with([](DecoderSpec& s) { s.layers.assign(kLayers, LayerSpec{.attention_window = 8}); }), "");
+    EXPECT_NE(load_with([](DecoderSpec& s) { s.layers.assign(kLayers + 1, LayerSpec{}); }).find("layers"),
               std::string::npos);
 }
 

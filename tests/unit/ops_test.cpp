@@ -40,6 +40,18 @@ TEST(Ops, RmsnormMatchesFormula) {
     rmsnorm(x.data(), weight.data(), std::vector<float>(x).data(), 576, 1e-5f);  // aliasing allowed
 }
 
+// Qwen3 / Gemma 3 query and key norms: each head normalised on its own, with the one shared weight.
+TEST(Ops, RmsnormEachNormalisesEveryHeadByItsOwnRms) {
+    std::vector<float> heads = {1, 2, 3, 4, /* head 1 */ 2, 2, 2, 2};
+    const std::vector<float> weight = {1.0f, 0.5f, 2.0f, 1.0f};
+    rmsnorm_each(heads.data(), 2, weight.data(), 4, 0.0f);
+    // Head 0: mean square (1 + 4 + 9 + 16) / 4 = 7.5. Head 1: mean square 4, rms 2, so x / rms = 1.
+    const float rms0 = std::sqrt(7.5f);
+    const std::vector<float> expected = {1 / rms0, 2 * 0.5f / rms0, 3 * 2 / rms0, 4 / rms0, 1.0f, 0.5f, 2.0f, 1.0f};
+    for (size_t i = 0; i < heads.size(); ++i) EXPECT_NEAR(heads[i], expected[i], 1e-6f) << i;
+    EXPECT_NEAR(heads[2], 2.1908902f, 1e-6f);  // 6 / sqrt(7.5), by hand
+}
+
 // The rotation of pair i is multiplication of the complex number (first + i second) by e^(i angle).
 void expect_rotated(const std::vector<float>& before, const std::vector<float>& after, int64_t rotary_dims,
                     float position, const std::vector<float>& inverse_frequencies, RotaryPairing pairing) {
@@ -137,6 +149,22 @@ TEST(Ops, SwigluIsSiluOfGateTimesUp) {
     }
 }
 
+TEST(Ops, VectorGegluTanhEqualsScalarBitExactly) {
+    auto gate = random_vector(1003, 21, 4.0f);
+    gate[0] = -40.0f, gate[1] = 40.0f, gate[2] = 0.0f, gate[3] = -9.5f;  // exp's clamps; zero
+    const auto up = random_vector(1003, 22);
+    std::vector<float> scalar(gate.size()), avx2(gate.size()), avx512(gate.size());
+    geglu_tanh_scalar(gate.data(), up.data(), scalar.data(), 1003);
+    if (cpu_supports(CpuIsa::Avx2)) {
+        geglu_tanh_avx2(gate.data(), up.data(), avx2.data(), 1003);
+        EXPECT_EQ(avx2, scalar);
+    }
+    if (cpu_supports(CpuIsa::Avx512)) {
+        geglu_tanh_avx512(gate.data(), up.data(), avx512.data(), 1003);
+        EXPECT_EQ(avx512, scalar);
+    }
+}
+
 TEST(Ops, VectorSwigluEqualsScalarBitExactly) {
     const auto gate = random_vector(1003, 17, 12.0f), up = random_vector(1003, 18);
     std::vector<float> scalar(gate.size()), avx2(gate.size()), avx512(gate.size());
@@ -212,63 +240,137 @@ TEST(Ops, KvConversionsRoundTrip) {
 }
 
 // Keys and values of `length` positions of one sequence, written to the paged layout of kv_cache.h
-// (keys transposed in a block) with a shuffled block table and two KV heads per slot; attend_heads for the three query
-// heads sharing KV head 1 must equal the textbook formula for each of them.
+// (keys transposed in a block) with a shuffled block table and two KV heads per slot, as the tests of
+// attend_heads read them (KV head 1), with their values as the cache rounds them.
+struct PagedHead {
+    static constexpr int64_t kHeadDim = 16, kKvHeads = 2, kBlockSize = 8, kBlocks = 7;
+    DType type;
+    int64_t element_bytes, slot_bytes, block_bytes;
+    std::vector<uint8_t> keys, values;
+    std::vector<int32_t> block_table = {5, 2, 6, 0, 3};
+    std::vector<float> k_stored, v_stored;  // (length, head_dim)
+
+    PagedHead(DType kv_type, int64_t length)
+        : type(kv_type),
+          element_bytes(kv_type == DType::F32 ? 4 : 2),
+          slot_bytes(kKvHeads * kHeadDim * element_bytes),
+          block_bytes(kBlockSize * slot_bytes),
+          keys(static_cast<size_t>(kBlocks * block_bytes)),
+          values(keys.size()) {
+        const auto k = random_vector(static_cast<size_t>(length * kHeadDim), 10, 2.0f);
+        const auto v = random_vector(static_cast<size_t>(length * kHeadDim), 11);
+        k_stored.resize(k.size());
+        v_stored.resize(v.size());
+        for (int64_t p = 0; p < length; ++p) {
+            const int64_t block = block_table[static_cast<size_t>(p / kBlockSize)] * block_bytes;
+            const int64_t slot = p % kBlockSize;
+            const int64_t value_offset = block + slot * slot_bytes + kHeadDim * element_bytes;  // KV head 1
+            float_to_kv(type, &v[p * kHeadDim], &values[value_offset], kHeadDim);
+            kv_to_float(type, &values[value_offset], &v_stored[p * kHeadDim], kHeadDim);
+            // Element d of head 1's key: ((1 * head_dim + d) * block_size + slot).
+            for (int64_t d = 0; d < kHeadDim; ++d) {
+                const int64_t key_offset = block + ((kHeadDim + d) * kBlockSize + slot) * element_bytes;
+                float_to_kv(type, &k[p * kHeadDim + d], &keys[key_offset], 1);
+                kv_to_float(type, &keys[key_offset], &k_stored[p * kHeadDim + d], 1);
+            }
+        }
+    }
+
+    KvHeadView view() const {
+        return KvHeadView{keys.data() + kHeadDim * kBlockSize * element_bytes,
+                          values.data() + kHeadDim * element_bytes,
+                          block_bytes,
+                          slot_bytes,
+                          kBlockSize,
+                          type};
+    }
+
+    // The textbook formula in double for query q over positions [first, length).
+    std::vector<double> expected(const float* q, int64_t first, int64_t length, double scale) const {
+        std::vector<double> weights(static_cast<size_t>(length - first));
+        for (int64_t p = first; p < length; ++p) {
+            double dot = 0.0;
+            for (int64_t i = 0; i < kHeadDim; ++i) dot += static_cast<double>(q[i]) * k_stored[p * kHeadDim + i];
+            weights[p - first] = std::exp(dot * scale);
+        }
+        const double total = std::accumulate(weights.begin(), weights.end(), 0.0);
+        std::vector<double> out(kHeadDim, 0.0);
+        for (int64_t i = 0; i < kHeadDim; ++i)
+            for (int64_t p = first; p < length; ++p) out[i] += weights[p - first] / total * v_stored[p * kHeadDim + i];
+        return out;
+    }
+};
+
+// attend_heads for the three query heads sharing KV head 1 must equal the textbook formula for each of them.
 TEST(Ops, AttendHeadsMatchesFormulaOverPagedBlocks) {
-    constexpr int64_t kHeadDim = 16, kKvHeads = 2, kBlockSize = 8, kBlocks = 7, kGroup = 3;
+    constexpr int64_t kHeadDim = PagedHead::kHeadDim, kGroup = 3;
     for (DType type : {DType::F32, DType::F16, DType::BF16}) {
         for (int64_t length : {1, 8, 37}) {
-            const int64_t element_bytes = type == DType::F32 ? 4 : 2;
-            const int64_t slot_bytes = kKvHeads * kHeadDim * element_bytes;
-            const int64_t block_bytes = kBlockSize * slot_bytes;
-            std::vector<uint8_t> keys(static_cast<size_t>(kBlocks * block_bytes)), values(keys.size());
-            const std::vector<int32_t> block_table = {5, 2, 6, 0, 3};
-            const auto k = random_vector(static_cast<size_t>(length * kHeadDim), 10, 2.0f);
-            const auto v = random_vector(static_cast<size_t>(length * kHeadDim), 11);
+            const PagedHead paged(type, length);
             const auto q = random_vector(kGroup * kHeadDim, 12, 2.0f);
-            std::vector<float> k_stored(k.size()), v_stored(v.size());  // as rounded by the cache type
-            for (int64_t p = 0; p < length; ++p) {
-                const int64_t block = block_table[static_cast<size_t>(p / kBlockSize)] * block_bytes;
-                const int64_t slot = p % kBlockSize;
-                const int64_t value_offset = block + slot * slot_bytes + kHeadDim * element_bytes;  // KV head 1
-                float_to_kv(type, &v[p * kHeadDim], &values[value_offset], kHeadDim);
-                kv_to_float(type, &values[value_offset], &v_stored[p * kHeadDim], kHeadDim);
-                for (int64_t d = 0; d < kHeadDim;
-                     ++d) {  // element d of head 1's key: ((1 * head_dim + d) * block_size + slot)
-                    const int64_t key_offset = block + ((kHeadDim + d) * kBlockSize + slot) * element_bytes;
-                    float_to_kv(type, &k[p * kHeadDim + d], &keys[key_offset], 1);
-                    kv_to_float(type, &keys[key_offset], &k_stored[p * kHeadDim + d], 1);
-                }
-            }
-            const KvHeadView view{keys.data() + kHeadDim * kBlockSize * element_bytes,
-                                  values.data() + kHeadDim * element_bytes,
-                                  block_bytes,
-                                  slot_bytes,
-                                  kBlockSize,
-                                  type};
             const float scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
             std::vector<float> scratch(static_cast<size_t>(kGroup * length + (kGroup + 1) * kHeadDim));
             std::vector<float> out(kGroup * kHeadDim);
-            attend_heads(q.data(), kGroup, kHeadDim, view, block_table, length, scale, scratch.data(), out.data());
+            attend_heads(q.data(), kGroup, kHeadDim, paged.view(), paged.block_table, length, 0, scale, scratch.data(),
+                         out.data());
 
             for (int64_t h = 0; h < kGroup; ++h) {
-                std::vector<double> weights(static_cast<size_t>(length));
-                for (int64_t p = 0; p < length; ++p) {
-                    double dot = 0.0;
-                    for (int64_t i = 0; i < kHeadDim; ++i)
-                        dot += static_cast<double>(q[h * kHeadDim + i]) * k_stored[p * kHeadDim + i];
-                    weights[p] = std::exp(dot * scale);
-                }
-                const double total = std::accumulate(weights.begin(), weights.end(), 0.0);
+                const auto expected = paged.expected(&q[h * kHeadDim], 0, length, scale);
                 for (int64_t i = 0; i < kHeadDim; ++i) {
-                    double expected = 0.0;
-                    for (int64_t p = 0; p < length; ++p) expected += weights[p] / total * v_stored[p * kHeadDim + i];
-                    EXPECT_NEAR(out[h * kHeadDim + i], expected, 1e-5)
+                    EXPECT_NEAR(out[h * kHeadDim + i], expected[i], 1e-5)
                         << dtype_name(type) << " length " << length << " head " << h << " element " << i;
                 }
             }
         }
     }
+}
+
+// With a window W, only the last W positions count, and the table entries of blocks wholly before
+// the window are never read: they are -1 here, as a window layer's table holds once the blocks are gone.
+TEST(Ops, AttendHeadsWithAWindowSeesOnlyTheLastWPositions) {
+    constexpr int64_t kHeadDim = PagedHead::kHeadDim, kGroup = 3;
+    struct Case {
+        int64_t length, window;
+    };
+    // Windows cutting through a block (37 - 13 = 24 is a block start, 37 - 11 is not), one position,
+    // exactly the context, and longer than it.
+    for (const Case c : {Case{37, 11}, Case{37, 13}, Case{37, 1}, Case{37, 37}, Case{20, 64}, Case{1, 512}}) {
+        PagedHead paged(DType::F16, c.length);
+        const int64_t first = std::max<int64_t>(0, c.length - c.window);
+        for (int64_t b = 0; b < first / PagedHead::kBlockSize; ++b) paged.block_table[static_cast<size_t>(b)] = -1;
+        const auto q = random_vector(kGroup * kHeadDim, 13, 2.0f);
+        const float scale = 0.3f;
+        std::vector<float> scratch(static_cast<size_t>(kGroup * c.length + (kGroup + 1) * kHeadDim));
+        std::vector<float> out(kGroup * kHeadDim);
+        attend_heads(q.data(), kGroup, kHeadDim, paged.view(), paged.block_table, c.length, c.window, scale,
+                     scratch.data(), out.data());
+        for (int64_t h = 0; h < kGroup; ++h) {
+            const auto expected = paged.expected(&q[h * kHeadDim], first, c.length, scale);
+            for (int64_t i = 0; i < kHeadDim; ++i) {
+                EXPECT_NEAR(out[h * kHeadDim + i], expected[i], 1e-5)
+                    << "length " << c.length << " window " << c.window << " head " << h << " element " << i;
+            }
+        }
+    }
+}
+
+// GeGLU: gelu(gate) * up with the tanh approximation llama.cpp and Gemma use, not erf's exact GELU.
+TEST(Ops, GegluTanhIsTanhApproximatedGeluOfGateTimesUp) {
+    const auto gate = random_vector(257, 19, 3.0f), up = random_vector(257, 20);
+    std::vector<float> out(gate.size());
+    geglu_tanh(gate.data(), up.data(), out.data(), static_cast<int64_t>(gate.size()));
+    const double sqrt_two_over_pi = std::sqrt(2.0 / std::acos(-1.0));
+    for (size_t i = 0; i < out.size(); ++i) {
+        const double x = gate[i];
+        const double gelu = 0.5 * x * (1.0 + std::tanh(sqrt_two_over_pi * (x + 0.044715 * x * x * x)));
+        EXPECT_NEAR(out[i], gelu * up[i], 2e-6 * std::max(1.0, std::fabs(gelu * up[i]))) << x;
+    }
+    // Known values of the approximation: gelu(1) = 0.841192, gelu(-1) = -0.158808; in place (out = gate).
+    std::vector<float> x = {1.0f, -1.0f, 0.0f}, ones(3, 1.0f);
+    geglu_tanh(x.data(), ones.data(), x.data(), 3);
+    EXPECT_NEAR(x[0], 0.8411920f, 1e-6f);
+    EXPECT_NEAR(x[1], -0.1588080f, 1e-6f);
+    EXPECT_EQ(x[2], 0.0f);
 }
 
 }  // namespace

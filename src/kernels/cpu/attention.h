@@ -30,6 +30,7 @@ struct AttentionRun {
     int64_t heads = 0;
     int64_t head_dim = 0;  // a multiple of 16
     int64_t first_position = 0;
+    int64_t window = 0;  // 0: causal over the whole sequence; W: the token at position p sees [p - W + 1, p] only
 };
 
 // Floats of scratch attend_run needs for runs of up to kMaxRunTokens tokens of `heads` heads.
@@ -39,8 +40,11 @@ int64_t attention_scratch_floats(int64_t heads, int64_t head_dim);
 bool attention_run_supports(int64_t head_dim);
 
 // out = softmax(scale * q · K^T, causal) · V for every query of the run; token t attends to positions
-// [0, first_position + t] of the sequence whose blocks are `block_table`. scratch: the calling
-// thread's attention_scratch_floats floats.
+// [0, first_position + t] of the sequence whose blocks are `block_table`, or with a window W to the last
+// W of them (llama.cpp's standard sliding window: position p0 is hidden from p1 when p1 - p0 >= W). Keys,
+// values and block table entries of positions outside every token's window are never read, so a
+// window layer's table may hold anything there. scratch: the calling thread's attention_scratch_floats
+// floats.
 void attend_run(const AttentionRun& run, const KvHeadView& kv, std::span<const int32_t> block_table, float scale,
                 float* scratch);
 

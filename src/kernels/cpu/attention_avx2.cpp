@@ -58,6 +58,15 @@ struct Avx2Vec {
         const __m256 f = _mm256_set1_ps(fill);
         return {_mm256_blendv_ps(f, v.low, low_mask), _mm256_blendv_ps(f, v.high, high_mask)};
     }
+    static Type drop_first(Type v, int64_t count, float fill) {
+        const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+        const __m256i dropped = _mm256_set1_epi32(static_cast<int>(std::clamp<int64_t>(count, 0, 16)));
+        const __m256 low_mask = _mm256_castsi256_ps(_mm256_cmpgt_epi32(dropped, lane));
+        const __m256 high_mask =
+            _mm256_castsi256_ps(_mm256_cmpgt_epi32(dropped, _mm256_add_epi32(lane, _mm256_set1_epi32(8))));
+        const __m256 f = _mm256_set1_ps(fill);
+        return {_mm256_blendv_ps(v.low, f, low_mask), _mm256_blendv_ps(v.high, f, high_mask)};
+    }
     // 16 cache elements as floats: exact, so equal to ops.h's kv_to_float.
     static __m256 load8(DType type, const uint8_t* p) {
         if (type == DType::F16) return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));

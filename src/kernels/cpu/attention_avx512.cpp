@@ -33,6 +33,11 @@ struct Avx512Vec {
         const __mmask16 mask = static_cast<__mmask16>((1u << kept) - 1u);
         return _mm512_mask_blend_ps(mask, _mm512_set1_ps(fill), v);
     }
+    static Type drop_first(Type v, int64_t count, float fill) {
+        const int dropped = static_cast<int>(std::clamp<int64_t>(count, 0, 16));
+        const __mmask16 mask = static_cast<__mmask16>((1u << dropped) - 1u);
+        return _mm512_mask_blend_ps(mask, v, _mm512_set1_ps(fill));
+    }
     // 16 cache elements as floats: exact, so equal to ops.h's kv_to_float.
     template <DType kType>
     static Type load_kv(const uint8_t* p) {

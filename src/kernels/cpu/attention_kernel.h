@@ -2,8 +2,9 @@
 // provides: zero, set1, load, store, load_kv<type> (16 cache elements as floats, exactly), add, sub,
 // mul, fma (a * b + c, one rounding), max, hmax, hsum
 // (((v[i] + v[i+8]) then + [i+4], + [i+2], + [i+1]: one fixed order), keep_first (lanes >= count set
-// to a fill value), exp (fast_exp.h's canonical_exp, lane by lane) and kv_to_float (exact, as ops.h's). Only headers;
-// included by attention_scalar.cpp, attention_avx2.cpp and attention_avx512.cpp, each with its own Vec.
+// to a fill value), drop_first (lanes < count set to a fill value), exp (fast_exp.h's canonical_exp,
+// lane by lane) and kv_to_float (exact, as ops.h's). Only headers; included by attention_scalar.cpp,
+// attention_avx2.cpp and attention_avx512.cpp, each with its own Vec.
 #pragma once
 
 #include <algorithm>
@@ -80,11 +81,16 @@ ChunkView converted_chunk(const ChunkView& chunk, int64_t count, int64_t head_di
                      reinterpret_cast<const uint8_t*>(s.values), head_dim * 4};
 }
 
-// Otherwise positions [base, base + count) gathered into the scratch as float32.
-inline ChunkView gathered_chunk(const KvHeadView& kv, std::span<const int32_t> block_table, int64_t base, int64_t count,
-                                int64_t head_dim, const Scratch& s) {
+// Otherwise positions [base + skip, base + count) gathered into the scratch as float32; the first `skip`
+// lanes, before every window of the run, are zeros (their blocks may be gone).
+inline ChunkView gathered_chunk(const KvHeadView& kv, std::span<const int32_t> block_table, int64_t base, int64_t skip,
+                                int64_t count, int64_t head_dim, const Scratch& s) {
     float key[512];  // head_dim <= 512 (attention_run_supports)
-    for (int64_t k = 0; k < count; ++k) {
+    for (int64_t k = 0; k < skip; ++k) {
+        for (int64_t d = 0; d < head_dim; ++d) s.keys_transposed[d * kChunk + k] = 0.0f;
+        std::fill(s.values + k * head_dim, s.values + (k + 1) * head_dim, 0.0f);
+    }
+    for (int64_t k = skip; k < count; ++k) {
         const int64_t position = base + k;
         const int64_t block = block_table[static_cast<size_t>(position / kv.block_size)];
         gather_key(kv, block, position % kv.block_size, head_dim, key);
@@ -122,6 +128,7 @@ struct RowRef {
     const float* q;   // (head_dim)
     int64_t row;      // index into the scratch's per-row state
     int64_t visible;  // causal positions of the chunk this row sees: 1 .. kChunk
+    int64_t hidden;   // of those, the first ones before the row's window: 0 .. visible - 1 (0 without a window)
 };
 
 // R query rows against one chunk (online softmax). Per row, the arithmetic never depends on R or on
@@ -142,28 +149,32 @@ void update_rows(const RowRef* rows, int64_t head_dim, float scale, const Scratc
     }
     const float negative_infinity = -std::numeric_limits<float>::infinity();
     float correction[R];
-    int64_t most_visible = 0;
+    int64_t most_visible = 0, least_hidden = kChunk;
     for (int r = 0; r < R; ++r) {
         const RowRef& row = rows[r];
         const V sum = Vec::add(Vec::add(chains[r][0], chains[r][1]), Vec::add(chains[r][2], chains[r][3]));
-        const V scores = Vec::keep_first(Vec::mul(sum, Vec::set1(scale)), row.visible, negative_infinity);
+        V scores = Vec::keep_first(Vec::mul(sum, Vec::set1(scale)), row.visible, negative_infinity);
+        if (row.hidden > 0) scores = Vec::drop_first(scores, row.hidden, negative_infinity);
         const float old_max = s.running_max[row.row];
         const float new_max = std::max(old_max, Vec::hmax(scores));
         correction[r] = canonical_exp(old_max - new_max);
-        const V weights = Vec::keep_first(Vec::exp(Vec::sub(scores, Vec::set1(new_max))), row.visible, 0.0f);
+        V weights = Vec::keep_first(Vec::exp(Vec::sub(scores, Vec::set1(new_max))), row.visible, 0.0f);
+        if (row.hidden > 0) weights = Vec::drop_first(weights, row.hidden, 0.0f);
         s.running_max[row.row] = new_max;
         s.denominator[row.row] = std::fma(s.denominator[row.row], correction[r], Vec::hsum(weights));
         Vec::store(s.weights + r * kChunk, weights);
         most_visible = std::max(most_visible, row.visible);
+        least_hidden = std::min(least_hidden, row.hidden);
     }
     for (int64_t d = 0; d < head_dim; d += kChunk) {
         V acc[R];
         for (int r = 0; r < R; ++r)
             acc[r] = Vec::mul(Vec::load(s.output + rows[r].row * head_dim + d), Vec::set1(correction[r]));
-        for (int64_t k = 0; k < most_visible; ++k) {
+        for (int64_t k = least_hidden; k < most_visible; ++k) {
             const V value = Vec::template load_kv<kType>(chunk.values + k * chunk.value_stride + d * kElement);
             for (int r = 0; r < R; ++r)
-                if (k < rows[r].visible) acc[r] = Vec::fma(Vec::set1(s.weights[r * kChunk + k]), value, acc[r]);
+                if (k >= rows[r].hidden && k < rows[r].visible)
+                    acc[r] = Vec::fma(Vec::set1(s.weights[r * kChunk + k]), value, acc[r]);
         }
         for (int r = 0; r < R; ++r) Vec::store(s.output + rows[r].row * head_dim + d, acc[r]);
     }
@@ -180,16 +191,25 @@ void update_row_block(const RowRef* rows, int count, int64_t head_dim, float sca
     }
 }
 
+// The first position the token at `position` sees.
+inline int64_t window_start(const AttentionRun& run, int64_t position) {
+    return run.window > 0 ? std::max<int64_t>(0, position - run.window + 1) : 0;
+}
+
 // Every row of the run that sees part of the chunk at `base`, four at a time.
 template <typename Vec, DType kType>
 void attend_chunk(const AttentionRun& run, int64_t base, float scale, const Scratch& s, const ChunkView& chunk) {
     RowRef block[kRowBlock];
     int filled = 0;
     for (int64_t t = 0; t < run.tokens; ++t) {
-        const int64_t visible = std::min<int64_t>(kChunk, run.first_position + t + 1 - base);
+        const int64_t position = run.first_position + t;
+        const int64_t visible = std::min<int64_t>(kChunk, position + 1 - base);
         if (visible <= 0) continue;  // this chunk is wholly in the token's future
+        const int64_t hidden = std::max<int64_t>(0, window_start(run, position) - base);
+        if (hidden >= kChunk) continue;  // or wholly before its window
         for (int64_t h = 0; h < run.heads; ++h) {
-            block[filled++] = RowRef{run.q + t * run.token_stride + h * run.head_dim, t * run.heads + h, visible};
+            block[filled++] =
+                RowRef{run.q + t * run.token_stride + h * run.head_dim, t * run.heads + h, visible, hidden};
             if (filled == kRowBlock) {
                 update_row_block<Vec, kType>(block, filled, run.head_dim, scale, s, chunk);
                 filled = 0;
@@ -208,14 +228,17 @@ void attend_run(const AttentionRun& run, const KvHeadView& kv, std::span<const i
     std::fill(s.denominator, s.denominator + rows, 0.0f);
     std::fill(s.output, s.output + rows * head_dim, 0.0f);
     const int64_t length = run.first_position + run.tokens;  // positions the last token sees
-    prefetch_chunk(kv, block_table, 0, std::min<int64_t>(kChunk, length), head_dim);
-    for (int64_t base = 0; base < length; base += kChunk) {
+    const int64_t start = window_start(run, run.first_position);  // the first position any token sees
+    const int64_t first_base = start / kChunk * kChunk;
+    prefetch_chunk(kv, block_table, start, std::min<int64_t>(first_base + kChunk, length) - start, head_dim);
+    for (int64_t base = first_base; base < length; base += kChunk) {
         if (base + kChunk < length)
             prefetch_chunk(kv, block_table, base + kChunk, std::min<int64_t>(kChunk, length - base - kChunk), head_dim);
         if (kv.block_size % kChunk != 0) {
             const int64_t count = std::min<int64_t>(kChunk, length - base);
+            const int64_t skip = std::max<int64_t>(0, start - base);
             attend_chunk<Vec, DType::F32>(run, base, scale, s,
-                                          gathered_chunk(kv, block_table, base, count, head_dim, s));
+                                          gathered_chunk(kv, block_table, base, skip, count, head_dim, s));
             continue;
         }
         const ChunkView chunk = cache_chunk(kv, block_table, base);

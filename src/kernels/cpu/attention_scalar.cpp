@@ -56,6 +56,11 @@ struct ScalarVec {
         for (int64_t i = std::max<int64_t>(count, 0); i < 16; ++i) out[i] = fill;
         return out;
     }
+    static Type drop_first(const Type& v, int64_t count, float fill) {
+        Type out = v;
+        for (int64_t i = 0; i < std::min<int64_t>(count, 16); ++i) out[i] = fill;
+        return out;
+    }
     template <DType kType>
     static Type load_kv(const uint8_t* p) {
         Type v;

@@ -19,6 +19,21 @@ void swiglu_avx2(const float* gate, const float* up, float* out, int64_t n) {
     swiglu_scalar(gate + i, up + i, out + i, n - i);
 }
 
+// The operations of geglu_tanh_scalar, eight lanes at a time.
+void geglu_tanh_avx2(const float* gate, const float* up, float* out, int64_t n) {
+    const __m256 one = _mm256_set1_ps(1.0f), cubic = _mm256_set1_ps(kGeluCubic);
+    const __m256 exp_scale = _mm256_set1_ps(kGeluMinusTwoSqrtTwoOverPi);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 x = _mm256_loadu_ps(gate + i);
+        const __m256 inner = _mm256_fmadd_ps(_mm256_mul_ps(cubic, _mm256_mul_ps(x, x)), x, x);
+        const __m256 exp_term = canonical_exp_avx2(_mm256_mul_ps(exp_scale, inner));
+        const __m256 gelu = _mm256_div_ps(x, _mm256_add_ps(one, exp_term));
+        _mm256_storeu_ps(out + i, _mm256_mul_ps(gelu, _mm256_loadu_ps(up + i)));
+    }
+    geglu_tanh_scalar(gate + i, up + i, out + i, n - i);
+}
+
 void exp_of_scaled_difference_avx2(const float* x, float subtract, float multiply, float* out, int64_t n) {
     const __m256 offset = _mm256_set1_ps(subtract), scale = _mm256_set1_ps(multiply);
     int64_t i = 0;

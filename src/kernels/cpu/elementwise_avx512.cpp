@@ -21,6 +21,21 @@ void swiglu_avx512(const float* gate, const float* up, float* out, int64_t n) {
     swiglu_scalar(gate + i, up + i, out + i, n - i);
 }
 
+// The operations of geglu_tanh_scalar, sixteen lanes at a time.
+void geglu_tanh_avx512(const float* gate, const float* up, float* out, int64_t n) {
+    const __m512 one = _mm512_set1_ps(1.0f), cubic = _mm512_set1_ps(kGeluCubic);
+    const __m512 exp_scale = _mm512_set1_ps(kGeluMinusTwoSqrtTwoOverPi);
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const __m512 x = _mm512_loadu_ps(gate + i);
+        const __m512 inner = _mm512_fmadd_ps(_mm512_mul_ps(cubic, _mm512_mul_ps(x, x)), x, x);
+        const __m512 exp_term = canonical_exp_avx512(_mm512_mul_ps(exp_scale, inner));
+        const __m512 gelu = _mm512_div_ps(x, _mm512_add_ps(one, exp_term));
+        _mm512_storeu_ps(out + i, _mm512_mul_ps(gelu, _mm512_loadu_ps(up + i)));
+    }
+    geglu_tanh_scalar(gate + i, up + i, out + i, n - i);
+}
+
 void exp_of_scaled_difference_avx512(const float* x, float subtract, float multiply, float* out, int64_t n) {
     const __m512 offset = _mm512_set1_ps(subtract), scale = _mm512_set1_ps(multiply);
     int64_t i = 0;

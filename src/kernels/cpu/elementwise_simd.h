@@ -8,6 +8,11 @@ namespace tempered {
 
 void swiglu_avx2(const float* gate, const float* up, float* out, int64_t n);
 void swiglu_avx512(const float* gate, const float* up, float* out, int64_t n);
+void geglu_tanh_avx2(const float* gate, const float* up, float* out, int64_t n);
+void geglu_tanh_avx512(const float* gate, const float* up, float* out, int64_t n);
+
+// geglu_tanh's constants: the cubic coefficient, and -2 sqrt(2 / pi) (0.5 (1 + tanh(u)) = 1 / (1 + exp(-2u))).
+inline constexpr float kGeluCubic = 0.044715f, kGeluMinusTwoSqrtTwoOverPi = -1.5957691216057308f;
 void exp_of_scaled_difference_avx2(const float* x, float subtract, float multiply, float* out, int64_t n);
 void exp_of_scaled_difference_avx512(const float* x, float subtract, float multiply, float* out, int64_t n);
 // Round to nearest even, as float_to_half.

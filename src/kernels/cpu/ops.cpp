@@ -45,6 +45,10 @@ void rmsnorm(const float* x, const float* weight, float* y, int64_t n, float eps
     for (int64_t i = 0; i < n; ++i) y[i] = x[i] * scale * weight[i];
 }
 
+void rmsnorm_each(float* x, int64_t count, const float* weight, int64_t n, float epsilon) {
+    for (int64_t i = 0; i < count; ++i) rmsnorm(x + i * n, weight, x + i * n, n, epsilon);
+}
+
 void rope_angles(float position, const float* inverse_frequencies, int64_t pairs, float* cos_angles,
                  float* sin_angles) {
     for (int64_t i = 0; i < pairs; ++i) {
@@ -103,6 +107,23 @@ void swiglu(const float* gate, const float* up, float* out, int64_t n) {
     swiglu_scalar(gate, up, out, n);
 }
 
+void geglu_tanh_scalar(const float* gate, const float* up, float* out, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) {
+        const float x = gate[i];
+        const float inner = std::fma(kGeluCubic * (x * x), x, x);  // x + 0.044715 x^3
+        out[i] = x / (1.0f + canonical_exp(kGeluMinusTwoSqrtTwoOverPi * inner)) * up[i];
+    }
+}
+
+void geglu_tanh(const float* gate, const float* up, float* out, int64_t n) {
+    switch (active_cpu_isa()) {
+        case CpuIsa::Avx512: return geglu_tanh_avx512(gate, up, out, n);
+        case CpuIsa::Avx2: return geglu_tanh_avx2(gate, up, out, n);
+        case CpuIsa::Scalar: break;
+    }
+    geglu_tanh_scalar(gate, up, out, n);
+}
+
 void exp_of_scaled_difference(const float* x, float subtract, float multiply, float* out, int64_t n) {
     switch (active_cpu_isa()) {
         case CpuIsa::Avx512: return exp_of_scaled_difference_avx512(x, subtract, multiply, out, n);
@@ -153,22 +174,26 @@ void gather_key(const KvHeadView& kv, int64_t block, int64_t slot, int64_t head_
 }
 
 void attend_heads(const float* q, int64_t heads, int64_t head_dim, const KvHeadView& kv,
-                  std::span<const int32_t> block_table, int64_t length, float scale, float* scratch, float* out) {
-    float* scores = scratch;                // (heads, length)
-    float* row = scratch + heads * length;  // (head_dim): one key or value, as float
-    float* accumulator = row + head_dim;    // (heads, head_dim)
+                  std::span<const int32_t> block_table, int64_t length, int64_t window, float scale, float* scratch,
+                  float* out) {
+    const int64_t first = window > 0 ? std::max<int64_t>(0, length - window) : 0;
+    const int64_t seen = length - first;  // positions [first, length)
+    float* scores = scratch;              // (heads, seen)
+    float* row = scratch + heads * seen;  // (head_dim): one key or value, as float
+    float* accumulator = row + head_dim;  // (heads, head_dim)
     auto block_of = [&](int64_t position) { return block_table[static_cast<size_t>(position / kv.block_size)]; };
-    for (int64_t p = 0; p < length; ++p) {
+    for (int64_t p = first; p < length; ++p) {
         gather_key(kv, block_of(p), p % kv.block_size, head_dim, row);
-        for (int64_t h = 0; h < heads; ++h) scores[h * length + p] = scale * dot(q + h * head_dim, row, head_dim);
+        for (int64_t h = 0; h < heads; ++h)
+            scores[h * seen + p - first] = scale * dot(q + h * head_dim, row, head_dim);
     }
-    for (int64_t h = 0; h < heads; ++h) softmax(scores + h * length, length);
+    for (int64_t h = 0; h < heads; ++h) softmax(scores + h * seen, seen);
     std::fill(accumulator, accumulator + heads * head_dim, 0.0f);
-    for (int64_t p = 0; p < length; ++p) {
+    for (int64_t p = first; p < length; ++p) {
         kv_to_float(kv.type, kv.values + block_of(p) * kv.block_stride + (p % kv.block_size) * kv.slot_stride, row,
                     head_dim);
         for (int64_t h = 0; h < heads; ++h) {
-            const float weight = scores[h * length + p];
+            const float weight = scores[h * seen + p - first];
             float* acc = accumulator + h * head_dim;
             for (int64_t i = 0; i < head_dim; ++i) acc[i] += weight * row[i];
         }

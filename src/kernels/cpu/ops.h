@@ -14,6 +14,10 @@ namespace tempered {
 // y (n) = x / sqrt(mean(x^2) + epsilon) * weight. y may alias x.
 void rmsnorm(const float* x, const float* weight, float* y, int64_t n, float epsilon);
 
+// rmsnorm() of each of `count` consecutive vectors of n floats of x, in place, all with the same weight (n):
+// the per-head query and key norms of Qwen3 and Gemma 3, applied to a token's heads side by side.
+void rmsnorm_each(float* x, int64_t count, const float* weight, int64_t n, float epsilon);
+
 // Which elements a rotary embedding rotates together as pair i of rotary_dims/2 pairs.
 enum class RotaryPairing {
     AdjacentElements,  // (x[2i], x[2i+1])
@@ -37,6 +41,13 @@ void softmax(float* x, int64_t n);
 // fast_exp.h's canonical_exp. out may alias gate or up. Vectorised where the CPU allows; the same bits.
 void swiglu(const float* gate, const float* up, float* out, int64_t n);
 void swiglu_scalar(const float* gate, const float* up, float* out, int64_t n);
+
+// out (n) = gelu(gate) * up, the GeGLU feed-forward activation (Gemma), with GELU's tanh approximation
+// gelu(x) = x / 2 * (1 + tanh(u)), u = sqrt(2 / pi) * (x + 0.044715 x^3), computed as the equal
+// x / (1 + exp(-2u)) with fast_exp.h's canonical_exp. out may alias gate or up. Vectorised where the
+// CPU allows; the same bits.
+void geglu_tanh(const float* gate, const float* up, float* out, int64_t n);
+void geglu_tanh_scalar(const float* gate, const float* up, float* out, int64_t n);
 
 // out (n) = canonical_exp((x - subtract) * multiply) (fast_exp.h), e.g. a sampler's weights
 // exp((logit - best) / T). out may alias x. Vectorised where the CPU allows; the same bits.
@@ -68,11 +79,13 @@ void gather_key(const KvHeadView& kv, int64_t block, int64_t slot, int64_t head_
 
 // For each of `heads` query heads sharing one KV head (a GQA group):
 // out[h] (head_dim) = softmax(scale * q[h] · K^T) · V over positions [0, length) of one sequence, whose
-// position p lives in slot p % block_size of block block_table[p / block_size]. Each cached key and
-// value is converted to float once for the whole group.
+// position p lives in slot p % block_size of block block_table[p / block_size]; with a window W > 0 over
+// the last W of them only, [max(0, length - W), length), and no other position or table entry is read.
+// Each cached key and value is converted to float once for the whole group.
 // q, out: (heads, head_dim); scratch: at least heads * length + (heads + 1) * head_dim floats, owned by
 // the calling thread.
 void attend_heads(const float* q, int64_t heads, int64_t head_dim, const KvHeadView& kv,
-                  std::span<const int32_t> block_table, int64_t length, float scale, float* scratch, float* out);
+                  std::span<const int32_t> block_table, int64_t length, int64_t window, float scale, float* scratch,
+                  float* out);
 
 }  // namespace tempered
