@@ -49,8 +49,18 @@ constexpr double kPerplexityRelativeTolerance = 0.01;
 struct Family {
     const char* name;        // fixture directory under tests/fixtures/model/
     const char* model_file;  // in $TEMPERED_MODEL_DIR
-    float quantized_logit_tolerance;  // largest |our logit - llama.cpp's| on the quantized file; see below
+    // Largest |our logit - llama.cpp's| on the quantized file, where the engines' 8-bit activations round
+    // differently (for SmolLM2 up to 1.20 of a logit; see model_llama_oracle_test.cpp). The top-1 and
+    // near-tie checks are the sharp ones; this bound catches a pass that is wrong everywhere.
+    float quantized_logit_tolerance;
 };
+
+// Qwen2.5: measured 0.37 over the 22 prompts (our Q5_0 matrices multiplied as float32 at the time); the
+// SmolLM2 bound of 2.0 leaves room for 8-bit activation kernels on those matrices.
+constexpr Family kQwen2{"qwen2", "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf", 2.0f};
+// Gemma 3: measured 1.88 (python_code; 0.54-1.34 on the others). Its logits span tens, its residual
+// stream is large (embeddings times sqrt(640)), and llama.cpp's GELU reads a float16 table.
+constexpr Family kGemma3{"gemma3", "gemma-3-270m-Q4_K_M.gguf", 3.0f};
 
 struct LoadedModels {
     std::string family;
@@ -296,7 +306,10 @@ TEST_P(FamilyOracle, PerplexityWithinOnePercentOfLlamaCpp) {
 
 // Separate suites per family so that each family's tests run together and its models load once.
 INSTANTIATE_TEST_SUITE_P(Qwen2, FamilyOracle,
-                         ::testing::Values(Family{"qwen2", "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf", 2.0f}),
+                         ::testing::Values(kQwen2),
+                         [](const auto& info) { return std::string(info.param.name); });
+INSTANTIATE_TEST_SUITE_P(Gemma3, FamilyOracle,
+                         ::testing::Values(kGemma3),
                          [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace
