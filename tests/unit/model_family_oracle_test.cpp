@@ -29,7 +29,8 @@
 namespace tempered {
 namespace {
 
-// Largest |our logit - llama.cpp's| on the float32 copy (the bound).
+// Largest |our logit - llama.cpp's| on the float32 copy (the bound). Measured over the 22 prompts:
+// 0.0088 on Qwen2.5, 0.027 on Gemma 3 (whose GELU llama.cpp reads from a float16 table).
 constexpr float kFloat32LogitTolerance = 0.05f;
 // A greedy choice on the float32 copy may differ from llama.cpp's only where llama.cpp's top-2 margin is
 // below what two logits each off by the tolerance can swap.
@@ -41,9 +42,6 @@ constexpr double kFloat32IdenticalShare = 0.9;
 // (bench/results/family_oracles-2026-12-01.md records that run).
 constexpr size_t kFloat32GreedyPromptsInCi = 3;
 constexpr size_t kQuantizedGreedyPromptsInCi = 8;
-// On the quantized files the engines' 8-bit activations round differently; the same near-tie bound as the
-// SmolLM2 and first Qwen2 oracles.
-constexpr float kQuantizedNearTieMargin = 0.75f;
 constexpr double kPerplexityRelativeTolerance = 0.01;
 
 struct Family {
@@ -53,14 +51,21 @@ struct Family {
     // differently (for SmolLM2 up to 1.20 of a logit; see model_llama_oracle_test.cpp). The top-1 and
     // near-tie checks are the sharp ones; this bound catches a pass that is wrong everywhere.
     float quantized_logit_tolerance;
+    // On the quantized file a top-1 or greedy choice may differ from llama.cpp's only where llama.cpp's
+    // top-2 margin was below this: within what that rounding noise can swap.
+    float quantized_near_tie_margin;
 };
 
-// Qwen2.5: measured 0.37 over the 22 prompts (our Q5_0 matrices multiplied as float32 at the time); the
-// SmolLM2 bound of 2.0 leaves room for 8-bit activation kernels on those matrices.
-constexpr Family kQwen2{"qwen2", "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf", 2.0f};
-// Gemma 3: measured 1.88 (python_code; 0.54-1.34 on the others). Its logits span tens, its residual
-// stream is large (embeddings times sqrt(640)), and llama.cpp's GELU reads a float16 table.
-constexpr Family kGemma3{"gemma3", "gemma-3-270m-Q4_K_M.gguf", 3.0f};
+// Qwen2.5: logits measured 0.37 over the 22 prompts (our Q5_0 matrices multiplied as float32 at the time);
+// the SmolLM2 bound of 2.0 leaves room for 8-bit activation kernels on those matrices. Near-ties: the
+// SmolLM2 and first Qwen2 oracles' 0.75 (largest divergence margin measured: 0.15).
+constexpr Family kQwen2{"qwen2", "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf", 2.0f, 0.75f};
+// Gemma 3: logits measured 1.88 (python_code; 0.54-1.34 on the others). Its logits span tens, its residual
+// stream is large (embeddings times sqrt(640)), and llama.cpp's GELU reads a float16 table. Near-ties:
+// one log-probability moves by up to 0.54 (Gemma3Oracle's measurement), so two can swap at a margin up to
+// 1.08. Measured: html diverges at a margin of 0.79 on the quantized file, while its 64 steps on the
+// float32 copy are identical to llama.cpp's, so that divergence is rounding noise, not the forward pass.
+constexpr Family kGemma3{"gemma3", "gemma-3-270m-Q4_K_M.gguf", 3.0f, 1.1f};
 
 struct LoadedModels {
     std::string family;
@@ -239,7 +244,7 @@ TEST_P(FamilyOracle, QuantizedTop1MatchesLlamaCppExceptAtNearTies) {
         agree += top1 == theirs.top_ids[0];
         const float margin = theirs.margin_to(top1);
         EXPECT_LE(delta, GetParam().quantized_logit_tolerance) << prompts()[p]["name"];
-        EXPECT_LT(margin, kQuantizedNearTieMargin) << prompts()[p]["name"] << ": top-1 differs";
+        EXPECT_LT(margin, GetParam().quantized_near_tie_margin) << prompts()[p]["name"] << ": top-1 differs";
         if (top1 == theirs.top_ids[0]) {
             std::printf("  %-20s max|dlogit| %.4f  top-1 same (llama.cpp's top-2 margin %.4f)\n",
                         prompts()[p]["name"].get<std::string>().c_str(), delta, theirs.margin_to(theirs.top_ids[1]));
@@ -257,7 +262,7 @@ TEST_P(FamilyOracle, QuantizedGreedyContinuationsDivergeOnlyAfterNearTies) {
     int identical = 0;
     for (size_t p = 0; p < count; ++p) {
         const auto& prompt = prompts()[p];
-        identical += follow_greedy(quantized(), prompt, "quantized", kQuantizedNearTieMargin) ==
+        identical += follow_greedy(quantized(), prompt, "quantized", GetParam().quantized_near_tie_margin) ==
                      prompt["quantized"]["greedy_tokens"].size();
     }
     std::printf("%s quantized: identical 64-token greedy continuations: %d/%zu\n", GetParam().name, identical,
