@@ -187,8 +187,8 @@ int64_t KvBlockPool::adopt_cached_prefix(int32_t sequence, std::span<const int32
     }
     const int64_t blocks = longest_usable_prefix(hits);
     for (int64_t group = 0; group < group_count; ++group) {
-        const int64_t first = first_block_in_window(blocks * block_size,
-                                                    groups_.group_window[static_cast<size_t>(group)], block_size);
+        const int64_t first =
+            first_block_in_window(blocks * block_size, groups_.group_window[static_cast<size_t>(group)], block_size);
         for (int64_t b = 0; b < blocks; ++b) {
             const int32_t block = b < first ? -1 : hits[static_cast<size_t>(group)][static_cast<size_t>(b)];
             if (block >= 0) add_reference(block);

@@ -33,14 +33,14 @@ struct DecoderSpec {
     bool qk_norm = false;                             // RMSNorm of each query and key head before rope (qwen3, gemma3)
     NormPlacement norm_placement = NormPlacement::PreNorm;
     GateActivation activation = GateActivation::Silu;
-    float attention_scale = 0.0f;   // softmax scale of q·k; 0 means 1/sqrt(head_dim)
-    float embedding_scale = 1.0f;   // the embedding rows are multiplied by it
+    float attention_scale = 0.0f;               // softmax scale of q·k; 0 means 1/sqrt(head_dim)
+    float embedding_scale = 1.0f;               // the embedding rows are multiplied by it
     bool scale_embeddings_by_sqrt_dim = false;  // gemma: the loader sets embedding_scale = sqrt(embedding_dim)
     // Sliding-window families: every global_layer_period-th layer (i % period == period - 1) is global,
     // the others see the file's {arch}.attention.sliding_window positions; 0: every layer global.
     int64_t global_layer_period = 0;
     float window_rope_freq_base = 0.0f;  // rope base of the window layers; 0: the file's, as global layers
-    bool final_norm = true;         // output_norm before the output projection
+    bool final_norm = true;              // output_norm before the output projection
     bool tied_output = false;       // output projection is token_embd: set by the loader when output.weight is absent
     std::vector<LayerSpec> layers;  // (layer_count); filled by the loader, all global unless the family says otherwise
 };

@@ -148,8 +148,8 @@ RotaryPairing rotary_pairing(RopeStyle style) {
 }
 
 KvCacheShape kv_cache_shape(const ModelConfig& config, DType type, int64_t block_size) {
-    return KvCacheShape{config.layer_count, config.kv_head_count, config.head_dim, block_size, type,
-                        config.layer_attention_windows};
+    return KvCacheShape{
+        config.layer_count, config.kv_head_count, config.head_dim, block_size, type, config.layer_attention_windows};
 }
 
 }  // namespace tempered

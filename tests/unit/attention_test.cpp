@@ -163,7 +163,7 @@ TEST(Attention, WindowedRunSeesOnlyTheLastWPositions) {
     std::mt19937 rng(29);
     // Windows cutting through a block and through a chunk, runs longer than the window, a window longer
     // than the context, a window of one position, and one ending exactly on a chunk boundary.
-    const WindowCase cases[] = {{100, 1, 40}, {37, 32, 20}, {5, 3, 64}, {64, 16, 16},
+    const WindowCase cases[] = {{100, 1, 40}, {37, 32, 20}, {5, 3, 64},   {64, 16, 16},
                                 {200, 32, 1}, {130, 5, 50}, {47, 1, 512}, {90, 32, 33}};
     for (DType type : {DType::F32, DType::F16}) {
         for (int64_t block_size : {16, 8, 32}) {
@@ -180,7 +180,7 @@ TEST(Attention, WindowedRunSeesOnlyTheLastWPositions) {
                 const float scale = 0.2f;
                 std::vector<float> expected_bits(q.size(), 0.0f);
                 AttentionRun run{q.data(), expected_bits.data(), token_stride, c.tokens, kHeads,
-                                 kHeadDim, c.first_position, c.window};
+                                 kHeadDim, c.first_position,     c.window};
                 attend_run_with_isa(run, layer.view(), layer.block_table, scale, scratch.data(), CpuIsa::Scalar);
                 for (int64_t t = 0; t < c.tokens; ++t) {
                     const int64_t position = c.first_position + t;

@@ -262,11 +262,12 @@ TEST(KvSlidingWindow, Gemma3SequenceOf2000TokensHoldsItsWindowNotItsLength) {
     EXPECT_EQ(global_in_group_blocks, 750);
     EXPECT_EQ(global_held * KvBlockPool::pool_block_bytes(global_model),
               global_in_group_blocks * KvBlockPool::pool_block_bytes(window_model));
-    std::printf("Gemma 3 pattern (18 layers, every 6th global, W = 512, blocks of 16), one 2,000-token sequence: "
-                "%lld blocks of 3 layers held (3 global layers x 2,000 + 15 window layers x 528 positions) vs %lld "
-                "for all-global attention (18 x 2,000), %.1f%%\n",
-                static_cast<long long>(held_at_length), static_cast<long long>(global_in_group_blocks),
-                100.0 * static_cast<double>(held_at_length) / static_cast<double>(global_in_group_blocks));
+    std::printf(
+        "Gemma 3 pattern (18 layers, every 6th global, W = 512, blocks of 16), one 2,000-token sequence: "
+        "%lld blocks of 3 layers held (3 global layers x 2,000 + 15 window layers x 528 positions) vs %lld "
+        "for all-global attention (18 x 2,000), %.1f%%\n",
+        static_cast<long long>(held_at_length), static_cast<long long>(global_in_group_blocks),
+        100.0 * static_cast<double>(held_at_length) / static_cast<double>(global_in_group_blocks));
 }
 
 }  // namespace

@@ -116,9 +116,8 @@ protected:
             loaded_.reset();  // one family's models in memory at a time
             auto file = GgufFile::open(path.string());
             ASSERT_TRUE(file.ok()) << file.error().message;
-            loaded_ = std::make_unique<LoadedModels>(
-                LoadedModels{GetParam().name, std::move(file.value()), std::make_unique<ThreadPool>(2), nullptr,
-                             nullptr});
+            loaded_ = std::make_unique<LoadedModels>(LoadedModels{GetParam().name, std::move(file.value()),
+                                                                  std::make_unique<ThreadPool>(2), nullptr, nullptr});
             auto model = load_model(loaded_->file, *loaded_->pool);
             ASSERT_TRUE(model.ok()) << model.error().message;
             loaded_->quantized = std::move(model.value());
@@ -269,8 +268,7 @@ TEST_P(FamilyOracle, QuantizedGreedyContinuationsDivergeOnlyAfterNearTies) {
         identical += follow_greedy(quantized(), prompt, "quantized", GetParam().quantized_near_tie_margin) ==
                      prompt["quantized"]["greedy_tokens"].size();
     }
-    std::printf("%s quantized: identical 64-token greedy continuations: %d/%zu\n", GetParam().name, identical,
-                count);
+    std::printf("%s quantized: identical 64-token greedy continuations: %d/%zu\n", GetParam().name, identical, count);
     EXPECT_GE(identical, 1);  // a forward pass that is wrong everywhere cannot hide behind near-ties alone
 }
 
@@ -314,11 +312,9 @@ TEST_P(FamilyOracle, PerplexityWithinOnePercentOfLlamaCpp) {
 }
 
 // Separate suites per family so that each family's tests run together and its models load once.
-INSTANTIATE_TEST_SUITE_P(Qwen2, FamilyOracle,
-                         ::testing::Values(kQwen2),
+INSTANTIATE_TEST_SUITE_P(Qwen2, FamilyOracle, ::testing::Values(kQwen2),
                          [](const auto& info) { return std::string(info.param.name); });
-INSTANTIATE_TEST_SUITE_P(Gemma3, FamilyOracle,
-                         ::testing::Values(kGemma3),
+INSTANTIATE_TEST_SUITE_P(Gemma3, FamilyOracle, ::testing::Values(kGemma3),
                          [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace

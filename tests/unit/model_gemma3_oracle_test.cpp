@@ -63,8 +63,7 @@ struct Gemma3Oracle : ::testing::Test {
         auto cache = KvBlockPool::for_positions(kv_cache_shape(model_->config(), DType::F16), kLongContext);
         ASSERT_TRUE(cache.ok()) << cache.error().message;
         cache_ = std::move(cache.value());
-        fixture_ =
-            nlohmann::json::parse(testing::read_text_file(testing::fixture_dir("model") / "gemma3_greedy.json"));
+        fixture_ = nlohmann::json::parse(testing::read_text_file(testing::fixture_dir("model") / "gemma3_greedy.json"));
     }
 
     // Runs `tokens` of sequence 0 from `first_position` in one batch; logits of the last one.
@@ -132,8 +131,8 @@ TEST_F(Gemma3Oracle, GreedyTokensDifferOnlyAtNearTies) {
         identical_prompts += identical;
     }
     const double mean_delta = total_delta / steps;
-    std::printf("%d steps; top-1 identical at every step on %d/%zu prompts; |log p delta| max %.4f, mean %.4f\n",
-                steps, identical_prompts, fixture_["prompts"].size(), max_delta, mean_delta);
+    std::printf("%d steps; top-1 identical at every step on %d/%zu prompts; |log p delta| max %.4f, mean %.4f\n", steps,
+                identical_prompts, fixture_["prompts"].size(), max_delta, mean_delta);
     EXPECT_LT(mean_delta, kMeanLogprobTolerance);
 }
 

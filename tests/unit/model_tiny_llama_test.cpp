@@ -532,8 +532,9 @@ TEST(TinyLlamaErrors, SpecFieldsNeedingTensorsTheFileLacksAreRefused) {
     EXPECT_EQ(load_with([](DecoderSpec&) {}), "");
     EXPECT_NE(load_with([](DecoderSpec& s) { s.qk_norm = true; }).find("missing tensor blk.0.attn_q_norm.weight"),
               std::string::npos);
-    EXPECT_NE(load_with([](DecoderSpec& s) { s.norm_placement = NormPlacement::PreAndPostNorm; })
-                  .find("missing tensor blk.0.post_attention_norm.weight"),
+    EXPECT_NE(load_with([](DecoderSpec& s) {
+                  s.norm_placement = NormPlacement::PreAndPostNorm;
+              }).find("missing tensor blk.0.post_attention_norm.weight"),
               std::string::npos);
     EXPECT_EQ(load_with([](DecoderSpec& s) { s.activation = GateActivation::GeluTanh; }), "");
     EXPECT_EQ(load_with([](DecoderSpec& s) { s.layers.assign(kLayers, LayerSpec{.attention_window = 8}); }), "");

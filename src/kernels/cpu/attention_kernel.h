@@ -227,7 +227,7 @@ void attend_run(const AttentionRun& run, const KvHeadView& kv, std::span<const i
     std::fill(s.running_max, s.running_max + rows, -std::numeric_limits<float>::infinity());
     std::fill(s.denominator, s.denominator + rows, 0.0f);
     std::fill(s.output, s.output + rows * head_dim, 0.0f);
-    const int64_t length = run.first_position + run.tokens;  // positions the last token sees
+    const int64_t length = run.first_position + run.tokens;       // positions the last token sees
     const int64_t start = window_start(run, run.first_position);  // the first position any token sees
     const int64_t first_base = start / kChunk * kChunk;
     prefetch_chunk(kv, block_table, start, std::min<int64_t>(first_base + kChunk, length) - start, head_dim);

@@ -184,8 +184,7 @@ void attend_heads(const float* q, int64_t heads, int64_t head_dim, const KvHeadV
     auto block_of = [&](int64_t position) { return block_table[static_cast<size_t>(position / kv.block_size)]; };
     for (int64_t p = first; p < length; ++p) {
         gather_key(kv, block_of(p), p % kv.block_size, head_dim, row);
-        for (int64_t h = 0; h < heads; ++h)
-            scores[h * seen + p - first] = scale * dot(q + h * head_dim, row, head_dim);
+        for (int64_t h = 0; h < heads; ++h) scores[h * seen + p - first] = scale * dot(q + h * head_dim, row, head_dim);
     }
     for (int64_t h = 0; h < heads; ++h) softmax(scores + h * seen, seen);
     std::fill(accumulator, accumulator + heads * head_dim, 0.0f);
