@@ -57,6 +57,9 @@ struct Family {
     float quantized_near_tie_margin;
 };
 
+// SmolLM2 (llama), the same file and bounds as model_llama_oracle_test.cpp, whose full layout runs only 8
+// prompts on the float32 copy: here all 22 do.
+constexpr Family kSmollm2{"smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", 2.0f, 0.75f};
 // Qwen2.5: logits measured 0.37 over the 22 prompts (our Q5_0 matrices multiplied as float32 at the time);
 // the SmolLM2 bound of 2.0 leaves room for 8-bit activation kernels on those matrices. Near-ties: the
 // SmolLM2 and first Qwen2 oracles' 0.75 (largest divergence margin measured: 0.15).
@@ -312,6 +315,8 @@ TEST_P(FamilyOracle, PerplexityWithinOnePercentOfLlamaCpp) {
 }
 
 // Separate suites per family so that each family's tests run together and its models load once.
+INSTANTIATE_TEST_SUITE_P(Smollm2, FamilyOracle, ::testing::Values(kSmollm2),
+                         [](const auto& info) { return std::string(info.param.name); });
 INSTANTIATE_TEST_SUITE_P(Qwen2, FamilyOracle, ::testing::Values(kQwen2),
                          [](const auto& info) { return std::string(info.param.name); });
 INSTANTIATE_TEST_SUITE_P(Gemma3, FamilyOracle, ::testing::Values(kGemma3),
