@@ -55,11 +55,16 @@ struct Family {
     // On the quantized file a top-1 or greedy choice may differ from llama.cpp's only where llama.cpp's
     // top-2 margin was below this: within what that rounding noise can swap.
     float quantized_near_tie_margin;
+    // Prompts the quantized greedy test decodes in CI (all with TEMPERED_ORACLE_ALL_PROMPTS=1).
+    size_t quantized_greedy_prompts_in_ci = kQuantizedGreedyPromptsInCi;
 };
 
 // SmolLM2 (llama), the same file and bounds as model_llama_oracle_test.cpp, whose full layout runs only 8
 // prompts on the float32 copy: here all 22 do.
-constexpr Family kSmollm2{"smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", 2.0f, 0.75f};
+// Its quantized greedy continuations run in CI as LlamaOracle.GreedyContinuationsDivergeOnlyAfterNearTies (all
+// 22 prompts, the same bound); here only in the all-prompts run, where 6/22 are identical: the first 8 alone all
+// part at near-ties (8-bit activation noise on this model), which the "at least one identical" check refuses.
+constexpr Family kSmollm2{"smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", 2.0f, 0.75f, 0};
 // Qwen2.5: logits measured 0.37 over the 22 prompts (our Q5_0 matrices multiplied as float32 at the time);
 // the SmolLM2 bound of 2.0 leaves room for 8-bit activation kernels on those matrices. Near-ties: the
 // SmolLM2 and first Qwen2 oracles' 0.75 (largest divergence margin measured: 0.15).
@@ -264,7 +269,8 @@ TEST_P(FamilyOracle, QuantizedTop1MatchesLlamaCppExceptAtNearTies) {
 }
 
 TEST_P(FamilyOracle, QuantizedGreedyContinuationsDivergeOnlyAfterNearTies) {
-    const size_t count = prompts_to_decode(prompts().size(), kQuantizedGreedyPromptsInCi);
+    const size_t count = prompts_to_decode(prompts().size(), GetParam().quantized_greedy_prompts_in_ci);
+    if (count == 0) GTEST_SKIP() << GetParam().name << ": runs with TEMPERED_ORACLE_ALL_PROMPTS=1";
     int identical = 0;
     for (size_t p = 0; p < count; ++p) {
         const auto& prompt = prompts()[p];
