@@ -22,6 +22,7 @@
 #include <string>
 
 #include "kv/kv_block_pool.h"
+#include "model_run_support.h"
 #include "model_test_support.h"
 #include "models/model.h"
 #include "sampling/sampler.h"
@@ -162,14 +163,7 @@ protected:
 
     // Runs `tokens` of sequence 0 from `first_position` in one batch on `model`; logits of the last one.
     std::vector<float> run(Model& model, const std::vector<int32_t>& tokens, int32_t first_position) {
-        EXPECT_TRUE(cache_->ensure_capacity(0, first_position + static_cast<int64_t>(tokens.size())));
-        Batch batch;
-        for (size_t i = 0; i < tokens.size(); ++i)
-            batch.add(tokens[i], first_position + static_cast<int32_t>(i), 0, i + 1 == tokens.size());
-        std::vector<float> logits(static_cast<size_t>(vocab_));
-        const Status status = model.forward(batch, *cache_, logits.data());
-        EXPECT_TRUE(status.ok()) << status.error().message;
-        return logits;
+        return testing::forward_tokens(model, *cache_, tokens, first_position);
     }
 
     std::vector<float> prefill(Model& model, const nlohmann::json& prompt) {

@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "kv/kv_block_pool.h"
+#include "model_run_support.h"
 #include "model_test_support.h"
 #include "models/model.h"
 #include "sampling/sampler.h"
@@ -82,15 +83,7 @@ protected:
     }
     std::vector<float> run_on(Model& model, const std::vector<int32_t>& tokens, int32_t first_position,
                               int32_t sequence = 0) {
-        EXPECT_TRUE(cache_->ensure_capacity(sequence, first_position + static_cast<int64_t>(tokens.size())));
-        Batch batch;
-        for (size_t i = 0; i < tokens.size(); ++i) {
-            batch.add(tokens[i], first_position + static_cast<int32_t>(i), sequence, i + 1 == tokens.size());
-        }
-        std::vector<float> logits(static_cast<size_t>(vocab_));
-        const Status status = model.forward(batch, *cache_, logits.data());
-        EXPECT_TRUE(status.ok()) << status.error().message;
-        return logits;
+        return testing::forward_tokens(model, *cache_, tokens, first_position, sequence);
     }
 
     // Greedy decoding from `prompt` on `model` against llama.cpp's `expected` continuation. Returns the

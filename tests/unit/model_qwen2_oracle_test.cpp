@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "kv/kv_block_pool.h"
+#include "model_run_support.h"
 #include "model_test_support.h"
 #include "models/model.h"
 #include "sampling/sampler.h"
@@ -27,28 +28,17 @@ constexpr float kNearTieMargin = 0.75f;
 struct Qwen2Oracle : ::testing::Test {
     void SetUp() override {
         TEMPERED_MODEL_OR_SKIP(path, kModelFile);
-        auto file = GgufFile::open(path.string());
-        ASSERT_TRUE(file.ok()) << file.error().message;
-        file_ = std::make_unique<GgufFile>(std::move(file.value()));
-        pool_ = std::make_unique<ThreadPool>(2);
-        auto model = load_model(*file_, *pool_);
-        ASSERT_TRUE(model.ok()) << model.error().message;
-        model_ = std::move(model.value());
-        auto cache = KvBlockPool::for_positions(kv_cache_shape(model_->config(), DType::F16), 256);
-        ASSERT_TRUE(cache.ok()) << cache.error().message;
-        cache_ = std::move(cache.value());
+        auto loaded = testing::load_test_model(path, 256);
+        ASSERT_TRUE(loaded.ok()) << loaded.error().message;
+        file_ = std::move(loaded.value().file);
+        pool_ = std::move(loaded.value().pool);
+        model_ = std::move(loaded.value().model);
+        cache_ = std::move(loaded.value().cache);
     }
 
     // Runs `tokens` of sequence 0 from `first_position` in one batch; logits of the last one.
     std::vector<float> run(const std::vector<int32_t>& tokens, int32_t first_position) {
-        EXPECT_TRUE(cache_->ensure_capacity(0, first_position + static_cast<int64_t>(tokens.size())));
-        Batch batch;
-        for (size_t i = 0; i < tokens.size(); ++i)
-            batch.add(tokens[i], first_position + static_cast<int32_t>(i), 0, i + 1 == tokens.size());
-        std::vector<float> logits(static_cast<size_t>(model_->config().vocab_size));
-        const Status status = model_->forward(batch, *cache_, logits.data());
-        EXPECT_TRUE(status.ok()) << status.error().message;
-        return logits;
+        return testing::forward_tokens(*model_, *cache_, tokens, first_position);
     }
 
     std::unique_ptr<GgufFile> file_;
