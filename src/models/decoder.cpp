@@ -324,8 +324,10 @@ private:
         return true;
     }
 
+    // The window the KV cache was sized from (ModelConfig::layer_attention_windows, filled from the spec's
+    // layers at load): one source for what attention reads and what the cache keeps.
     int64_t attention_window(int64_t layer_index) const {
-        return spec_.layers[static_cast<size_t>(layer_index)].attention_window;
+        return config_.layer_attention_windows[static_cast<size_t>(layer_index)];
     }
 
     // The block table layer `layer_index` reads sequence `sequence` through: its layer group's, where a
