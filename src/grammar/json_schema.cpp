@@ -228,13 +228,13 @@ Expr SchemaCompiler::string_schema(const json& node, const std::string& path) {
         return Expr::sequence({quote, std::move(body.value()), quote});
     }
     if (!has_length) return Expr::reference(generic_rules().string);
-    const json& min_length = node.value("minLength", json(0));
-    const json& max_length = node.value("maxLength", json(nullptr));
-    if (!min_length.is_number_unsigned() || !(max_length.is_null() || max_length.is_number_unsigned())) {
-        return fail("minLength", path, "minLength/maxLength must be non-negative integers");
+    for (const char* keyword : {"minLength", "maxLength"}) {
+        if (node.contains(keyword) && !node[keyword].is_number_unsigned()) {
+            return fail(keyword, path, std::string(keyword) + " must be a non-negative integer");
+        }
     }
-    const uint64_t min = min_length.get<uint64_t>();
-    const uint64_t max = max_length.is_null() ? Expr::kUnbounded : max_length.get<uint64_t>();
+    const uint64_t min = node.value("minLength", uint64_t{0});
+    const uint64_t max = node.value("maxLength", uint64_t{Expr::kUnbounded});
     if (min > 10000 || (max != Expr::kUnbounded && max > 10000)) return fail("maxLength", path, "string lengths above 10000 are not supported");
     if (max < min) return fail("maxLength", path, "maxLength is below minLength");
     return Expr::sequence({quote, Expr::repeat(json_string_char(), static_cast<uint32_t>(min), static_cast<uint32_t>(max)), quote});
