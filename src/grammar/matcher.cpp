@@ -9,6 +9,23 @@ Matcher::Matcher(const Grammar& grammar) : grammar_(grammar) {
     for (uint32_t start : grammar_.rule_alternatives.at(grammar_.root)) close_over(start, kNoFrame);
 }
 
+Matcher::Matcher(const Grammar& grammar, std::span<const uint32_t> context) : grammar_(grammar) {
+    begin_set();
+    uint32_t parent = kNoFrame;
+    for (size_t i = context.size(); i-- > 1;) parent = push_frame(context[i], parent);
+    close_over(context[0], parent);
+}
+
+Matcher Matcher::at_context(const Grammar& grammar, std::span<const uint32_t> context) { return Matcher(grammar, context); }
+
+void Matcher::leaf_context(size_t i, size_t depth, std::vector<uint32_t>& out) const {
+    out.clear();
+    for (uint32_t frame = leaves_[history_.back().leaf_begin + i]; frame != kNoFrame && out.size() < depth;
+         frame = frames_[frame].parent) {
+        out.push_back(frames_[frame].position);
+    }
+}
+
 void Matcher::begin_set() {
     history_.push_back({frames_.size(), leaves_.size(), false});
     reached_.clear();

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -20,6 +21,10 @@ class Matcher {
 public:
     // The grammar must outlive the matcher.
     explicit Matcher(const Grammar& grammar);
+    // A matcher for a cut-off stack: `context[0]` a byte-set position, `context[1..]` the positions its
+    // enclosing rules return to, innermost first. The sentence "ends" (is_complete) where the outermost
+    // given one would return. Used to classify tokens per stack top.
+    static Matcher at_context(const Grammar& grammar, std::span<const uint32_t> context);
 
     // Advances over one byte; on rejection the state is unchanged and the result is false.
     bool accept_byte(uint8_t byte);
@@ -29,6 +34,12 @@ public:
     bool is_complete() const { return history_.back().complete; }
     // Some byte can still be accepted.
     bool can_continue() const { return history_.back().leaf_begin < leaves_.size(); }
+
+    // The grammar positions (byte-set elements) the next byte is matched against; may repeat.
+    size_t leaf_count() const { return leaves_.size() - history_.back().leaf_begin; }
+    uint32_t leaf_position(size_t i) const { return frames_[leaves_[history_.back().leaf_begin + i]].position; }
+    // The top `depth` (or fewer) positions of leaf i's stack, innermost first (see at_context).
+    void leaf_context(size_t i, size_t depth, std::vector<uint32_t>& out) const;
 
     using Checkpoint = size_t;
     Checkpoint checkpoint() const { return history_.size(); }
@@ -52,6 +63,7 @@ private:
         bool complete;
     };
 
+    Matcher(const Grammar& grammar, std::span<const uint32_t> context);
     void begin_set();
     void close_over(uint32_t position, uint32_t parent);
     uint32_t push_frame(uint32_t position, uint32_t parent);

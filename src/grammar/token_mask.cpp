@@ -15,7 +15,8 @@ size_t TokenMask::count() const {
 // Sorting the tokens by their bytes visits them in depth-first order: each token adds the nodes for the
 // part of it not shared with the previous token; subtree ends are filled when a node's prefix stops being
 // shared.
-TokenTrie::TokenTrie(std::span<const std::string> token_bytes) : n_tokens_(token_bytes.size()) {
+TokenTrie::TokenTrie(std::span<const std::string> token_bytes)
+    : n_tokens_(token_bytes.size()), token_bytes_(token_bytes.begin(), token_bytes.end()) {
     std::vector<uint32_t> order(token_bytes.size());
     std::iota(order.begin(), order.end(), 0);
     std::erase_if(order, [&](uint32_t id) { return token_bytes[id].empty(); });
@@ -55,10 +56,60 @@ void TokenTrie::fill_mask(Matcher& matcher, TokenMask& mask) const {
         }
         if (state_at.size() <= node.depth) state_at.resize(node.depth + 1);
         state_at[node.depth] = matcher.checkpoint();
-        const uint32_t token_end =
-            i + 1 < nodes_.size() ? nodes_[i + 1].token_begin : static_cast<uint32_t>(token_ids_.size());
-        for (uint32_t t = node.token_begin; t < token_end; ++t) mask.allow(token_ids_[t]);
+        for (uint32_t t = node.token_begin; t < token_end(i); ++t) mask.allow(token_ids_[t]);
         ++i;
+    }
+    matcher.rollback(state_at[0]);
+}
+
+void TokenTrie::classify(Matcher& matcher, std::vector<uint32_t>& accepted, std::vector<uint32_t>& uncertain) const {
+    // could_exit[d]: one of the states after 0..d bytes of the current path was complete.
+    std::vector<Matcher::Checkpoint> state_at(1, matcher.checkpoint());
+    std::vector<bool> could_exit(1, matcher.is_complete());
+    for (size_t i = 0; i < nodes_.size();) {
+        const Node& node = nodes_[i];
+        matcher.rollback(state_at[node.depth - 1]);
+        if (!matcher.accept_byte(node.byte)) {
+            if (could_exit[node.depth - 1]) {
+                const uint32_t subtree_tokens_end = token_end(node.subtree_end - 1);
+                for (uint32_t t = node.token_begin; t < subtree_tokens_end; ++t) uncertain.push_back(token_ids_[t]);
+            }
+            i = node.subtree_end;
+            continue;
+        }
+        if (state_at.size() <= node.depth) state_at.resize(node.depth + 1), could_exit.resize(node.depth + 1);
+        state_at[node.depth] = matcher.checkpoint();
+        could_exit[node.depth] = could_exit[node.depth - 1] || matcher.is_complete();
+        for (uint32_t t = node.token_begin; t < token_end(i); ++t) accepted.push_back(token_ids_[t]);
+        ++i;
+    }
+    matcher.rollback(state_at[0]);
+}
+
+void TokenTrie::check_tokens(Matcher& matcher, std::span<const uint32_t> tokens, TokenMask& mask) const {
+    // state_at[k]: the state after the first k bytes of `previous`, for k < state_at.size().
+    std::vector<Matcher::Checkpoint> state_at(1, matcher.checkpoint());
+    std::string_view previous;
+    size_t previous_failed_at = std::string_view::npos;
+    for (uint32_t token : tokens) {
+        if (mask.allows(token)) continue;
+        const std::string_view bytes = token_bytes_[token];
+        size_t shared = 0;
+        while (shared < previous.size() && shared < bytes.size() && previous[shared] == bytes[shared]) ++shared;
+        if (previous_failed_at != std::string_view::npos && shared > previous_failed_at) continue;  // same dead prefix
+        const size_t resume = std::min(shared, state_at.size() - 1);
+        matcher.rollback(state_at[resume]);
+        state_at.resize(resume + 1);
+        previous_failed_at = std::string_view::npos;
+        for (size_t k = resume; k < bytes.size(); ++k) {
+            if (!matcher.accept_byte(static_cast<uint8_t>(bytes[k]))) {
+                previous_failed_at = k;
+                break;
+            }
+            state_at.push_back(matcher.checkpoint());
+        }
+        if (previous_failed_at == std::string_view::npos) mask.allow(token);
+        previous = bytes;
     }
     matcher.rollback(state_at[0]);
 }

@@ -5,6 +5,7 @@
 // byte is rejected skip the whole subtree: every token starting with that prefix is rejected at once.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -21,6 +22,9 @@ public:
     void allow(uint32_t token) { words_[token >> 6] |= uint64_t{1} << (token & 63); }
     bool allows(uint32_t token) const { return (words_[token >> 6] >> (token & 63)) & 1; }
     void clear() { std::fill(words_.begin(), words_.end(), 0); }
+    void allow_all(const TokenMask& other) {
+        for (size_t i = 0; i < words_.size(); ++i) words_[i] |= other.words_[i];
+    }
     size_t size() const { return n_tokens_; }
     size_t count() const;
 
@@ -42,6 +46,14 @@ public:
     // The matcher is left in the state it started in.
     void fill_mask(Matcher& matcher, TokenMask& mask) const;
 
+    // For a matcher from Matcher::at_position: the tokens it accepts whole (`accepted`), and those it
+    // rejects only after a point where its alternative could have ended (`uncertain`: whether they fit
+    // depends on what follows in the caller's stack). Both lists come in trie order.
+    void classify(Matcher& matcher, std::vector<uint32_t>& accepted, std::vector<uint32_t>& uncertain) const;
+    // Allows in `mask` those of `tokens` (in trie order) that `matcher` accepts; common prefixes are
+    // matched once.
+    void check_tokens(Matcher& matcher, std::span<const uint32_t> tokens, TokenMask& mask) const;
+
 private:
     struct Node {
         uint8_t byte;
@@ -50,7 +62,12 @@ private:
         uint32_t token_begin;  // tokens ending here: token_ids_[token_begin, next node's token_begin)
     };
 
+    uint32_t token_end(size_t node) const {
+        return node + 1 < nodes_.size() ? nodes_[node + 1].token_begin : static_cast<uint32_t>(token_ids_.size());
+    }
+
     size_t n_tokens_;
+    std::vector<std::string> token_bytes_;
     std::vector<Node> nodes_;  // depth-first order
     std::vector<uint32_t> token_ids_;
 };
