@@ -14,12 +14,19 @@ struct CharClass {
     bool non_ascii = false;
 };
 
+// Well-formed UTF-8 for U+0080..U+10FFFF (RFC 3629 table): no overlong forms, no surrogates.
 Expr utf8_multibyte_char() {
-    const Expr tail = Expr::byte_set(ByteSet::range(0x80, 0xBF));
+    auto bytes = [](uint8_t first, uint8_t last) { return Expr::byte_set(ByteSet::range(first, last)); };
+    const Expr tail = bytes(0x80, 0xBF);
     return Expr::choice({
-        Expr::sequence({Expr::byte_set(ByteSet::range(0xC2, 0xDF)), tail}),
-        Expr::sequence({Expr::byte_set(ByteSet::range(0xE0, 0xEF)), tail, tail}),
-        Expr::sequence({Expr::byte_set(ByteSet::range(0xF0, 0xF4)), tail, tail, tail}),
+        Expr::sequence({bytes(0xC2, 0xDF), tail}),
+        Expr::sequence({bytes(0xE0, 0xE0), bytes(0xA0, 0xBF), tail}),
+        Expr::sequence({bytes(0xE1, 0xEC), tail, tail}),
+        Expr::sequence({bytes(0xED, 0xED), bytes(0x80, 0x9F), tail}),
+        Expr::sequence({bytes(0xEE, 0xEF), tail, tail}),
+        Expr::sequence({bytes(0xF0, 0xF0), bytes(0x90, 0xBF), tail, tail}),
+        Expr::sequence({bytes(0xF1, 0xF3), tail, tail, tail}),
+        Expr::sequence({bytes(0xF4, 0xF4), bytes(0x80, 0x8F), tail, tail}),
     });
 }
 

@@ -20,8 +20,7 @@ namespace tempered::grammar {
 Result<Expr> compile_pattern(std::string_view pattern);
 
 // One character inside a JSON string: unescaped printable ASCII except `"` and `\`, an escape sequence,
-// or one UTF-8 encoded non-ASCII character (lead byte and continuation bytes; overlong forms and
-// surrogates are not excluded).
+// or one well-formed UTF-8 encoded non-ASCII character (no overlong forms, no surrogates).
 Expr json_string_char();
 
 }  // namespace tempered::grammar

@@ -43,6 +43,10 @@ TEST(GrammarJsonSchema, StringsHoldEscapesAndUtf8) {
     EXPECT_FALSE(matches(grammar, "\"raw\nnewline\""));
     EXPECT_FALSE(matches(grammar, R"("bad \x escape")"));
     EXPECT_FALSE(matches(grammar, "\"\xC3\""));  // truncated UTF-8
+    EXPECT_FALSE(matches(grammar, "\"\xED\xA0\x80\""));  // a UTF-16 surrogate
+    EXPECT_FALSE(matches(grammar, "\"\xE0\x80\xAF\""));  // overlong "/"
+    EXPECT_FALSE(matches(grammar, "\"\xF4\x90\x80\x80\""));  // above U+10FFFF
+    EXPECT_TRUE(matches(grammar, "\"\xF4\x8F\xBF\xBF\""));
     EXPECT_FALSE(matches(grammar, "\"\xFF\""));
 }
 
