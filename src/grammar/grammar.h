@@ -67,7 +67,7 @@ struct Element {
 
 struct Grammar {
     std::vector<ByteSet> byte_sets;
-    std::vector<Element> elements;                       // all alternatives, each ended by kEnd
+    std::vector<Element> elements;                         // all alternatives, each ended by kEnd
     std::vector<std::vector<uint32_t>> rule_alternatives;  // (n_rules, n_alternatives) start in `elements`
     RuleId root = 0;
 };

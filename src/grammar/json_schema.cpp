@@ -14,11 +14,31 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-const std::set<std::string_view> kAnnotations = {"title", "description", "default", "examples", "$schema", "$id", "$comment"};
-const std::set<std::string_view> kSupported = {
-    "type", "properties", "required", "additionalProperties", "enum", "const", "items", "prefixItems", "minItems",
-    "maxItems", "anyOf", "oneOf", "$ref", "$defs", "definitions", "minLength", "maxLength", "minimum", "maximum",
-    "exclusiveMinimum", "exclusiveMaximum", "pattern", "format"};
+const std::set<std::string_view> kAnnotations = {"title",   "description", "default", "examples",
+                                                 "$schema", "$id",         "$comment"};
+const std::set<std::string_view> kSupported = {"type",
+                                               "properties",
+                                               "required",
+                                               "additionalProperties",
+                                               "enum",
+                                               "const",
+                                               "items",
+                                               "prefixItems",
+                                               "minItems",
+                                               "maxItems",
+                                               "anyOf",
+                                               "oneOf",
+                                               "$ref",
+                                               "$defs",
+                                               "definitions",
+                                               "minLength",
+                                               "maxLength",
+                                               "minimum",
+                                               "maximum",
+                                               "exclusiveMinimum",
+                                               "exclusiveMaximum",
+                                               "pattern",
+                                               "format"};
 const std::set<std::string_view> kObjectKeywords = {"properties", "required", "additionalProperties"};
 const std::set<std::string_view> kArrayKeywords = {"items", "prefixItems", "minItems", "maxItems"};
 const std::set<std::string_view> kStringKeywords = {"minLength", "maxLength", "pattern", "format"};
@@ -37,9 +57,12 @@ const std::map<std::string_view, std::string_view> kFormats = {
 std::string pointer_token(std::string_view key) {
     std::string out;
     for (char c : key) {
-        if (c == '~') out += "~0";
-        else if (c == '/') out += "~1";
-        else out += c;
+        if (c == '~')
+            out += "~0";
+        else if (c == '/')
+            out += "~1";
+        else
+            out += c;
     }
     return out;
 }
@@ -50,7 +73,7 @@ std::optional<NumericBound> bound(const json& schema, const char* inclusive, con
     if (schema.contains(exclusive)) {
         NumericBound strict{schema[exclusive].get<double>(), true};
         const bool tighter = !result || (std::string_view(inclusive) == "minimum" ? strict.value >= result->value
-                                                                                   : strict.value <= result->value);
+                                                                                  : strict.value <= result->value);
         if (tighter) result = strict;
     }
     return result;
@@ -112,17 +135,26 @@ const SchemaCompiler::GenericRules& SchemaCompiler::generic_rules() {
     GenericRules rules{builder_.add_rule(), builder_.add_rule(), builder_.add_rule(), builder_.add_rule()};
     generic_ = rules;
     const Expr value = Expr::reference(rules.value), string = Expr::reference(rules.string);
-    builder_.define(rules.string, Expr::sequence({Expr::literal("\""), Expr::repeat(json_string_char(), 0, Expr::kUnbounded),
-                                                  Expr::literal("\"")}));
+    builder_.define(rules.string,
+                    Expr::sequence({Expr::literal("\""), Expr::repeat(json_string_char(), 0, Expr::kUnbounded),
+                                    Expr::literal("\"")}));
     const Expr member = Expr::sequence({string, Expr::literal(": "), value});
-    builder_.define(rules.object, Expr::sequence({Expr::literal("{"),
-                                                  Expr::optional(Expr::sequence({member, Expr::repeat(Expr::sequence({Expr::literal(", "), member}), 0, Expr::kUnbounded)})),
-                                                  Expr::literal("}")}));
-    builder_.define(rules.array, Expr::sequence({Expr::literal("["),
-                                                 Expr::optional(Expr::sequence({value, Expr::repeat(Expr::sequence({Expr::literal(", "), value}), 0, Expr::kUnbounded)})),
-                                                 Expr::literal("]")}));
-    builder_.define(rules.value, Expr::choice({Expr::reference(rules.object), Expr::reference(rules.array), string, any_json_number(),
-                                               Expr::literal("true"), Expr::literal("false"), Expr::literal("null")}));
+    builder_.define(
+        rules.object,
+        Expr::sequence(
+            {Expr::literal("{"),
+             Expr::optional(Expr::sequence(
+                 {member, Expr::repeat(Expr::sequence({Expr::literal(", "), member}), 0, Expr::kUnbounded)})),
+             Expr::literal("}")}));
+    builder_.define(
+        rules.array,
+        Expr::sequence({Expr::literal("["),
+                        Expr::optional(Expr::sequence(
+                            {value, Expr::repeat(Expr::sequence({Expr::literal(", "), value}), 0, Expr::kUnbounded)})),
+                        Expr::literal("]")}));
+    builder_.define(rules.value, Expr::choice({Expr::reference(rules.object), Expr::reference(rules.array), string,
+                                               any_json_number(), Expr::literal("true"), Expr::literal("false"),
+                                               Expr::literal("null")}));
     return *generic_;
 }
 
@@ -178,7 +210,8 @@ Expr SchemaCompiler::schema(const json& node, const std::string& path) {
     if (node.contains("type")) {
         const json& type = node["type"];
         if (type.is_string()) return typed(node, path, type.get<std::string>());
-        if (!type.is_array() || type.empty()) return fail("type", path, "type must be a name or a non-empty array of names");
+        if (!type.is_array() || type.empty())
+            return fail("type", path, "type must be a name or a non-empty array of names");
         std::vector<Expr> choices;
         for (const json& name : type) {
             if (!name.is_string()) return fail("type", path, "type names must be strings");
@@ -188,7 +221,8 @@ Expr SchemaCompiler::schema(const json& node, const std::string& path) {
     }
     // No type: the keywords present say which kind of value is meant.
     auto has_any = [&](const std::set<std::string_view>& keywords) {
-        for (std::string_view keyword : keywords) if (node.contains(keyword)) return true;
+        for (std::string_view keyword : keywords)
+            if (node.contains(keyword)) return true;
         return false;
     };
     if (has_any(kObjectKeywords)) return typed(node, path, "object");
@@ -214,8 +248,11 @@ Expr SchemaCompiler::string_schema(const json& node, const std::string& path) {
     const Expr quote = Expr::literal("\"");
     if (node.contains("pattern") || node.contains("format")) {
         const char* keyword = node.contains("pattern") ? "pattern" : "format";
-        if (has_length) return fail("minLength", path, std::string("minLength/maxLength together with ") + keyword + " are not supported");
-        if (node.contains("pattern") && node.contains("format")) return fail("format", path, "format together with pattern is not supported");
+        if (has_length)
+            return fail("minLength", path,
+                        std::string("minLength/maxLength together with ") + keyword + " are not supported");
+        if (node.contains("pattern") && node.contains("format"))
+            return fail("format", path, "format together with pattern is not supported");
         if (!node[keyword].is_string()) return fail(keyword, path, std::string(keyword) + " must be a string");
         std::string regex = node[keyword].get<std::string>();
         if (node.contains("format")) {
@@ -235,14 +272,17 @@ Expr SchemaCompiler::string_schema(const json& node, const std::string& path) {
     }
     const uint64_t min = node.value("minLength", uint64_t{0});
     const uint64_t max = node.value("maxLength", uint64_t{Expr::kUnbounded});
-    if (min > 10000 || (max != Expr::kUnbounded && max > 10000)) return fail("maxLength", path, "string lengths above 10000 are not supported");
+    if (min > 10000 || (max != Expr::kUnbounded && max > 10000))
+        return fail("maxLength", path, "string lengths above 10000 are not supported");
     if (max < min) return fail("maxLength", path, "maxLength is below minLength");
-    return Expr::sequence({quote, Expr::repeat(json_string_char(), static_cast<uint32_t>(min), static_cast<uint32_t>(max)), quote});
+    return Expr::sequence(
+        {quote, Expr::repeat(json_string_char(), static_cast<uint32_t>(min), static_cast<uint32_t>(max)), quote});
 }
 
 Expr SchemaCompiler::number_schema(const json& node, const std::string& path, bool integer) {
     for (const char* keyword : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}) {
-        if (node.contains(keyword) && !node[keyword].is_number()) return fail(keyword, path, std::string(keyword) + " must be a number");
+        if (node.contains(keyword) && !node[keyword].is_number())
+            return fail(keyword, path, std::string(keyword) + " must be a number");
     }
     const auto lower = bound(node, "minimum", "exclusiveMinimum");
     const auto upper = bound(node, "maximum", "exclusiveMaximum");
@@ -253,7 +293,8 @@ Expr SchemaCompiler::number_schema(const json& node, const std::string& path, bo
 
 Expr SchemaCompiler::reference(const std::string& ref, const std::string& path) {
     if (auto known = ref_rules_.find(ref); known != ref_rules_.end()) return Expr::reference(known->second);
-    if (!resolve(ref)) return fail("$ref", path, "unresolvable $ref '" + ref + "' (only local refs into #, #/$defs or #/definitions)");
+    if (!resolve(ref))
+        return fail("$ref", path, "unresolvable $ref '" + ref + "' (only local refs into #, #/$defs or #/definitions)");
     const RuleId rule = builder_.add_rule();
     ref_rules_[ref] = rule;
     pending_refs_.emplace_back(ref, rule);
@@ -291,7 +332,8 @@ Expr SchemaCompiler::object_schema(const json& node, const std::string& path) {
     std::vector<Member> members;
     auto add_member = [&](const std::string& name, const json& value_schema, const std::string& value_path) {
         const RuleId rule = builder_.add_rule();
-        builder_.define(rule, Expr::sequence({Expr::literal(canonical_json(name) + ": "), schema(value_schema, value_path)}));
+        builder_.define(rule,
+                        Expr::sequence({Expr::literal(canonical_json(name) + ": "), schema(value_schema, value_path)}));
         members.push_back({rule, required_names.count(name) > 0});
     };
     for (const auto& [name, value_schema] : properties.items()) {
@@ -342,15 +384,18 @@ Expr SchemaCompiler::array_schema(const json& node, const std::string& path) {
     const json prefix = node.value("prefixItems", json::array());
     if (!prefix.is_array()) return fail("prefixItems", path, "prefixItems must be an array of schemas");
     for (const char* keyword : {"minItems", "maxItems"}) {
-        if (node.contains(keyword) && !node[keyword].is_number_unsigned()) return fail(keyword, path, std::string(keyword) + " must be a non-negative integer");
+        if (node.contains(keyword) && !node[keyword].is_number_unsigned())
+            return fail(keyword, path, std::string(keyword) + " must be a non-negative integer");
     }
     const uint64_t min_items = node.value("minItems", uint64_t{0});
     const uint64_t max_items = node.value("maxItems", uint64_t{Expr::kUnbounded});
     if (max_items < min_items) return fail("maxItems", path, "maxItems is below minItems");
     const json items = node.value("items", json(prefix.empty()));
     const bool takes_more = !(items.is_boolean() && !items.get<bool>());
-    if (!takes_more && min_items > prefix.size()) return fail("minItems", path, "minItems exceeds the number of prefixItems");
-    if (min_items > 10000 || (max_items != Expr::kUnbounded && max_items > 10000)) return fail("maxItems", path, "item counts above 10000 are not supported");
+    if (!takes_more && min_items > prefix.size())
+        return fail("minItems", path, "minItems exceeds the number of prefixItems");
+    if (min_items > 10000 || (max_items != Expr::kUnbounded && max_items > 10000))
+        return fail("maxItems", path, "item counts above 10000 are not supported");
 
     const Expr separator = Expr::literal(", ");
     const size_t k = prefix.size();

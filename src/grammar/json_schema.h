@@ -12,10 +12,17 @@
 // (date, time, date-time, uuid, email). Annotations are ignored. Anything else fails with the keyword and
 // the JSON pointer of the schema holding it.
 //
+// Non-ASCII text may be raw UTF-8 (well-formed only) or \u escapes; enum/const literals are written with
+// raw UTF-8 (json.dumps(..., ensure_ascii=False)).
+//
 // Limits, each chosen so that every accepted string validates (a subset of the schema, never more):
-// integer bounds are exact; a bounded `number` is written without exponent and with a fraction only where
-// any fraction stays in bounds; extra properties (additionalProperties) may repeat a declared name; a
-// string with `pattern` or `format` may not also carry minLength/maxLength (an error, not ignored).
+// integer bounds are exact; a bounded `number` is written without exponent, with a fraction only after an
+// integer part that stays in bounds with any fraction (under maximum 9.7 no 9.5; when bounded no -0.5);
+// prefixItems without `items` close the tuple; a `required` name missing from `properties` becomes a
+// member of any value after the declared ones. Not a subset, so documented: extra members
+// (additionalProperties) may repeat a declared name; oneOf is anyOf. A string with `pattern` or `format`
+// may not also carry minLength/maxLength (an error, not ignored). Lengths and item counts above 10000
+// are errors (the grammar unrolls bounded repetition).
 #pragma once
 
 #include <string>

@@ -16,7 +16,9 @@ Matcher::Matcher(const Grammar& grammar, std::span<const uint32_t> context) : gr
     close_over(context[0], parent);
 }
 
-Matcher Matcher::at_context(const Grammar& grammar, std::span<const uint32_t> context) { return Matcher(grammar, context); }
+Matcher Matcher::at_context(const Grammar& grammar, std::span<const uint32_t> context) {
+    return Matcher(grammar, context);
+}
 
 void Matcher::leaf_context(size_t i, size_t depth, std::vector<uint32_t>& out) const {
     out.clear();

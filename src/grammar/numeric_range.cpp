@@ -20,14 +20,16 @@ Expr same_length_range(const std::string& low, const std::string& high) {
     if (low.empty()) return Expr::empty();
     if (low == high) return Expr::literal(low);
     const std::string low_rest = low.substr(1), high_rest = high.substr(1);
-    if (low[0] == high[0]) return Expr::sequence({Expr::literal(low.substr(0, 1)), same_length_range(low_rest, high_rest)});
+    if (low[0] == high[0])
+        return Expr::sequence({Expr::literal(low.substr(0, 1)), same_length_range(low_rest, high_rest)});
     const std::string nines(low_rest.size(), '9'), zeros(low_rest.size(), '0');
     if (low_rest == zeros && high_rest == nines) {
         return Expr::sequence({Expr::byte_set(ByteSet::range(low[0], high[0])), digits(low_rest.size())});
     }
     std::vector<Expr> options{Expr::sequence({Expr::literal(low.substr(0, 1)), same_length_range(low_rest, nines)})};
     if (high[0] - low[0] > 1) {
-        options.push_back(Expr::sequence({Expr::byte_set(ByteSet::range(low[0] + 1, high[0] - 1)), digits(low_rest.size())}));
+        options.push_back(
+            Expr::sequence({Expr::byte_set(ByteSet::range(low[0] + 1, high[0] - 1)), digits(low_rest.size())}));
     }
     options.push_back(Expr::sequence({Expr::literal(high.substr(0, 1)), same_length_range(zeros, high_rest)}));
     return Expr::choice(std::move(options));
@@ -43,7 +45,8 @@ Expr unsigned_range(uint64_t low, std::optional<uint64_t> high) {
     options.push_back(same_length_range(low_text, std::string(low_length, '9')));
     const Expr leading = Expr::byte_set(ByteSet::range('1', '9'));
     if (!high) {
-        options.push_back(Expr::sequence({leading, Expr::repeat(digit(), static_cast<uint32_t>(low_length), Expr::kUnbounded)}));
+        options.push_back(
+            Expr::sequence({leading, Expr::repeat(digit(), static_cast<uint32_t>(low_length), Expr::kUnbounded)}));
         return Expr::choice(std::move(options));
     }
     for (size_t length = low_length + 1; length < high_length; ++length) {
@@ -72,7 +75,8 @@ std::optional<Expr> magnitudes(double lower, bool lower_exclusive, std::optional
     // I.F < I + 1 <= upper keeps the bound (strict or not) for every integer part I <= upper - 1.
     const double last_with_fraction = std::floor(*upper) - 1;
     if (fractions && last_with_fraction >= first) {
-        options.push_back(Expr::sequence({unsigned_range(static_cast<uint64_t>(first), static_cast<uint64_t>(last_with_fraction)), fraction()}));
+        options.push_back(Expr::sequence(
+            {unsigned_range(static_cast<uint64_t>(first), static_cast<uint64_t>(last_with_fraction)), fraction()}));
     }
     return Expr::choice(std::move(options));
 }
@@ -121,7 +125,8 @@ std::optional<Expr> number_in_range(std::optional<NumericBound> lower, std::opti
 
 Expr any_json_number() {
     const Expr integer_part = Expr::choice(
-        {Expr::literal("0"), Expr::sequence({Expr::byte_set(ByteSet::range('1', '9')), Expr::repeat(digit(), 0, Expr::kUnbounded)})});
+        {Expr::literal("0"),
+         Expr::sequence({Expr::byte_set(ByteSet::range('1', '9')), Expr::repeat(digit(), 0, Expr::kUnbounded)})});
     ByteSet exponent_mark = ByteSet::single('e');
     exponent_mark.add('E');
     ByteSet sign = ByteSet::single('+');

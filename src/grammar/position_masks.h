@@ -47,7 +47,7 @@ private:
     const TokenTrie& trie_;
     std::map<std::vector<uint32_t>, PositionTokens> contexts_;
     std::vector<const PositionTokens*> merged_;  // contexts already merged into the current mask
-    std::vector<uint32_t> context_;                // scratch
+    std::vector<uint32_t> context_;              // scratch
 };
 
 }  // namespace tempered::grammar

@@ -69,8 +69,10 @@ Expr class_expr(const CharClass& cls) {
 CharClass shorthand_class(char letter) {
     CharClass cls;
     switch (letter) {
-        case 'd': case 'D': cls.ascii.add_range('0', '9'); break;
-        case 'w': case 'W':
+        case 'd':
+        case 'D': cls.ascii.add_range('0', '9'); break;
+        case 'w':
+        case 'W':
             cls.ascii.add_range('a', 'z');
             cls.ascii.add_range('A', 'Z');
             cls.ascii.add_range('0', '9');
@@ -200,8 +202,13 @@ private:
             case '[': return class_expr(parse_class());
             case '.': return class_expr(generable_any());
             case '\\': return parse_escape_atom();
-            case '^': case '$': case ')': case '*': case '+': case '?': case '{':
-                return fail(std::string("unsupported '") + c + "'"), Expr{};
+            case '^':
+            case '$':
+            case ')':
+            case '*':
+            case '+':
+            case '?':
+            case '{': return fail(std::string("unsupported '") + c + "'"), Expr{};
             default: break;
         }
         const auto byte = static_cast<uint8_t>(c);

@@ -30,7 +30,8 @@ TokenTrie::TokenTrie(std::span<const std::string> token_bytes)
         std::string_view bytes = token_bytes[id];
         size_t shared = 0;
         while (shared < previous.size() && shared < bytes.size() && previous[shared] == bytes[shared]) ++shared;
-        for (size_t depth = open.size(); depth > shared; --depth) nodes_[open[depth - 1]].subtree_end = static_cast<uint32_t>(nodes_.size());
+        for (size_t depth = open.size(); depth > shared; --depth)
+            nodes_[open[depth - 1]].subtree_end = static_cast<uint32_t>(nodes_.size());
         open.resize(shared);
         for (size_t depth = shared; depth < bytes.size(); ++depth) {
             open.push_back(static_cast<uint32_t>(nodes_.size()));

@@ -48,7 +48,9 @@ std::optional<std::string> sample_once(const Grammar& grammar, std::mt19937& rng
 nlohmann::json answer(const nlohmann::ordered_json& request) {
     auto grammar = tempered::grammar::compile_json_schema(request.at("schema"));
     if (!grammar) {
-        return {{"ok", false}, {"keyword", grammar.error().keyword}, {"pointer", grammar.error().pointer},
+        return {{"ok", false},
+                {"keyword", grammar.error().keyword},
+                {"pointer", grammar.error().pointer},
                 {"message", grammar.error().message}};
     }
     nlohmann::json out = {{"ok", true}};

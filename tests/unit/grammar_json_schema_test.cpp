@@ -42,9 +42,9 @@ TEST(GrammarJsonSchema, StringsHoldEscapesAndUtf8) {
     EXPECT_TRUE(matches(grammar, "\"caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80\""));
     EXPECT_FALSE(matches(grammar, "\"raw\nnewline\""));
     EXPECT_FALSE(matches(grammar, R"("bad \x escape")"));
-    EXPECT_FALSE(matches(grammar, "\"\xC3\""));  // truncated UTF-8
-    EXPECT_FALSE(matches(grammar, "\"\xED\xA0\x80\""));  // a UTF-16 surrogate
-    EXPECT_FALSE(matches(grammar, "\"\xE0\x80\xAF\""));  // overlong "/"
+    EXPECT_FALSE(matches(grammar, "\"\xC3\""));              // truncated UTF-8
+    EXPECT_FALSE(matches(grammar, "\"\xED\xA0\x80\""));      // a UTF-16 surrogate
+    EXPECT_FALSE(matches(grammar, "\"\xE0\x80\xAF\""));      // overlong "/"
     EXPECT_FALSE(matches(grammar, "\"\xF4\x90\x80\x80\""));  // above U+10FFFF
     EXPECT_TRUE(matches(grammar, "\"\xF4\x8F\xBF\xBF\""));
     EXPECT_FALSE(matches(grammar, "\"\xFF\""));
@@ -60,7 +60,8 @@ TEST(GrammarJsonSchema, LengthCountsCharactersNotBytes) {
 
 TEST(GrammarJsonSchema, EnumAndConstAreCanonicalLiterals) {
     Grammar colors = schema_grammar(R"({"enum": ["red", "green", 3, null, {"a": [1, 2]}]})");
-    for (const char* ok : {R"("red")", R"("green")", "3", "null", R"({"a": [1, 2]})"}) EXPECT_TRUE(matches(colors, ok)) << ok;
+    for (const char* ok : {R"("red")", R"("green")", "3", "null", R"({"a": [1, 2]})"})
+        EXPECT_TRUE(matches(colors, ok)) << ok;
     EXPECT_FALSE(matches(colors, R"("blue")"));
     EXPECT_FALSE(matches(colors, R"({"a":[1,2]})"));  // not the canonical layout
     Grammar fixed = schema_grammar(R"({"const": "get_weather"})");
@@ -79,7 +80,7 @@ TEST(GrammarJsonSchema, ObjectRequiredAndOptionalInSchemaOrder) {
     EXPECT_FALSE(matches(grammar, R"({"age": 7})"));                 // name is required
     EXPECT_FALSE(matches(grammar, R"({"age": 7, "name": "Ann"})"));  // schema order
     EXPECT_FALSE(matches(grammar, R"({"name": "Ann", "other": 1})"));
-    EXPECT_FALSE(matches(grammar, R"({"name":"Ann"})"));             // canonical separators
+    EXPECT_FALSE(matches(grammar, R"({"name":"Ann"})"));  // canonical separators
     EXPECT_FALSE(matches(grammar, R"({"name": "Ann", })"));
 }
 
@@ -110,7 +111,8 @@ TEST(GrammarJsonSchema, JsonObjectModeIsAnyObject) {
 }
 
 TEST(GrammarJsonSchema, ArrayItemsAndCounts) {
-    Grammar grammar = schema_grammar(R"({"type": "array", "items": {"type": "integer"}, "minItems": 1, "maxItems": 3})");
+    Grammar grammar =
+        schema_grammar(R"({"type": "array", "items": {"type": "integer"}, "minItems": 1, "maxItems": 3})");
     EXPECT_FALSE(matches(grammar, "[]"));
     EXPECT_TRUE(matches(grammar, "[1]"));
     EXPECT_TRUE(matches(grammar, "[1, 2, 3]"));
@@ -152,10 +154,12 @@ TEST(GrammarJsonSchema, RefsIncludingRecursion) {
     EXPECT_TRUE(matches(tree, R"({"value": 1})"));
     EXPECT_TRUE(matches(tree, R"({"value": 1, "children": [{"value": 2, "children": [{"value": 3}]}, {"value": 4}]})"));
     EXPECT_FALSE(matches(tree, R"({"value": 1, "children": [{"children": []}]})"));
-    Grammar list = schema_grammar(R"({"type": "object", "properties": {"next": {"anyOf": [{"$ref": "#"}, {"type": "null"}]}},
+    Grammar list =
+        schema_grammar(R"({"type": "object", "properties": {"next": {"anyOf": [{"$ref": "#"}, {"type": "null"}]}},
         "required": ["next"]})");
     EXPECT_TRUE(matches(list, R"({"next": {"next": {"next": null}}})"));
-    Grammar legacy = schema_grammar(R"({"definitions": {"id": {"type": "integer"}}, "properties": {"id": {"$ref": "#/definitions/id"}}})");
+    Grammar legacy = schema_grammar(
+        R"({"definitions": {"id": {"type": "integer"}}, "properties": {"id": {"$ref": "#/definitions/id"}}})");
     EXPECT_TRUE(matches(legacy, R"({"id": 7})"));
 }
 

@@ -51,7 +51,9 @@ TEST(GrammarMatcher, UnboundedRepetitionKeepsStacksFlat) {
 TEST(GrammarMatcher, RecursiveRuleMatchesNestedBrackets) {
     GrammarBuilder builder;
     RuleId nested = builder.add_rule();
-    builder.define(nested, Expr::choice({Expr::literal("x"), Expr::sequence({Expr::literal("["), Expr::reference(nested), Expr::literal("]")})}));
+    builder.define(nested,
+                   Expr::choice({Expr::literal("x"),
+                                 Expr::sequence({Expr::literal("["), Expr::reference(nested), Expr::literal("]")})}));
     Grammar grammar = std::move(builder.build(nested).value());
     EXPECT_TRUE(matches(grammar, "x"));
     EXPECT_TRUE(matches(grammar, "[[[x]]]"));
@@ -106,7 +108,9 @@ TEST(GrammarMatcher, RollbackReturnsToCheckpoint) {
 TEST(GrammarMatcher, DropHistoryKeepsTheCurrentState) {
     GrammarBuilder builder;
     RuleId nested = builder.add_rule();
-    builder.define(nested, Expr::choice({Expr::literal("x"), Expr::sequence({Expr::literal("("), Expr::reference(nested), Expr::literal(")")})}));
+    builder.define(nested,
+                   Expr::choice({Expr::literal("x"),
+                                 Expr::sequence({Expr::literal("("), Expr::reference(nested), Expr::literal(")")})}));
     Grammar grammar = std::move(builder.build(nested).value());
     Matcher matcher(grammar);
     ASSERT_TRUE(matcher.accept_bytes("((("));

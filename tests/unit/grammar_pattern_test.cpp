@@ -102,8 +102,8 @@ TEST(GrammarPattern, NonAsciiLiterals) {
 }
 
 TEST(GrammarPattern, UnsupportedConstructsAreErrors) {
-    for (const char* pattern : {"(?=a)", "(?!a)", "a\\b", "\\1", "[\xC3\xA9]", "a{3,2}", "(a", "[ab", "a$b", "*a",
-                                "a{99999}"}) {
+    for (const char* pattern :
+         {"(?=a)", "(?!a)", "a\\b", "\\1", "[\xC3\xA9]", "a{3,2}", "(a", "[ab", "a$b", "*a", "a{99999}"}) {
         EXPECT_FALSE(compile_pattern(pattern)) << pattern;
     }
 }

@@ -18,6 +18,7 @@
 #include "grammar/position_masks.h"
 #include "grammar/token_mask.h"
 #include "grammar_test_support.h"
+#include "model_test_support.h"
 #include "tokenizer/tokenizer.h"
 
 namespace tempered::grammar {
@@ -52,15 +53,18 @@ int compare_along_random_walk(const Grammar& grammar, const TokenTrie& trie, con
         ++compared;
         std::vector<uint32_t> allowed;
         for (uint32_t id = 0; id < vocabulary.size(); ++id) {
-            EXPECT_EQ(mask.allows(id), expected.allows(id)) << "step " << step << " token " << id << " '" << vocabulary[id] << "'";
-            EXPECT_EQ(generated.allows(id), expected.allows(id)) << "generator, step " << step << " token " << id << " '" << vocabulary[id] << "'";
+            EXPECT_EQ(mask.allows(id), expected.allows(id))
+                << "step " << step << " token " << id << " '" << vocabulary[id] << "'";
+            EXPECT_EQ(generated.allows(id), expected.allows(id))
+                << "generator, step " << step << " token " << id << " '" << vocabulary[id] << "'";
             if (mask.allows(id)) allowed.push_back(id);
         }
         if (::testing::Test::HasFailure() || allowed.empty()) break;
         // Prefer short tokens half of the time so walks also close strings and objects.
         uint32_t pick = allowed[rng() % allowed.size()];
         if (rng() % 2) {
-            for (int tries = 0; tries < 8 && vocabulary[pick].size() > 1; ++tries) pick = allowed[rng() % allowed.size()];
+            for (int tries = 0; tries < 8 && vocabulary[pick].size() > 1; ++tries)
+                pick = allowed[rng() % allowed.size()];
         }
         EXPECT_TRUE(matcher.accept_bytes(vocabulary[pick]));
     }
@@ -68,8 +72,9 @@ int compare_along_random_walk(const Grammar& grammar, const TokenTrie& trie, con
 }
 
 TEST(GrammarTokenMask, ToyVocabularyMatchesBruteForce) {
-    const std::vector<std::string> vocabulary = {"{", "{\"", "\"", "\":", "\": ", "a", "ab", "abc", "", "}", "\"}", "1",
-                                                 "12", "ab", " ", ", ", ",", "\"a", "x\"", "\xC3", "\xA9", "\xC3\xA9"};
+    const std::vector<std::string> vocabulary = {"{", "{\"", "\"",  "\":",  "\": ", "a",       "ab", "abc",
+                                                 "",  "}",   "\"}", "1",    "12",   "ab",      " ",  ", ",
+                                                 ",", "\"a", "x\"", "\xC3", "\xA9", "\xC3\xA9"};
     const TokenTrie trie(vocabulary);
     Grammar grammar = schema_grammar(R"({"type": "object", "properties": {"ab": {"type": "integer"},
         "a": {"type": "string"}}, "required": ["ab"]})");
@@ -90,9 +95,15 @@ TEST(GrammarTokenMask, MaskLeavesTheMatcherWhereItWas) {
 }
 
 std::filesystem::path qwen_model() {
-    const char* home = std::getenv("HOME");
-    return std::filesystem::path(home ? home : "/root") / ".cache/tempered/models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf";
+    return tempered::testing::model_dir() / "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf";
 }
+
+// Skips (or, with TEMPERED_REQUIRE_MODELS=1, fails) the calling test when the model is absent.
+#define REQUIRE_QWEN_MODEL()                                                                   \
+    if (!std::filesystem::exists(qwen_model())) {                                              \
+        if (tempered::testing::models_required()) FAIL() << "model missing: " << qwen_model(); \
+        GTEST_SKIP() << "model not pulled: " << qwen_model();                                  \
+    }
 
 // Token bytes of the real vocabulary; control tokens (end of turn, tool-call tags) are left empty: the
 // sampler decides about them, not the JSON grammar.
@@ -121,14 +132,15 @@ const std::vector<const char*> kWalkSchemas = {
 };
 
 TEST(GrammarTokenMask, QwenVocabularyMatchesBruteForceOnRandomWalks) {
-    if (!std::filesystem::exists(qwen_model())) GTEST_SKIP() << "model not pulled: " << qwen_model();
+    REQUIRE_QWEN_MODEL();
     const std::vector<std::string> vocabulary = qwen_vocabulary();
     ASSERT_EQ(vocabulary.size(), 151936u);
     const TokenTrie trie(vocabulary);
     int states = 0;
     for (size_t i = 0; i < kWalkSchemas.size(); ++i) {
         Grammar grammar = schema_grammar(kWalkSchemas[i]);
-        for (uint32_t seed = 0; seed < 2; ++seed) states += compare_along_random_walk(grammar, trie, vocabulary, 12, seed + 7 * i);
+        for (uint32_t seed = 0; seed < 2; ++seed)
+            states += compare_along_random_walk(grammar, trie, vocabulary, 12, seed + 7 * i);
     }
     EXPECT_GE(states, 60);
 }
@@ -136,7 +148,7 @@ TEST(GrammarTokenMask, QwenVocabularyMatchesBruteForceOnRandomWalks) {
 // The issue's bar (>= 1k states), too slow for every run: about 0.1 s per state (brute force and the
 // plain trie walk), 105 s in all on the shared 2-core machine.
 TEST(GrammarTokenMask, DISABLED_QwenVocabularyMatchesBruteForceOnThousandStates) {
-    if (!std::filesystem::exists(qwen_model())) GTEST_SKIP() << "model not pulled: " << qwen_model();
+    REQUIRE_QWEN_MODEL();
     const std::vector<std::string> vocabulary = qwen_vocabulary();
     const TokenTrie trie(vocabulary);
     int states = 0;
@@ -150,7 +162,7 @@ TEST(GrammarTokenMask, DISABLED_QwenVocabularyMatchesBruteForceOnThousandStates)
 }
 
 TEST(GrammarTokenMask, DISABLED_MaskTimeOnQwenVocabulary) {
-    if (!std::filesystem::exists(qwen_model())) GTEST_SKIP() << "model not pulled: " << qwen_model();
+    REQUIRE_QWEN_MODEL();
     const std::vector<std::string> vocabulary = qwen_vocabulary();
     const TokenTrie trie(vocabulary);
     std::printf("trie: %zu tokens, %zu nodes\n", trie.n_tokens(), trie.n_nodes());
@@ -166,15 +178,19 @@ TEST(GrammarTokenMask, DISABLED_MaskTimeOnQwenVocabulary) {
             for (int step = 0; step < 50; ++step) {
                 const auto cold_start = std::chrono::steady_clock::now();
                 generator.fill_mask(matcher, mask);  // may classify contexts seen for the first time
-                cold_micros.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - cold_start).count());
+                cold_micros.push_back(
+                    std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - cold_start).count());
                 const auto start = std::chrono::steady_clock::now();
                 generator.fill_mask(matcher, mask);
-                micros.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count());
+                micros.push_back(
+                    std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count());
                 std::vector<uint32_t> allowed;
-                for (uint32_t id = 0; id < vocabulary.size(); ++id) if (mask.allows(id)) allowed.push_back(id);
+                for (uint32_t id = 0; id < vocabulary.size(); ++id)
+                    if (mask.allows(id)) allowed.push_back(id);
                 if (allowed.empty()) break;
                 uint32_t pick = allowed[rng() % allowed.size()];
-                for (int tries = 0; tries < 8 && rng() % 2 && vocabulary[pick].size() > 1; ++tries) pick = allowed[rng() % allowed.size()];
+                for (int tries = 0; tries < 8 && rng() % 2 && vocabulary[pick].size() > 1; ++tries)
+                    pick = allowed[rng() % allowed.size()];
                 ASSERT_TRUE(matcher.accept_bytes(vocabulary[pick]));
             }
         }
@@ -183,8 +199,9 @@ TEST(GrammarTokenMask, DISABLED_MaskTimeOnQwenVocabulary) {
                     micros.size(), micros[micros.size() / 2], micros[micros.size() * 99 / 100], micros.back(),
                     generator.classified_contexts());
         std::sort(cold_micros.begin(), cold_micros.end());
-        std::printf("    first call per state (includes classifying new contexts): p50 %.1f us, p99 %.1f us, max %.1f us\n",
-                    cold_micros[cold_micros.size() / 2], cold_micros[cold_micros.size() * 99 / 100], cold_micros.back());
+        std::printf(
+            "    first call per state (includes classifying new contexts): p50 %.1f us, p99 %.1f us, max %.1f us\n",
+            cold_micros[cold_micros.size() / 2], cold_micros[cold_micros.size() * 99 / 100], cold_micros.back());
         all_micros.insert(all_micros.end(), micros.begin(), micros.end());
     }
     std::sort(all_micros.begin(), all_micros.end());
