@@ -29,3 +29,4 @@ tempered_layering_probe(models FORBIDDEN server/openai_service.h ALLOWED kv/kv_c
 tempered_layering_probe(kv FORBIDDEN models/model_config.h ALLOWED kernels/cpu/ops.h)
 tempered_layering_probe(kernels FORBIDDEN models/model_config.h ALLOWED core/dtype.h)
 tempered_layering_probe(server FORBIDDEN cli/commands.h ALLOWED runtime/loaded_model.h)
+tempered_layering_probe(grammar FORBIDDEN tokenizer/tokenizer.h ALLOWED core/result.h)

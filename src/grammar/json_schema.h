@@ -1,0 +1,53 @@
+// JSON Schema -> Grammar for structured output and tool-call arguments.
+//
+// The grammar produces one canonical layout, Python's `json.dumps` default: `", "` between items,
+// `": "` after keys, no other whitespace, object properties in schema order (required ones always present,
+// optional ones may be left out, none repeated). Strings may hold any JSON escape or raw UTF-8.
+//
+// Supported keywords: type (name or array), properties, required, additionalProperties (false, true or a
+// schema; absent means no extra properties when `properties` is given, any object when it is not), enum,
+// const, items, prefixItems, minItems, maxItems, anyOf, oneOf (as anyOf: exclusivity is not enforced),
+// $ref to "#", "#/$defs/..." or "#/definitions/..." (recursion allowed), $defs/definitions, minLength,
+// maxLength, minimum, maximum, exclusiveMinimum, exclusiveMaximum, pattern (see regex.h), format
+// (date, time, date-time, uuid, email). Annotations are ignored. Anything else fails with the keyword and
+// the JSON pointer of the schema holding it.
+//
+// Non-ASCII text may be raw UTF-8 (well-formed only) or \u escapes; enum/const literals are written with
+// raw UTF-8 (json.dumps(..., ensure_ascii=False)).
+//
+// Limits, each chosen so that every accepted string validates (a subset of the schema, never more):
+// integer bounds are exact; a bounded `number` is written without exponent, with a fraction only after an
+// integer part that stays in bounds with any fraction (under maximum 9.7 no 9.5; when bounded no -0.5);
+// prefixItems without `items` close the tuple; a `required` name missing from `properties` becomes a
+// member of any value after the declared ones. Not a subset, so documented: extra members
+// (additionalProperties) may repeat a declared name; oneOf is anyOf. A string with `pattern` or `format`
+// may not also carry minLength/maxLength (an error, not ignored). Lengths and item counts above 10000
+// are errors (the grammar unrolls bounded repetition).
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/result.h"
+#include "grammar/grammar.h"
+
+namespace tempered::grammar {
+
+struct SchemaError {
+    std::string keyword;  // the offending keyword ("allOf"), or the one whose value is malformed
+    std::string pointer;  // JSON pointer of the schema object holding it ("" for the root)
+    std::string message;  // human-readable, names both
+};
+
+// Takes an ordered_json so that properties keep the schema's order (parse the request's schema text with
+// nlohmann::ordered_json; a plain nlohmann::json would have sorted them).
+Result<Grammar, SchemaError> compile_json_schema(const nlohmann::ordered_json& schema);
+
+// `response_format: {"type": "json_object"}`: any JSON object, in the canonical layout.
+Grammar json_object_grammar();
+
+// A JSON value written in the canonical layout above.
+std::string canonical_json(const nlohmann::ordered_json& value);
+
+}  // namespace tempered::grammar

@@ -1,0 +1,53 @@
+// Token masks from per-position precomputation (the "context-independent tokens" of issue 12).
+//
+// Every leaf of a matcher state is a stack whose top sits at a byte-set element. Whether a token fits is,
+// for most tokens, decided by the top few frames of that stack (its context): the token is accepted whole
+// there, or dies there. Only tokens that run past the outermost frame of the context depend on the rest
+// of the stack. So each context (the top kContextDepth positions) is classified once, by a trie walk from
+// Matcher::at_context, into `accepted` and `uncertain`, and a mask is the union of the leaves' accepted
+// sets plus the uncertain tokens the real state accepts. With only the top frame, a JSON string's
+// character would be its own context and every multi-byte token uncertain; a few frames take in the
+// whole string up to its closing quote. Contexts are classified lazily, on first sight, and kept for the
+// generator's lifetime: one generator per compiled grammar (not thread-safe while it still learns).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "grammar/grammar.h"
+#include "grammar/matcher.h"
+#include "grammar/token_mask.h"
+
+namespace tempered::grammar {
+
+class MaskGenerator {
+public:
+    // Both must outlive the generator.
+    MaskGenerator(const Grammar& grammar, const TokenTrie& trie);
+
+    // The same mask as trie.fill_mask(matcher, mask), usually much faster; the matcher is left as it was.
+    void fill_mask(Matcher& matcher, TokenMask& mask);
+
+    static constexpr size_t kContextDepth = 4;
+
+    size_t classified_contexts() const { return contexts_.size(); }
+
+private:
+    struct PositionTokens {
+        TokenMask accepted_bits{0};          // used when many tokens are accepted
+        std::vector<uint32_t> accepted_ids;  // used otherwise
+        bool dense = false;
+        std::vector<uint32_t> uncertain;  // trie order
+    };
+
+    const PositionTokens& tokens_at(const std::vector<uint32_t>& context);
+
+    const Grammar& grammar_;
+    const TokenTrie& trie_;
+    std::map<std::vector<uint32_t>, PositionTokens> contexts_;
+    std::vector<const PositionTokens*> merged_;  // contexts already merged into the current mask
+    std::vector<uint32_t> context_;              // scratch
+};
+
+}  // namespace tempered::grammar
