@@ -81,9 +81,10 @@ std::optional<NumericBound> bound(const json& schema, const char* inclusive, con
 
 class SchemaCompiler {
 public:
-    explicit SchemaCompiler(const json& root) : root_(root) {}
+    SchemaCompiler(const json& root, GrammarBuilder& builder) : root_(root), builder_(builder) {}
 
-    Result<Grammar, SchemaError> compile() {
+    // Defines the schema's rules in the builder; returns the rule of the root schema.
+    Result<RuleId, SchemaError> compile_rules() {
         const RuleId root_rule = builder_.add_rule();
         ref_rules_["#"] = root_rule;
         builder_.define(root_rule, schema(root_, ""));
@@ -93,7 +94,13 @@ public:
             builder_.define(rule, schema(*resolve(ref), ref.substr(1)));
         }
         if (error_) return *error_;
-        auto grammar = builder_.build(root_rule);
+        return root_rule;
+    }
+
+    Result<Grammar, SchemaError> compile() {
+        auto root_rule = compile_rules();
+        if (!root_rule) return root_rule.error();
+        auto grammar = builder_.build(*root_rule);
         if (!grammar) return SchemaError{"", "", grammar.error().message};
         return std::move(grammar.value());
     }
@@ -122,7 +129,7 @@ private:
     const GenericRules& generic_rules();
 
     const json& root_;
-    GrammarBuilder builder_;
+    GrammarBuilder& builder_;
     std::map<std::string, RuleId> ref_rules_;
     std::vector<std::pair<std::string, RuleId>> pending_refs_;
     std::optional<GenericRules> generic_;
@@ -434,7 +441,12 @@ Expr SchemaCompiler::array_schema(const json& node, const std::string& path) {
 }  // namespace
 
 Result<Grammar, SchemaError> compile_json_schema(const nlohmann::ordered_json& schema) {
-    return SchemaCompiler(schema).compile();
+    GrammarBuilder builder;
+    return SchemaCompiler(schema, builder).compile();
+}
+
+Result<RuleId, SchemaError> compile_json_schema_into(GrammarBuilder& builder, const nlohmann::ordered_json& schema) {
+    return SchemaCompiler(schema, builder).compile_rules();
 }
 
 Grammar json_object_grammar() {

@@ -44,6 +44,10 @@ struct SchemaError {
 // nlohmann::ordered_json; a plain nlohmann::json would have sorted them).
 Result<Grammar, SchemaError> compile_json_schema(const nlohmann::ordered_json& schema);
 
+// The same schema as one rule of a larger grammar (a tool call's arguments inside the call syntax): defines
+// its rules in `builder` and returns the rule for the whole schema (`schema` need not outlive the call).
+Result<RuleId, SchemaError> compile_json_schema_into(GrammarBuilder& builder, const nlohmann::ordered_json& schema);
+
 // `response_format: {"type": "json_object"}`: any JSON object, in the canonical layout.
 Grammar json_object_grammar();
 

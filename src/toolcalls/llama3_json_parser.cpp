@@ -1,0 +1,85 @@
+// Llama 3.x JSON tool calling: when the model calls, its whole answer is the call,
+//   {"name": "get_weather", "parameters": {"city": "Paris"}}
+// optionally after <|python_tag|>, several calls separated by ';'. So an answer that opens with '{' or
+// the tag is held to the end and then read; any other answer streams as content from its first
+// non-space character.
+#include "toolcalls/call_text.h"
+#include "toolcalls/family_parsers.h"
+
+namespace tempered::toolcalls {
+namespace {
+
+constexpr std::string_view kPythonTag = "<|python_tag|>";
+
+// `text` as calls separated by ';' (and whitespace), or nullopt.
+std::optional<std::vector<ParsedToolCall>> parse_call_sequence(std::string_view text) {
+    if (text.starts_with(kPythonTag)) text.remove_prefix(kPythonTag.size());
+    std::vector<ParsedToolCall> calls;
+    while (true) {
+        const JsonValueEnd end = find_json_value_end(text);
+        if (end.state != JsonValueEnd::State::Complete) return std::nullopt;
+        auto parsed = parse_call_json(text.substr(0, end.end));
+        if (!parsed) return std::nullopt;
+        for (ParsedToolCall& call : *parsed) calls.push_back(std::move(call));
+        text.remove_prefix(end.end);
+        size_t next = 0;
+        while (next < text.size() && (is_json_space(text[next]) || text[next] == ';')) ++next;
+        if (next == text.size()) return calls;
+        text.remove_prefix(next);
+    }
+}
+
+class Llama3JsonParser final : public ToolCallParser {
+public:
+    void feed(std::string_view delta, ParsedText& out) override {
+        if (mode_ == Mode::Content) {
+            out.content += delta;
+            return;
+        }
+        pending_ += delta;
+        if (mode_ == Mode::Undecided) decide(out);
+    }
+
+    void finish(ParsedText& out) override {
+        if (mode_ == Mode::Call) {
+            if (auto calls = parse_call_sequence(trimmed())) {
+                for (ParsedToolCall& call : *calls) out.calls.push_back(std::move(call));
+                pending_.clear();
+                return;
+            }
+            ++out.unparsed;
+        }
+        out.content += pending_;
+        pending_.clear();
+    }
+
+private:
+    enum class Mode { Undecided, Content, Call };
+
+    std::string_view trimmed() const {
+        std::string_view text = pending_;
+        while (!text.empty() && is_json_space(text.front())) text.remove_prefix(1);
+        return text;
+    }
+
+    void decide(ParsedText& out) {
+        const std::string_view text = trimmed();
+        if (text.empty()) return;
+        if (text.front() == '{' || text.starts_with(kPythonTag)) {
+            mode_ = Mode::Call;
+        } else if (!(text.size() < kPythonTag.size() && kPythonTag.starts_with(text))) {
+            mode_ = Mode::Content;
+            out.content += pending_;
+            pending_.clear();
+        }
+    }
+
+    Mode mode_ = Mode::Undecided;
+    std::string pending_;
+};
+
+}  // namespace
+
+std::unique_ptr<ToolCallParser> make_llama3_json_parser() { return std::make_unique<Llama3JsonParser>(); }
+
+}  // namespace tempered::toolcalls
