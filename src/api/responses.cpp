@@ -48,6 +48,17 @@ BodyJson tool_call_delta_json(const ToolCallDelta& delta) {
     return json;
 }
 
+BodyJson violations_json(const std::vector<ToolCallViolation>& violations) {
+    BodyJson array = BodyJson::array();
+    for (const ToolCallViolation& violation : violations) {
+        array.push_back({{"index", violation.index},
+                         {"name", violation.name},
+                         {"arguments", violation.arguments},
+                         {"reason", violation.reason}});
+    }
+    return array;
+}
+
 int64_t unix_seconds_now() {
     return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
         .count();
@@ -141,6 +152,8 @@ BodyJson chat_completion_json(const ResponseMeta& meta, const std::vector<ChatCh
                          {"message", std::move(message)},
                          {"logprobs", choice.logprobs ? chat_logprobs_json(*choice.logprobs) : BodyJson(nullptr)},
                          {"finish_reason", finish_reason_name(choice.finish_reason)}});
+        if (!choice.tool_call_violations.empty())
+            array.back()["tool_call_violations"] = violations_json(choice.tool_call_violations);
     }
     json["choices"] = std::move(array);
     json["usage"] = usage_json(usage);
@@ -165,6 +178,8 @@ BodyJson chat_chunk_json(const ResponseMeta& meta, const std::vector<ChatChunkCh
                          {"delta", std::move(delta)},
                          {"logprobs", choice.logprobs ? chat_logprobs_json(*choice.logprobs) : BodyJson(nullptr)},
                          {"finish_reason", finish_reason_json(choice.finish_reason)}});
+        if (!choice.tool_call_violations.empty())
+            array.back()["tool_call_violations"] = violations_json(choice.tool_call_violations);
     }
     json["choices"] = std::move(array);
     if (include_usage_field) json["usage"] = nullptr;

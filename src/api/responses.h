@@ -71,11 +71,23 @@ nlohmann::json completion_logprobs_json(const CompletionLogprobs& logprobs);
 
 // --- chat.completion ---
 
+// A call the model wrote that was not returned as a call (under --tool-call-validation flag): an
+// undeclared name, arguments the tool's schema refuses, or a second call when parallel_tool_calls is
+// false. Rendered in the choice as "tool_call_violations": [{"index", "name", "arguments", "reason"}],
+// beside the message (the SDKs keep unknown fields), so nothing the model wrote is lost.
+struct ToolCallViolation {
+    int index = 0;  // the call's position among all calls the model wrote in this choice
+    std::string name;
+    std::string arguments;
+    std::string reason;
+};
+
 struct ChatChoice {
     int index = 0;
     std::optional<std::string> content;            // null when the answer is only tool calls
     std::optional<std::string> reasoning_content;  // split off by a reasoning parser; omitted if unset
     std::vector<ToolCall> tool_calls;
+    std::vector<ToolCallViolation> tool_call_violations;  // omitted when empty
     FinishReason finish_reason = FinishReason::Stop;
     std::optional<std::vector<TokenLogprob>> logprobs;  // set when the request asked for logprobs
 };
@@ -105,6 +117,7 @@ struct ChatChunkChoice {
     ChatDelta delta;
     std::optional<FinishReason> finish_reason;  // set on the choice's last chunk
     std::optional<std::vector<TokenLogprob>> logprobs;
+    std::vector<ToolCallViolation> tool_call_violations;  // found in this chunk's text; omitted when empty
 };
 
 // `include_usage_field`: the request set stream_options.include_usage, so every chunk has

@@ -21,6 +21,7 @@
 #include "server/request_log.h"
 #include "server/sampling_settings.h"
 #include "server/serving_metrics.h"
+#include "toolcalls/tool_call_parser.h"
 
 namespace tempered {
 namespace {
@@ -43,7 +44,23 @@ struct ServeOptions {
     SamplingFlags sampling;
     bool no_report_sampling = false;
     std::string log_format = "text";
+    std::string tool_call_parser = "auto";
+    std::string tool_call_validation = "constrain";
 };
+
+// The two tool-call flags checked and put into the service's settings; an error names the flag.
+Status apply_tool_call_flags(const ServeOptions& options, ServiceSettings& settings) {
+    const std::string& parser = options.tool_call_parser;
+    if (parser != "auto" && parser != "none" && !toolcalls::family_from_name(parser))
+        return Error{"--tool-call-parser must be auto, none, hermes, llama3_json or mistral (got '" + parser + "')"};
+    auto validation = tool_call_validation_from_name(options.tool_call_validation);
+    if (!validation)
+        return Error{"--tool-call-validation must be off, flag or constrain (got '" + options.tool_call_validation +
+                     "')"};
+    settings.tool_call_parser = parser;
+    settings.tool_call_validation = *validation;
+    return Ok{};
+}
 
 std::string default_served_name(const std::string& model_flag) {
     std::error_code ignored;
@@ -109,6 +126,10 @@ int serve(const ServeOptions& options) {
     settings.sampling = sampling->config;
     settings.report_sampling = !options.no_report_sampling;
     settings.created = static_cast<int64_t>(std::time(nullptr));
+    if (auto applied = apply_tool_call_flags(options, settings); !applied) {
+        std::fprintf(stderr, "tempered serve: %s\n", applied.error().message.c_str());
+        return 1;
+    }
     for (const auto& note : sampling->notes) log.info(note);
     log.info("sampling defaults for requests that set nothing: " +
              describe_sampling_defaults(settings.sampling).dump());
@@ -199,6 +220,14 @@ void add_serve_command(CLI::App& app, int& exit_code) {
     command->add_flag("--no-report-sampling", options->no_report_sampling,
                       "do not add the \"sampling\" report to responses");
     command->add_option("--log-format", options->log_format, "text or json")->capture_default_str();
+    command->add_option("--tool-call-parser", options->tool_call_parser,
+                        "how tool calls are read from chat answers: auto (from the chat template), hermes, "
+                        "llama3_json, mistral or none")
+        ->capture_default_str();
+    command->add_option("--tool-call-validation", options->tool_call_validation,
+                        "off: return calls as parsed; flag: report undeclared or invalid calls instead of "
+                        "returning them; constrain: also constrain generation (for now as flag)")
+        ->capture_default_str();
     command->callback([options, &exit_code] { exit_code = serve(*options); });
 }
 

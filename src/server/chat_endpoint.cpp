@@ -23,6 +23,8 @@ http::HttpResponse OpenAiService::chat(const http::HttpRequest& http_request) {
     if (auto error = check_model(request.generation.model)) return api::to_http_response(*error);
     if (auto error = api::validate_chat_request(request, {model_.tokenizer.vocab_size()}))
         return api::to_http_response(*error);
+    auto tool_calls = tool_call_setup(request, tool_calls_);
+    if (!tool_calls) return api::to_http_response(tool_calls.error());
     auto prompt = chat_prompt(request);
     if (!prompt) return api::to_http_response(prompt.error());
 
@@ -38,11 +40,13 @@ http::HttpResponse OpenAiService::chat(const http::HttpRequest& http_request) {
     const api::ResponseMeta meta = api::make_chat_meta(settings_.served_model_name, system_fingerprint_);
     GenerationJob job = generation_job("chat", http_request, request.generation, sampling, meta.id, received);
     job.streams->add(*stream, 0, prompt_tokens);
-    job.builder = std::make_unique<ChatResponseBuilder>(model_.tokenizer, meta,
-                                                        ChatResponseBuilder::Shape{.choices = choices,
-                                                                                   .logprobs = request.logprobs,
-                                                                                   .stream = job.stream,
-                                                                                   .include_usage = job.include_usage});
+    auto builder = std::make_unique<ChatResponseBuilder>(model_.tokenizer, meta,
+                                                         ChatResponseBuilder::Shape{.choices = choices,
+                                                                                    .logprobs = request.logprobs,
+                                                                                    .stream = job.stream,
+                                                                                    .include_usage = job.include_usage});
+    if (*tool_calls) builder->read_tool_calls(std::move(**tool_calls), metrics_);
+    job.builder = std::move(builder);
     return run_generation(std::move(job), http_request, metrics_, log_);
 }
 

@@ -29,21 +29,67 @@ std::vector<nlohmann::json> ChatResponseBuilder::opening_chunks() {
     return chunks;
 }
 
+void ChatResponseBuilder::read_tool_calls(ToolCallSetup setup, ServingMetrics& metrics) {
+    tool_call_setup_ = std::make_unique<ToolCallSetup>(std::move(setup));
+    tool_call_readers_.clear();
+    for (int i = 0; i < shape_.choices; ++i) tool_call_readers_.emplace_back(*tool_call_setup_, metrics);
+}
+
 std::optional<nlohmann::json> ChatResponseBuilder::on_delta(const ChoiceDelta& delta) {
     if (!shape_.stream) {
-        api::ChatChoice& choice = choices_.at(static_cast<size_t>(delta.index));
-        *choice.content += delta.text;
-        if (delta.finish) choice.finish_reason = to_api_finish_reason(*delta.finish);
-        if (shape_.logprobs)
-            for (api::TokenLogprob& logprob : api_logprobs(delta.logprobs))
-                choice.logprobs->push_back(std::move(logprob));
+        fold_whole(delta);
         return std::nullopt;
     }
-    if (delta.text.empty() && !delta.finish && delta.logprobs.empty()) return std::nullopt;
+    return stream_chunk(delta);
+}
+
+ToolCallStep ChatResponseBuilder::read_calls(const ChoiceDelta& delta) {
+    if (!tool_call_setup_) {
+        ToolCallStep content_only;
+        content_only.content = delta.text;
+        return content_only;
+    }
+    return tool_call_readers_.at(static_cast<size_t>(delta.index)).feed(delta.text, delta.finish.has_value());
+}
+
+// A choice that returned calls and stopped by itself ended "with calls"; one cut off by max_tokens did not.
+api::FinishReason ChatResponseBuilder::finish_reason(const ChoiceDelta& delta) const {
+    const api::FinishReason reason = to_api_finish_reason(*delta.finish);
+    const bool called = tool_call_setup_ && tool_call_readers_.at(static_cast<size_t>(delta.index)).returned_calls();
+    return reason == api::FinishReason::Stop && called ? api::FinishReason::ToolCalls : reason;
+}
+
+void ChatResponseBuilder::fold_whole(const ChoiceDelta& delta) {
+    api::ChatChoice& choice = choices_.at(static_cast<size_t>(delta.index));
+    ToolCallStep step = read_calls(delta);
+    *choice.content += step.content;
+    for (api::ToolCall& call : step.calls) choice.tool_calls.push_back(std::move(call));
+    for (api::ToolCallViolation& violation : step.violations) choice.tool_call_violations.push_back(std::move(violation));
+    if (delta.finish) {
+        choice.finish_reason = finish_reason(delta);
+        if (choice.content->empty() && !choice.tool_calls.empty()) choice.content.reset();  // only calls: null
+    }
+    if (shape_.logprobs)
+        for (api::TokenLogprob& logprob : api_logprobs(delta.logprobs)) choice.logprobs->push_back(std::move(logprob));
+}
+
+std::optional<nlohmann::json> ChatResponseBuilder::stream_chunk(const ChoiceDelta& delta) {
+    ToolCallStep step = read_calls(delta);
+    const bool says_something = !step.content.empty() || !step.calls.empty() || !step.violations.empty();
+    if (!says_something && !delta.finish && delta.logprobs.empty()) return std::nullopt;
     api::ChatChunkChoice chunk;
     chunk.index = delta.index;
-    chunk.delta.content = delta.text;
-    if (delta.finish) chunk.finish_reason = to_api_finish_reason(*delta.finish);
+    // Without tool calls every chunk carries its text, even ""; with them, a chunk may carry only calls.
+    if (!tool_call_setup_ || !step.content.empty()) chunk.delta.content = std::move(step.content);
+    for (size_t i = 0; i < step.calls.size(); ++i) {
+        // OpenAI's shape: the call's id, type and name first (arguments ""), then its argument text.
+        api::ToolCall& call = step.calls[i];
+        const int index = step.first_index + static_cast<int>(i);
+        chunk.delta.tool_calls.push_back({index, std::move(call.id), std::move(call.name), ""});
+        chunk.delta.tool_calls.push_back({index, std::nullopt, std::nullopt, std::move(call.arguments)});
+    }
+    chunk.tool_call_violations = std::move(step.violations);
+    if (delta.finish) chunk.finish_reason = finish_reason(delta);
     if (shape_.logprobs) chunk.logprobs = api_logprobs(delta.logprobs);
     return api::chat_chunk_json(meta_, {chunk}, shape_.include_usage);
 }

@@ -24,6 +24,17 @@ api::ApiResult<ChatTemplate> parse_chat_template(const std::string& source) {
     return std::move(parsed).value();
 }
 
+// The parser named by the flag, or the one the chat template teaches.
+ToolCallSettings choose_tool_calls(const ServiceSettings& settings, const std::string& chat_template) {
+    ToolCallSettings chosen;
+    chosen.validation = settings.tool_call_validation;
+    if (settings.tool_call_parser == "auto")
+        chosen.family = toolcalls::detect_family(chat_template);
+    else if (settings.tool_call_parser != "none")
+        chosen.family = toolcalls::family_from_name(settings.tool_call_parser);
+    return chosen;
+}
+
 }  // namespace
 
 OpenAiService::OpenAiService(ServedModel model, Engine& engine, ServingMetrics& metrics, RequestLog& log,
@@ -35,6 +46,11 @@ OpenAiService::OpenAiService(ServedModel model, Engine& engine, ServingMetrics& 
       log_(log),
       settings_(std::move(settings)) {
     system_fingerprint_ = "tempered-" + settings_.served_model_name;
+    tool_calls_ = choose_tool_calls(settings_, model_.chat_template);
+    log_.info(tool_calls_.family ? "tool calls: read with the " + std::string(toolcalls::family_name(*tool_calls_.family)) +
+                                       " parser (--tool-call-parser " + settings_.tool_call_parser + ")"
+                                 : "tool calls: not parsed; answers are content (--tool-call-parser " +
+                                       settings_.tool_call_parser + ")");
     if (!chat_template_ && !model_.chat_template.empty())
         log_.info("chat requests will be refused: " + chat_template_.error().message);
 }

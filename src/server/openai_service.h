@@ -15,6 +15,7 @@
 #include "http/http_server.h"
 #include "models/model_config.h"
 #include "sampling/sampling_resolution.h"
+#include "server/chat_tool_calls.h"
 #include "server/generation_loop.h"
 #include "server/request_log.h"
 #include "server/serving_metrics.h"
@@ -37,6 +38,10 @@ struct ServiceSettings {
     SamplingDefaultsConfig sampling;
     bool report_sampling = true;
     int64_t created = 0;  // Unix time the model was loaded, for /v1/models
+    // --tool-call-parser: a family name (toolcalls/tool_call_parser.h), "auto" (from the chat template)
+    // or "none"; --tool-call-validation.
+    std::string tool_call_parser = "auto";
+    ToolCallValidation tool_call_validation = ToolCallValidation::Constrain;
 };
 
 class OpenAiService {
@@ -97,6 +102,7 @@ private:
     ServingMetrics& metrics_;
     RequestLog& log_;
     ServiceSettings settings_;
+    ToolCallSettings tool_calls_;  // the parser chosen for this model, and the validation mode
     std::string system_fingerprint_;
     std::atomic<bool> draining_{false};
 };

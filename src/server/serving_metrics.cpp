@@ -49,12 +49,16 @@ ServingMetrics::ServingMetrics(std::string model_name, std::string kv_cache_dtyp
                                           {"param", "source"})),
       kv_dtype_info_(
           registry_.gauge("tempered:kv_cache_dtype_info", "The KV cache element type (value 1).", {"dtype"})),
-      kv_blocks_in_use_(registry_.gauge("tempered:kv_blocks_in_use", "KV blocks held by running sequences.")) {
+      kv_blocks_in_use_(registry_.gauge("tempered:kv_blocks_in_use", "KV blocks held by running sequences.")),
+      tool_calls_(registry_.counter("tempered:tool_calls_total", "Tool calls the model wrote, by what became of them.",
+                                    {"outcome"})) {
     kv_dtype_info_.with({kv_cache_dtype_}).set(1);
     rejected_.get();
     aborted_.get();
     failed_.get();
     for (const char* reason : {"stop", "length", "abort", "error"}) request_success_.with({model_name_, reason});
+    for (const char* outcome : {"valid", "rejected_unknown_name", "rejected_bad_arguments", "unparsed"})
+        tool_calls_.with({outcome});
     // Every series exists from start-up (as in vLLM), so dashboards show 0 rather than "no data".
     for (auto* counter : {&prompt_tokens_, &generation_tokens_, &preemptions_, &prefix_queries_, &prefix_hits_})
         counter->with({model_name_});

@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <string>
+#include <string_view>
 
 #include "engine/engine.h"
 #include "engine/engine_observer.h"
@@ -25,6 +26,8 @@ public:
     void count_sampling_sources(const ResolvedSampling& sampling);
     void count_rejected() { rejected_.get().inc(); }
     void count_aborted() { aborted_.get().inc(); }
+    // One tool call the model wrote: valid, rejected_unknown_name, rejected_bad_arguments or unparsed.
+    void count_tool_call(std::string_view outcome) { tool_calls_.with({std::string(outcome)}).inc(); }
 
     // EngineObserver
     void on_prefix_lookup(int64_t prompt_tokens, int64_t cached_tokens) override;
@@ -59,6 +62,7 @@ private:
     metrics::CounterFamily& sampling_sources_;
     metrics::GaugeFamily& kv_dtype_info_;
     metrics::GaugeFamily& kv_blocks_in_use_;
+    metrics::CounterFamily& tool_calls_;
 };
 
 }  // namespace tempered

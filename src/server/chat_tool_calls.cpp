@@ -1,0 +1,62 @@
+#include "server/chat_tool_calls.h"
+
+namespace tempered {
+
+std::optional<ToolCallValidation> tool_call_validation_from_name(std::string_view name) {
+    if (name == "off") return ToolCallValidation::Off;
+    if (name == "flag") return ToolCallValidation::Flag;
+    if (name == "constrain") return ToolCallValidation::Constrain;
+    return std::nullopt;
+}
+
+api::ApiResult<std::optional<ToolCallSetup>> tool_call_setup(const api::ChatRequest& request,
+                                                             const ToolCallSettings& settings) {
+    const bool no_tools = !request.tools.is_array() || request.tools.empty();
+    // tool_choice "none": the tools are still rendered into the prompt (as OpenAI does) but nothing is
+    // read as a call. Schemas are still checked, so a request is refused the same way whatever its choice.
+    const bool choice_none = request.tool_choice.is_string() && request.tool_choice.get<std::string>() == "none";
+    std::string only_name;
+    if (request.tool_choice.is_object()) only_name = request.tool_choice["function"]["name"].get<std::string>();
+    auto tools = toolcalls::DeclaredTools::from_request(request.tools, only_name);
+    if (!tools) return api::invalid_request(tools.error().message, tools.error().param, "invalid_value");
+    if (no_tools || choice_none || !settings.family) return std::optional<ToolCallSetup>();
+    return std::optional<ToolCallSetup>(ToolCallSetup{*settings.family, std::move(tools).value(), settings.validation,
+                                                      request.parallel_tool_calls});
+}
+
+ChoiceToolCalls::ChoiceToolCalls(const ToolCallSetup& setup, ServingMetrics& metrics)
+    : setup_(setup), metrics_(metrics), parser_(toolcalls::make_tool_call_parser(setup.family)) {}
+
+ToolCallStep ChoiceToolCalls::feed(std::string_view text, bool finished) {
+    toolcalls::ParsedText parsed;
+    parser_->feed(text, parsed);
+    if (finished) parser_->finish(parsed);
+    for (int i = 0; i < parsed.unparsed; ++i) metrics_.count_tool_call("unparsed");
+    ToolCallStep step;
+    step.content = std::move(parsed.content);
+    step.first_index = returned_;
+    for (toolcalls::ParsedToolCall& call : parsed.calls) admit(std::move(call), step);
+    return step;
+}
+
+void ChoiceToolCalls::admit(toolcalls::ParsedToolCall call, ToolCallStep& step) {
+    const int index = parsed_++;
+    const toolcalls::CallCheck check = setup_.tools.check(call);
+    metrics_.count_tool_call(toolcalls::outcome_label(check.outcome));
+    const bool checked = setup_.validation != ToolCallValidation::Off;
+    std::string refusal;
+    if (checked && check.outcome != toolcalls::CallOutcome::Valid) {
+        refusal = check.reason;
+    } else if (!setup_.parallel_tool_calls && returned_ > 0) {
+        if (!checked) return;  // dropped: the request asked for one call at most
+        refusal = "parallel_tool_calls is false: only the first call is returned";
+    }
+    if (!refusal.empty()) {
+        step.violations.push_back({index, std::move(call.name), std::move(call.arguments), std::move(refusal)});
+        return;
+    }
+    ++returned_;
+    step.calls.push_back({api::make_response_id("call_"), "function", std::move(call.name), std::move(call.arguments)});
+}
+
+}  // namespace tempered

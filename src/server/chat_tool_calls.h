@@ -1,0 +1,76 @@
+// Tool calls in a chat answer: which parser reads a request's output (the family the server chose and
+// the request's tools), and, per choice, the stream of content, returned calls (with their `call_` ids
+// and indices) and violations that the response builder turns into OpenAI's message or chunk shapes.
+//
+// --tool-call-validation: `off` returns every parsed call as parsed; `flag` checks each (declared name?
+// arguments valid for its schema?) and returns only the valid ones, reporting the others as
+// tool_call_violations; `constrain` will also constrain generation (wired later) and until then
+// behaves as `flag`. With parallel_tool_calls false only the first returned call is kept; later ones
+// are reported as violations unless validation is off. Every parsed call is counted in
+// tempered:tool_calls_total{outcome} whatever the mode, as are blocks that did not parse ("unparsed").
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "api/chat_request.h"
+#include "api/errors.h"
+#include "api/responses.h"
+#include "server/serving_metrics.h"
+#include "toolcalls/declared_tools.h"
+#include "toolcalls/tool_call_parser.h"
+
+namespace tempered {
+
+enum class ToolCallValidation { Off, Flag, Constrain };
+std::optional<ToolCallValidation> tool_call_validation_from_name(std::string_view name);
+
+// The server's choice, from flags and the chat template.
+struct ToolCallSettings {
+    std::optional<toolcalls::ToolCallFamily> family;  // nullopt: tool calls are not parsed (content only)
+    ToolCallValidation validation = ToolCallValidation::Constrain;
+};
+
+// How one request's output is read.
+struct ToolCallSetup {
+    toolcalls::ToolCallFamily family = toolcalls::ToolCallFamily::Hermes;
+    toolcalls::DeclaredTools tools;
+    ToolCallValidation validation = ToolCallValidation::Constrain;
+    bool parallel_tool_calls = true;
+};
+
+// nullopt when the output is plain content: no tools, tool_choice "none", or no parser for this model.
+// An error (400, naming tools[i].function.parameters) when a tool's schema cannot be compiled.
+api::ApiResult<std::optional<ToolCallSetup>> tool_call_setup(const api::ChatRequest& request,
+                                                             const ToolCallSettings& settings);
+
+// What one stretch of a choice's output says.
+struct ToolCallStep {
+    std::string content;
+    int first_index = 0;                // the index of calls[0] in the message's tool_calls
+    std::vector<api::ToolCall> calls;   // returned, with ids
+    std::vector<api::ToolCallViolation> violations;
+};
+
+class ChoiceToolCalls {
+public:
+    ChoiceToolCalls(const ToolCallSetup& setup, ServingMetrics& metrics);
+
+    // `finished`: the choice's output has ended (what was held back comes out).
+    ToolCallStep feed(std::string_view text, bool finished);
+    bool returned_calls() const { return returned_ > 0; }
+
+private:
+    void admit(toolcalls::ParsedToolCall call, ToolCallStep& step);
+
+    const ToolCallSetup& setup_;
+    ServingMetrics& metrics_;
+    std::unique_ptr<toolcalls::ToolCallParser> parser_;
+    int parsed_ = 0;    // calls the model wrote so far
+    int returned_ = 0;  // of those, returned as calls
+};
+
+}  // namespace tempered
