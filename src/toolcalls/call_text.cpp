@@ -51,6 +51,22 @@ std::optional<std::vector<ParsedToolCall>> parse_call_json(std::string_view text
     return calls;
 }
 
+std::optional<std::vector<ParsedToolCall>> parse_call_sequence(std::string_view text, char separator) {
+    std::vector<ParsedToolCall> calls;
+    while (true) {
+        const JsonValueEnd end = find_json_value_end(text);
+        if (end.state != JsonValueEnd::State::Complete) return std::nullopt;
+        auto parsed = parse_call_json(text.substr(0, end.end));
+        if (!parsed) return std::nullopt;
+        for (ParsedToolCall& call : *parsed) calls.push_back(std::move(call));
+        text.remove_prefix(end.end);
+        size_t next = 0;
+        while (next < text.size() && (is_json_space(text[next]) || text[next] == separator)) ++next;
+        if (next == text.size()) return calls;
+        text.remove_prefix(next);
+    }
+}
+
 JsonValueEnd find_json_value_end(std::string_view text) {
     size_t i = 0;
     while (i < text.size() && is_json_space(text[i])) ++i;

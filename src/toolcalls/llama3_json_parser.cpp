@@ -11,24 +11,6 @@ namespace {
 
 constexpr std::string_view kPythonTag = "<|python_tag|>";
 
-// `text` as calls separated by ';' (and whitespace), or nullopt.
-std::optional<std::vector<ParsedToolCall>> parse_call_sequence(std::string_view text) {
-    if (text.starts_with(kPythonTag)) text.remove_prefix(kPythonTag.size());
-    std::vector<ParsedToolCall> calls;
-    while (true) {
-        const JsonValueEnd end = find_json_value_end(text);
-        if (end.state != JsonValueEnd::State::Complete) return std::nullopt;
-        auto parsed = parse_call_json(text.substr(0, end.end));
-        if (!parsed) return std::nullopt;
-        for (ParsedToolCall& call : *parsed) calls.push_back(std::move(call));
-        text.remove_prefix(end.end);
-        size_t next = 0;
-        while (next < text.size() && (is_json_space(text[next]) || text[next] == ';')) ++next;
-        if (next == text.size()) return calls;
-        text.remove_prefix(next);
-    }
-}
-
 class Llama3JsonParser final : public ToolCallParser {
 public:
     void feed(std::string_view delta, ParsedText& out) override {
@@ -42,7 +24,9 @@ public:
 
     void finish(ParsedText& out) override {
         if (mode_ == Mode::Call) {
-            if (auto calls = parse_call_sequence(trimmed())) {
+            std::string_view text = trimmed();
+            if (text.starts_with(kPythonTag)) text.remove_prefix(kPythonTag.size());
+            if (auto calls = parse_call_sequence(text, ';')) {
                 for (ParsedToolCall& call : *calls) out.calls.push_back(std::move(call));
                 pending_.clear();
                 return;

@@ -8,23 +8,31 @@
 namespace tempered::toolcalls {
 namespace {
 
-class MistralParser final : public TaggedCallParser {
-public:
-    MistralParser() : TaggedCallParser("[TOOL_CALLS]") {}
+constexpr std::string_view kTag = "[TOOL_CALLS]";
 
+class MistralParser final : public TaggedCallParser {
 private:
-    BlockEnd find_block_end(std::string_view text) const override {
-        const JsonValueEnd end = find_json_value_end(text);
-        switch (end.state) {
-            case JsonValueEnd::State::Incomplete: return {};
-            case JsonValueEnd::State::NotJson: return {BlockEnd::State::Broken, 0};
-            case JsonValueEnd::State::Complete: return {BlockEnd::State::Complete, end.end};
+    Opener find_opener(std::string_view text, bool) const override {
+        for (size_t at = text.find('['); at != std::string_view::npos; at = text.find('[', at + 1)) {
+            const Prefix match = match_literal(text, at, kTag);
+            if (match == Prefix::Found) return {Opener::State::Found, at, 0};
+            if (match == Prefix::Partial) return {Opener::State::Partial, at, 0};
         }
         return {};
     }
 
-    std::optional<std::vector<ParsedToolCall>> parse_block(std::string_view block) const override {
-        return parse_call_json(block);
+    BlockEnd find_block_end(std::string_view text, int) const override {
+        const JsonValueEnd end = find_json_value_end(text.substr(kTag.size()));
+        switch (end.state) {
+            case JsonValueEnd::State::Incomplete: return {};
+            case JsonValueEnd::State::NotJson: return {BlockEnd::State::Broken, kTag.size()};
+            case JsonValueEnd::State::Complete: return {BlockEnd::State::Complete, kTag.size() + end.end};
+        }
+        return {};
+    }
+
+    std::optional<std::vector<ParsedToolCall>> parse_block(std::string_view block, int) const override {
+        return parse_call_json(block.substr(kTag.size()));
     }
 };
 

@@ -1,5 +1,7 @@
 #include "toolcalls/tagged_call_parser.h"
 
+#include <algorithm>
+
 #include "toolcalls/call_text.h"
 
 namespace tempered::toolcalls {
@@ -12,6 +14,12 @@ size_t trailing_space_start(std::string_view text) {
 }
 
 }  // namespace
+
+Prefix match_literal(std::string_view text, size_t at, std::string_view literal) {
+    const std::string_view rest = text.substr(std::min(at, text.size()));
+    if (rest.size() >= literal.size()) return rest.starts_with(literal) ? Prefix::Found : Prefix::None;
+    return literal.starts_with(rest) ? Prefix::Partial : Prefix::None;
+}
 
 void TaggedCallParser::feed(std::string_view delta, ParsedText& out) {
     pending_ += delta;
@@ -26,31 +34,33 @@ void TaggedCallParser::feed(std::string_view delta, ParsedText& out) {
     }
 }
 
-// Content up to the start tag goes out; only a possible beginning of the tag stays held.
+// Content up to an opener goes out; a possible opener stays held.
 void TaggedCallParser::scan_content(ParsedText& out) {
-    const size_t tag = pending_.find(start_tag_);
-    if (tag != std::string::npos) {
-        add_content(std::string_view(pending_).substr(0, tag), out);
+    const Opener opener = find_opener(pending_, line_start_);
+    const size_t said = opener.state == Opener::State::None ? pending_.size() : opener.at;
+    add_content(std::string_view(pending_).substr(0, said), out);
+    if (said > 0) line_start_ = pending_[said - 1] == '\n';
+    pending_.erase(0, said);
+    if (opener.state == Opener::State::Found) {
         space_before_block_ = std::move(held_space_);
         held_space_.clear();
-        pending_.erase(0, tag + start_tag_.size());
         in_block_ = true;
-        return;
+        block_kind_ = opener.kind;
     }
-    const size_t held = partial_tag_length(pending_, start_tag_);
-    add_content(std::string_view(pending_).substr(0, pending_.size() - held), out);
-    pending_.erase(0, pending_.size() - held);
 }
 
 // Returns whether the block closed (so scanning goes on in the content after it).
 bool TaggedCallParser::scan_block(ParsedText& out) {
-    const BlockEnd end = find_block_end(pending_);
+    const BlockEnd end = find_block_end(pending_, block_kind_);
     if (end.state == BlockEnd::State::Incomplete) return false;
     in_block_ = false;
     if (end.state == BlockEnd::State::Broken) {
-        // Not a call after all: the tag is content, and what follows it is read as content again.
+        // Not a call after all: what was read of it is content, and the rest is read again.
         ++out.unparsed;
-        add_content(space_before_block_ + start_tag_, out);
+        const size_t content = std::clamp<size_t>(end.end, 1, pending_.size());
+        add_content(space_before_block_ + pending_.substr(0, content), out);
+        line_start_ = pending_[content - 1] == '\n';
+        pending_.erase(0, content);
         return true;
     }
     const std::string block = pending_.substr(0, end.end);
@@ -60,14 +70,17 @@ bool TaggedCallParser::scan_block(ParsedText& out) {
 }
 
 void TaggedCallParser::close_block(std::string_view block, ParsedText& out) {
-    auto calls = parse_block(block);
+    line_start_ = !block.empty() && block.back() == '\n';
+    auto calls = parse_block(block, block_kind_);
     if (!calls) {
         ++out.unparsed;
-        add_content(space_before_block_ + start_tag_ + std::string(block), out);
+        add_content(space_before_block_ + std::string(block), out);
         return;
     }
     for (ParsedToolCall& call : *calls) out.calls.push_back(std::move(call));
     after_call_ = true;
+    // A bare call's block ends at its closing brace: the next line may hold another call.
+    line_start_ = true;
 }
 
 void TaggedCallParser::finish(ParsedText& out) {

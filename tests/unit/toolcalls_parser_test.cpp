@@ -112,6 +112,37 @@ TEST(HermesParser, StreamsContentUntilAPossibleTagAndHoldsOnlyThat) {
     EXPECT_EQ(out.content, "Sure, here it is <toolbox> x");
 }
 
+// What Qwen2.5-Coder-0.5B actually writes at temperature 0 when given tools: no tags.
+TEST(HermesParser, UntaggedCallsAtALineStartOrInAJsonFenceAreCalls) {
+    const ParsedText bare = parse_tool_calls(
+        ToolCallFamily::Hermes, "{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n"
+                                "{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Tokyo\"}}");
+    EXPECT_EQ(bare.content, "");
+    ASSERT_EQ(bare.calls.size(), 2u);
+    EXPECT_EQ(bare.calls[1].arguments, R"({"city":"Tokyo"})");
+    const ParsedText fenced = parse_tool_calls(
+        ToolCallFamily::Hermes,
+        "```json\n{\n  \"name\": \"get_time\",\n  \"arguments\": {\n    \"timezone\": \"Europe/Berlin\"\n  }\n}\n```");
+    EXPECT_EQ(fenced.content, "");
+    ASSERT_EQ(fenced.calls.size(), 1u);
+    EXPECT_EQ(fenced.calls[0].name, "get_time");
+    EXPECT_EQ(fenced.calls[0].arguments, R"({"timezone":"Europe/Berlin"})");
+}
+
+TEST(HermesParser, JsonThatIsNoCallOrNotAtALineStartStaysContent) {
+    for (const std::string text : {"Write {\"name\": \"x\"} like that.", "{\"answer\": 42}",
+                                   "```python\nprint({\"name\": 1})\n```", "```json\n{\"value\": 1}\n```"}) {
+        const ParsedText parsed = parse_tool_calls(ToolCallFamily::Hermes, text);
+        EXPECT_EQ(parsed.content, text);
+        EXPECT_TRUE(parsed.calls.empty()) << text;
+        EXPECT_EQ(parsed.unparsed, 0) << text;
+    }
+    const std::string broken = "```json\n{\"name\": \"f\", \"arguments\": {}} and more\n```";
+    const ParsedText parsed = parse_tool_calls(ToolCallFamily::Hermes, broken);
+    EXPECT_EQ(parsed.content, broken);
+    EXPECT_TRUE(parsed.calls.empty());
+}
+
 TEST(LlamaJsonParser, WholeAnswerCallWithParametersWithAndWithoutPythonTag) {
     for (const std::string prefix : {"", "<|python_tag|>", "  "}) {
         const ParsedText parsed = parse_tool_calls(ToolCallFamily::Llama3Json,
@@ -165,6 +196,9 @@ TEST(ToolCallParsers, EverySplitIntoDeltasEqualsTheWholeParse) {
         {ToolCallFamily::Hermes, "Checking.\n\n" + kWeatherCall + "\n" + kWeatherCall + "\n"},
         {ToolCallFamily::Hermes, "a <tool_c <tool_call>broken</tool_call> b\n " + kWeatherCall + " c "},
         {ToolCallFamily::Hermes, "text only \n with < and <tool and </tool_call>\n"},
+        {ToolCallFamily::Hermes, "{\"name\": \"a\", \"arguments\": {\"k\": \"}\"}}\n{\"name\": \"b\"}\nthen {\"x\": 1}"},
+        {ToolCallFamily::Hermes, "Sure:\n```json\n{\"name\": \"a\"}\n{\"name\": \"b\", \"arguments\": {}}\n```\nok"},
+        {ToolCallFamily::Hermes, "``` `` ```json\n{\"nam ```json\n{\"name\": 1}\n```\n{\"name\""},
         {ToolCallFamily::Llama3Json, R"(<|python_tag|>{"name": "a", "parameters": {"q": "x;y"}}; {"name": "b"})"},
         {ToolCallFamily::Llama3Json, " <|python_t is not a tag"},
         {ToolCallFamily::Mistral, R"(x [TOOL_CALLS] [{"name": "a", "arguments": {"s": "[{"}}] y)"},
