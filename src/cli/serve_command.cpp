@@ -44,19 +44,23 @@ struct ServeOptions {
     SamplingFlags sampling;
     bool no_report_sampling = false;
     std::string log_format = "text";
-    std::string tool_call_parser = "auto";
-    std::string tool_call_validation = "constrain";
+    std::string tool_call_parser;      // "" = the config file's, else auto
+    std::string tool_call_validation;  // "" = the config file's, else constrain
 };
 
-// The two tool-call flags checked and put into the service's settings; an error names the flag.
-Status apply_tool_call_flags(const ServeOptions& options, ServiceSettings& settings) {
-    const std::string& parser = options.tool_call_parser;
+// The two tool-call settings (flag, else config file, else default) checked and put into the service's
+// settings; an error names the flag.
+Status apply_tool_call_flags(const ServeOptions& options, const SamplingSettings& config, ServiceSettings& settings) {
+    auto pick = [](const std::string& flag, const std::string& file, const char* fallback) {
+        return !flag.empty() ? flag : !file.empty() ? file : std::string(fallback);
+    };
+    const std::string parser = pick(options.tool_call_parser, config.tool_call_parser, "auto");
+    const std::string validation_name = pick(options.tool_call_validation, config.tool_call_validation, "constrain");
     if (parser != "auto" && parser != "none" && !toolcalls::family_from_name(parser))
         return Error{"--tool-call-parser must be auto, none, hermes, llama3_json or mistral (got '" + parser + "')"};
-    auto validation = tool_call_validation_from_name(options.tool_call_validation);
+    auto validation = tool_call_validation_from_name(validation_name);
     if (!validation)
-        return Error{"--tool-call-validation must be off, flag or constrain (got '" + options.tool_call_validation +
-                     "')"};
+        return Error{"--tool-call-validation must be off, flag or constrain (got '" + validation_name + "')"};
     settings.tool_call_parser = parser;
     settings.tool_call_validation = *validation;
     return Ok{};
@@ -126,7 +130,7 @@ int serve(const ServeOptions& options) {
     settings.sampling = sampling->config;
     settings.report_sampling = !options.no_report_sampling;
     settings.created = static_cast<int64_t>(std::time(nullptr));
-    if (auto applied = apply_tool_call_flags(options, settings); !applied) {
+    if (auto applied = apply_tool_call_flags(options, *sampling, settings); !applied) {
         std::fprintf(stderr, "tempered serve: %s\n", applied.error().message.c_str());
         return 1;
     }
@@ -216,18 +220,16 @@ void add_serve_command(CLI::App& app, int& exit_code) {
                         "a generation_config.json (default: the one beside the model file, if any)");
     command->add_option("--sampling-policy", options->sampling.policy_json,
                         "JSON: rules applied to every request, e.g. '{\"temperature\":{\"min\":0.3}}'");
-    command->add_option("--config", options->sampling.config_file, "a JSON file with the sampling settings");
+    command->add_option("--config", options->sampling.config_file, "a JSON file with the sampling settings (and tool_call_parser, tool_call_validation)");
     command->add_flag("--no-report-sampling", options->no_report_sampling,
                       "do not add the \"sampling\" report to responses");
     command->add_option("--log-format", options->log_format, "text or json")->capture_default_str();
     command->add_option("--tool-call-parser", options->tool_call_parser,
-                        "how tool calls are read from chat answers: auto (from the chat template), hermes, "
-                        "llama3_json, mistral or none")
-        ->capture_default_str();
+                        "how tool calls are read from chat answers: auto (from the chat template; default), "
+                        "hermes, llama3_json, mistral or none");
     command->add_option("--tool-call-validation", options->tool_call_validation,
                         "off: return calls as parsed; flag: report undeclared or invalid calls instead of "
-                        "returning them; constrain: also constrain generation (for now as flag)")
-        ->capture_default_str();
+                        "returning them; constrain (default): also constrain generation (for now as flag)");
     command->callback([options, &exit_code] { exit_code = serve(*options); });
 }
 

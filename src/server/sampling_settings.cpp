@@ -17,6 +17,7 @@ Result<nlohmann::json> parse_json_flag(const std::string& text, const std::strin
 Result<SamplingSettings> load_sampling_settings(const SamplingFlags& flags, const GgufFile& model_file) {
     SamplingFlags merged = flags;
     nlohmann::json preferred_object, policy_object;
+    std::string tool_call_parser, tool_call_validation;
     if (!flags.config_file.empty()) {
         std::ifstream stream(flags.config_file);
         if (!stream) return Error{"--config: cannot read '" + flags.config_file + "'"};
@@ -34,10 +35,14 @@ Result<SamplingSettings> load_sampling_settings(const SamplingFlags& flags, cons
                 if (merged.defaults_mode.empty()) merged.defaults_mode = value.get<std::string>();
             } else if (key == "generation_config" && value.is_string()) {
                 if (merged.generation_config.empty()) merged.generation_config = value.get<std::string>();
+            } else if (key == "tool_call_parser" && value.is_string()) {
+                tool_call_parser = value.get<std::string>();
+            } else if (key == "tool_call_validation" && value.is_string()) {
+                tool_call_validation = value.get<std::string>();
             } else {
                 return Error{"--config: unknown or mistyped key '" + key +
                              "' (known: preferred_sampling_params, sampling_policy, sampling_defaults, "
-                             "generation_config)"};
+                             "generation_config, tool_call_parser, tool_call_validation)"};
             }
         }
     }
@@ -56,6 +61,8 @@ Result<SamplingSettings> load_sampling_settings(const SamplingFlags& flags, cons
         return Error{"--sampling-defaults must be 'model' or 'openai' (got '" + merged.defaults_mode + "')"};
 
     SamplingSettings settings;
+    settings.tool_call_parser = std::move(tool_call_parser);
+    settings.tool_call_validation = std::move(tool_call_validation);
     if (!preferred_object.is_null()) {
         auto preferred = parse_sampling_values(preferred_object, "preferred sampling params");
         if (!preferred) return preferred.error();

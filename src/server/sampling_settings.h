@@ -23,6 +23,9 @@ struct SamplingFlags {
 struct SamplingSettings {
     SamplingDefaultsConfig config;
     std::vector<std::string> notes;  // where values came from and what was skipped, for the start-up log
+    // The config file's tool-call keys ("" when absent), applied by `serve` where its flags are not given.
+    std::string tool_call_parser;
+    std::string tool_call_validation;
 };
 
 Result<SamplingSettings> load_sampling_settings(const SamplingFlags& flags, const GgufFile& model_file);

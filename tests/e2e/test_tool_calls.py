@@ -17,10 +17,11 @@ file within its CI budget on 2 cores.
 """
 import concurrent.futures
 import json
+import subprocess
 
 import pytest
 
-from helpers import assert_error, running_server
+from helpers import assert_error, running_server, tempered_bin
 from test_qwen2 import QWEN2_NAME, qwen2_args
 
 jsonschema = pytest.importorskip("jsonschema")
@@ -194,8 +195,11 @@ def flag_server():
 
 
 @pytest.fixture(scope="module")
-def off_server():
-    with running_server(qwen2_args() + ["--tool-call-validation", "off"], name="tool-calls-off") as server:
+def off_server(tmp_path_factory):
+    # `off` comes from the config file here (the flag is used for `flag`), so both ways are exercised.
+    config = tmp_path_factory.mktemp("tool-calls") / "serve.json"
+    config.write_text(json.dumps({"tool_call_validation": "off", "tool_call_parser": "hermes"}))
+    with running_server(qwen2_args() + ["--config", str(config)], name="tool-calls-off") as server:
         yield server
 
 
@@ -283,3 +287,11 @@ def test_tool_choice_none_leaves_calls_as_content_and_parallel_false_keeps_one(f
                                                 max_tokens=PARALLEL_MAX_TOKENS))
     assert len(one["calls"]) == 1, one
     assert all("parallel_tool_calls" in v["reason"] for v in one["violations"]), one
+
+
+@pytest.mark.parametrize("flag,value", [("--tool-call-parser", "qwen"), ("--tool-call-validation", "maybe")])
+def test_bad_tool_call_flag_stops_serve_naming_it(flag, value):
+    result = subprocess.run([str(tempered_bin()), "serve", *qwen2_args(), "--port", "0", flag, value],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1
+    assert flag in result.stderr and value in result.stderr, result.stderr
