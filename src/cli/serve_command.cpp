@@ -220,7 +220,8 @@ void add_serve_command(CLI::App& app, int& exit_code) {
                         "a generation_config.json (default: the one beside the model file, if any)");
     command->add_option("--sampling-policy", options->sampling.policy_json,
                         "JSON: rules applied to every request, e.g. '{\"temperature\":{\"min\":0.3}}'");
-    command->add_option("--config", options->sampling.config_file, "a JSON file with the sampling settings (and tool_call_parser, tool_call_validation)");
+    command->add_option("--config", options->sampling.config_file,
+                        "a JSON file with the sampling settings (and tool_call_parser, tool_call_validation)");
     command->add_flag("--no-report-sampling", options->no_report_sampling,
                       "do not add the \"sampling\" report to responses");
     command->add_option("--log-format", options->log_format, "text or json")->capture_default_str();

@@ -40,11 +40,9 @@ http::HttpResponse OpenAiService::chat(const http::HttpRequest& http_request) {
     const api::ResponseMeta meta = api::make_chat_meta(settings_.served_model_name, system_fingerprint_);
     GenerationJob job = generation_job("chat", http_request, request.generation, sampling, meta.id, received);
     job.streams->add(*stream, 0, prompt_tokens);
-    auto builder = std::make_unique<ChatResponseBuilder>(model_.tokenizer, meta,
-                                                         ChatResponseBuilder::Shape{.choices = choices,
-                                                                                    .logprobs = request.logprobs,
-                                                                                    .stream = job.stream,
-                                                                                    .include_usage = job.include_usage});
+    const ChatResponseBuilder::Shape shape{
+        .choices = choices, .logprobs = request.logprobs, .stream = job.stream, .include_usage = job.include_usage};
+    auto builder = std::make_unique<ChatResponseBuilder>(model_.tokenizer, meta, shape);
     if (*tool_calls) builder->read_tool_calls(std::move(**tool_calls), metrics_);
     job.builder = std::move(builder);
     return run_generation(std::move(job), http_request, metrics_, log_);

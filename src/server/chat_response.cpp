@@ -64,7 +64,8 @@ void ChatResponseBuilder::fold_whole(const ChoiceDelta& delta) {
     ToolCallStep step = read_calls(delta);
     *choice.content += step.content;
     for (api::ToolCall& call : step.calls) choice.tool_calls.push_back(std::move(call));
-    for (api::ToolCallViolation& violation : step.violations) choice.tool_call_violations.push_back(std::move(violation));
+    for (api::ToolCallViolation& violation : step.violations)
+        choice.tool_call_violations.push_back(std::move(violation));
     if (delta.finish) {
         choice.finish_reason = finish_reason(delta);
         if (choice.content->empty() && !choice.tool_calls.empty()) choice.content.reset();  // only calls: null

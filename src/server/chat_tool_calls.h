@@ -8,6 +8,8 @@
 // behaves as `flag`. With parallel_tool_calls false only the first returned call is kept; later ones
 // are reported as violations unless validation is off. Every parsed call is counted in
 // tempered:tool_calls_total{outcome} whatever the mode, as are blocks that did not parse ("unparsed").
+// tool_choice "required" or a named function is not enforced until generation is constrained: a named
+// function makes the other tools undeclared for the check, and an answer without calls stays content.
 #pragma once
 
 #include <memory>

@@ -47,10 +47,12 @@ OpenAiService::OpenAiService(ServedModel model, Engine& engine, ServingMetrics& 
       settings_(std::move(settings)) {
     system_fingerprint_ = "tempered-" + settings_.served_model_name;
     tool_calls_ = choose_tool_calls(settings_, model_.chat_template);
-    log_.info(tool_calls_.family ? "tool calls: read with the " + std::string(toolcalls::family_name(*tool_calls_.family)) +
-                                       " parser (--tool-call-parser " + settings_.tool_call_parser + ")"
-                                 : "tool calls: not parsed; answers are content (--tool-call-parser " +
-                                       settings_.tool_call_parser + ")");
+    const std::string parser_flag = " (--tool-call-parser " + settings_.tool_call_parser + ")";
+    if (tool_calls_.family)
+        log_.info("tool calls: read with the " + std::string(toolcalls::family_name(*tool_calls_.family)) + " parser" +
+                  parser_flag);
+    else
+        log_.info("tool calls: not parsed, answers are content" + parser_flag);
     if (!chat_template_ && !model_.chat_template.empty())
         log_.info("chat requests will be refused: " + chat_template_.error().message);
 }

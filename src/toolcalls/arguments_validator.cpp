@@ -1,5 +1,6 @@
 #include "toolcalls/arguments_validator.h"
 
+#include <cmath>
 #include <regex>
 #include <string_view>
 
@@ -38,8 +39,8 @@ bool has_type(const json& instance, std::string_view type) {
     if (type == "number") return instance.is_number();
     if (type == "integer") {
         if (instance.is_number_integer()) return true;
-        return instance.is_number_float() && instance.get<double>() == static_cast<double>(
-                                                                           static_cast<int64_t>(instance.get<double>()));
+        const double value = instance.is_number_float() ? instance.get<double>() : 0.5;
+        return std::isfinite(value) && std::floor(value) == value;  // 2.0 is an integer, as in jsonschema
     }
     return false;
 }
@@ -102,8 +103,10 @@ std::optional<std::string> Validator::check_generic(const json& schema, const js
     if (auto type = schema.find("type"); type != schema.end()) {
         bool matched = false;
         if (type->is_string()) matched = has_type(instance, type->get<std::string>());
-        if (type->is_array())
-            for (const json& name : *type) matched = matched || (name.is_string() && has_type(instance, name.get<std::string>()));
+        if (type->is_array()) {
+            for (const json& name : *type)
+                matched = matched || (name.is_string() && has_type(instance, name.get<std::string>()));
+        }
         if (!matched) return fail(at, "expected type " + type->dump() + ", got " + instance.dump());
     }
     if (auto values = schema.find("enum"); values != schema.end() && values->is_array()) {
@@ -145,7 +148,8 @@ std::optional<std::string> Validator::check_object(const json& schema, const jso
         if (properties != schema.end() && properties->is_object() && properties->contains(key)) {
             if (auto e = check((*properties)[key], value, member_at, depth + 1)) return e;
         } else if (additional != schema.end()) {
-            if (additional->is_boolean() && !additional->get<bool>()) return fail(at, "unexpected property '" + key + "'");
+            if (additional->is_boolean() && !additional->get<bool>())
+                return fail(at, "unexpected property '" + key + "'");
             if (auto e = check(*additional, value, member_at, depth + 1)) return e;
         }
     }
