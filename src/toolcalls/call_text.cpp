@@ -19,8 +19,12 @@ std::optional<std::string> arguments_text(const json& object) {
     return decoded.dump();
 }
 
-std::optional<ParsedToolCall> call_from_json(const json& object) {
+std::optional<ParsedToolCall> call_from_json(const json& object, CallShape shape) {
     if (!object.is_object()) return std::nullopt;
+    if (shape == CallShape::Exact &&
+        (object.size() != 2 || !(object.contains("arguments") || object.contains("parameters")))) {
+        return std::nullopt;
+    }
     auto name = object.find("name");
     if (name == object.end() || !name->is_string() || name->get<std::string>().empty()) return std::nullopt;
     std::optional<std::string> arguments = arguments_text(object);
@@ -32,31 +36,32 @@ std::optional<ParsedToolCall> call_from_json(const json& object) {
 
 bool is_json_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
-std::optional<std::vector<ParsedToolCall>> parse_call_json(std::string_view text) {
+std::optional<std::vector<ParsedToolCall>> parse_call_json(std::string_view text, CallShape shape) {
     const json parsed = json::parse(text, nullptr, false);
     if (parsed.is_discarded()) return std::nullopt;
     std::vector<ParsedToolCall> calls;
     if (parsed.is_array()) {
         if (parsed.empty()) return std::nullopt;
         for (const json& item : parsed) {
-            auto call = call_from_json(item);
+            auto call = call_from_json(item, shape);
             if (!call) return std::nullopt;
             calls.push_back(std::move(*call));
         }
         return calls;
     }
-    auto call = call_from_json(parsed);
+    auto call = call_from_json(parsed, shape);
     if (!call) return std::nullopt;
     calls.push_back(std::move(*call));
     return calls;
 }
 
-std::optional<std::vector<ParsedToolCall>> parse_call_sequence(std::string_view text, char separator) {
+std::optional<std::vector<ParsedToolCall>> parse_call_sequence(std::string_view text, char separator,
+                                                               CallShape shape) {
     std::vector<ParsedToolCall> calls;
     while (true) {
         const JsonValueEnd end = find_json_value_end(text);
         if (end.state != JsonValueEnd::State::Complete) return std::nullopt;
-        auto parsed = parse_call_json(text.substr(0, end.end));
+        auto parsed = parse_call_json(text.substr(0, end.end), shape);
         if (!parsed) return std::nullopt;
         for (ParsedToolCall& call : *parsed) calls.push_back(std::move(call));
         text.remove_prefix(end.end);

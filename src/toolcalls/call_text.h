@@ -11,13 +11,19 @@
 
 namespace tempered::toolcalls {
 
+// How much a call object must look like one. Inside a call tag, Loose: only "name" is required (no
+// arguments means {}). Without a tag, where ordinary JSON answers also occur, Exact: "name" and the
+// arguments and no other member.
+enum class CallShape { Loose, Exact };
+
 // `text` (surrounding whitespace allowed) as calls: one object {"name": "...", "arguments"|"parameters":
 // {...}}, or an array of them. Arguments may also be a string holding a JSON object (some models double
-// encode) or absent ({}). nullopt when the text is anything else.
-std::optional<std::vector<ParsedToolCall>> parse_call_json(std::string_view text);
+// encode). nullopt when the text is anything else.
+std::optional<std::vector<ParsedToolCall>> parse_call_json(std::string_view text, CallShape shape);
 
 // `text` as one or more call JSON values separated by whitespace or `separator` (Llama's ';'), or nullopt.
-std::optional<std::vector<ParsedToolCall>> parse_call_sequence(std::string_view text, char separator);
+std::optional<std::vector<ParsedToolCall>> parse_call_sequence(std::string_view text, char separator,
+                                                               CallShape shape);
 
 // Where the JSON object or array that starts `text` (after whitespace) ends, one past its closing
 // bracket. Incomplete: not closed yet. NotJson: the first non-space character opens no object or array.

@@ -4,8 +4,9 @@
 //   </tool_call>
 // and parallel calls are consecutive blocks. Small Qwen models often leave the tags out and write the
 // same object bare at the start of a line, or inside a ```json fence (one object per line for parallel
-// calls); both read as calls too when the object opens with "name" (llama.cpp's Hermes parser accepts
-// the same). Anything else, including a fence whose JSON is not calls, stays content.
+// calls); both read as calls too when the object opens with "name" and holds only the name and the
+// arguments (llama.cpp's Hermes parser accepts the same forms). Anything else, including a JSON answer
+// such as {"name": "Ann", "age": 3}, stays content.
 #include "toolcalls/call_text.h"
 #include "toolcalls/family_parsers.h"
 #include "toolcalls/tagged_call_parser.h"
@@ -102,15 +103,15 @@ private:
     }
 
     std::optional<std::vector<ParsedToolCall>> parse_block(std::string_view block, int kind) const override {
-        if (kind == kBare) return parse_call_json(block);
+        if (kind == kBare) return parse_call_json(block, CallShape::Exact);
         if (kind == kTagged) {
             block.remove_prefix(kOpen.size());
             if (block.ends_with(kClose)) block.remove_suffix(kClose.size());
-            return parse_call_json(block);
+            return parse_call_json(block, CallShape::Loose);
         }
         block.remove_prefix(fence_body(block));
         if (block.ends_with(kFence)) block.remove_suffix(kFence.size());
-        return parse_call_sequence(block, ' ');
+        return parse_call_sequence(block, ' ', CallShape::Exact);
     }
 };
 

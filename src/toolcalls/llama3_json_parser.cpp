@@ -26,7 +26,7 @@ public:
         if (mode_ == Mode::Call) {
             std::string_view text = trimmed();
             if (text.starts_with(kPythonTag)) text.remove_prefix(kPythonTag.size());
-            if (auto calls = parse_call_sequence(text, ';')) {
+            if (auto calls = parse_call_sequence(text, ';', CallShape::Exact)) {
                 for (ParsedToolCall& call : *calls) out.calls.push_back(std::move(call));
                 pending_.clear();
                 return;

@@ -32,7 +32,7 @@ private:
     }
 
     std::optional<std::vector<ParsedToolCall>> parse_block(std::string_view block, int) const override {
-        return parse_call_json(block.substr(kTag.size()));
+        return parse_call_json(block.substr(kTag.size()), CallShape::Loose);
     }
 };
 

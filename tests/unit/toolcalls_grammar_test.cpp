@@ -95,6 +95,24 @@ TEST(ToolCallGrammar, LlamaAndMistralSyntax) {
     EXPECT_FALSE(accepts(mistral, R"([TOOL_CALLS][{"name": "add", "arguments": {"a": 1}}])"));
 }
 
+// What the grammar lets a model write, the family's parser reads back as valid declared calls.
+TEST(ToolCallGrammar, AcceptedCallsParseBackAsValidCalls) {
+    const auto tools = DeclaredTools::from_request(json::parse(kTools));
+    ASSERT_TRUE(tools);
+    const std::vector<std::pair<ToolCallFamily, std::string>> cases = {
+        {ToolCallFamily::Hermes, kWeather + "\n" + kAdd},
+        {ToolCallFamily::Llama3Json, R"({"name": "add", "parameters": {"a": 1, "b": 2}}; {"name": "add", "parameters": {"a": 3, "b": 4}})"},
+        {ToolCallFamily::Mistral, R"([TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "x", "unit": "f"}}])"},
+    };
+    for (const auto& [family, text] : cases) {
+        ASSERT_TRUE(accepts(call_grammar(family, *tools, true), text)) << text;
+        const ParsedText parsed = parse_tool_calls(family, text);
+        EXPECT_EQ(parsed.content, "") << text;
+        ASSERT_FALSE(parsed.calls.empty()) << text;
+        for (const ParsedToolCall& call : parsed.calls) EXPECT_EQ(tools->check(call).outcome, CallOutcome::Valid);
+    }
+}
+
 TEST(ToolCallGrammar, NoDeclaredToolIsAnError) {
     const auto tools = DeclaredTools::from_request(json::array());
     ASSERT_TRUE(tools);

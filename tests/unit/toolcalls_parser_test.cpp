@@ -137,6 +137,14 @@ TEST(HermesParser, JsonThatIsNoCallOrNotAtALineStartStaysContent) {
         EXPECT_TRUE(parsed.calls.empty()) << text;
         EXPECT_EQ(parsed.unparsed, 0) << text;
     }
+    // Untagged, an object is a call only when it holds exactly a name and arguments.
+    for (const std::string answer : {"{\"name\": \"Ann\", \"age\": 3}", "{\"name\": \"Ann\"}",
+                                     "```json\n{\"name\": \"Ann\", \"arguments\": {}, \"x\": 1}\n```"}) {
+        const ParsedText parsed = parse_tool_calls(ToolCallFamily::Hermes, answer);
+        EXPECT_EQ(parsed.content, answer);
+        EXPECT_TRUE(parsed.calls.empty()) << answer;
+        EXPECT_TRUE(parse_tool_calls(ToolCallFamily::Llama3Json, answer).calls.empty()) << answer;
+    }
     const std::string broken = "```json\n{\"name\": \"f\", \"arguments\": {}} and more\n```";
     const ParsedText parsed = parse_tool_calls(ToolCallFamily::Hermes, broken);
     EXPECT_EQ(parsed.content, broken);
