@@ -30,3 +30,4 @@ tempered_layering_probe(kv FORBIDDEN models/model_config.h ALLOWED kernels/cpu/o
 tempered_layering_probe(kernels FORBIDDEN models/model_config.h ALLOWED core/dtype.h)
 tempered_layering_probe(server FORBIDDEN cli/commands.h ALLOWED runtime/loaded_model.h)
 tempered_layering_probe(grammar FORBIDDEN tokenizer/tokenizer.h ALLOWED core/result.h)
+tempered_layering_probe(toolcalls FORBIDDEN engine/engine.h ALLOWED grammar/grammar.h)
