@@ -19,6 +19,7 @@
 #include "server/request_log.h"
 #include "server/serving_metrics.h"
 #include "server/stream_set.h"
+#include "server/structured_output.h"
 #include "tokenizer/tokenizer.h"
 
 namespace tempered {
@@ -76,6 +77,9 @@ private:
                                                          const ResolvedSampling& sampling, const char* prompt_param,
                                                          std::optional<int64_t> default_max_tokens) const;
     api::ApiResult<std::shared_ptr<GenerationStream>> submit(GenerationOptions options);
+    // The grammar `generation.response_format` asks for (nullptr: none), counted by kind.
+    api::ApiResult<std::shared_ptr<const grammar::Constraint>> response_constraint(
+        const api::GenerationRequest& generation);
     // What every generation request's loop needs from the request: streaming, the request id, sampling.
     GenerationJob generation_job(const char* endpoint, const http::HttpRequest& http_request,
                                  const api::GenerationRequest& generation, const ResolvedSampling& sampling,
@@ -98,6 +102,7 @@ private:
     RequestLog& log_;
     ServiceSettings settings_;
     std::string system_fingerprint_;
+    StructuredOutput structured_output_;
     std::atomic<bool> draining_{false};
 };
 
