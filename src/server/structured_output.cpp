@@ -35,13 +35,28 @@ api::ApiResult<std::shared_ptr<const grammar::Constraint>> StructuredOutput::con
         });
         return json_object_;
     }
+    const std::string schema_text = format.schema.dump();
+    if (auto known = cached(schema_text)) return known;
     auto grammar = grammar::compile_json_schema(format.schema);
     if (!grammar) {
         return api::invalid_request("Invalid 'response_format.json_schema.schema': " + grammar.error().message,
                                     "response_format", "invalid_json_schema");
     }
-    return std::shared_ptr<const grammar::Constraint>(
-        std::make_shared<const grammar::Constraint>(std::move(grammar).value(), vocabulary()));
+    auto constraint = std::make_shared<const grammar::Constraint>(std::move(grammar).value(), vocabulary());
+    const std::lock_guard lock(schema_cache_mutex_);
+    schema_cache_.emplace_front(schema_text, constraint);
+    if (schema_cache_.size() > kCachedSchemas) schema_cache_.pop_back();
+    return std::shared_ptr<const grammar::Constraint>(std::move(constraint));
+}
+
+std::shared_ptr<const grammar::Constraint> StructuredOutput::cached(const std::string& schema_text) {
+    const std::lock_guard lock(schema_cache_mutex_);
+    for (auto it = schema_cache_.begin(); it != schema_cache_.end(); ++it) {
+        if (it->first != schema_text) continue;
+        schema_cache_.splice(schema_cache_.begin(), schema_cache_, it);  // now the most recently used
+        return schema_cache_.front().second;
+    }
+    return nullptr;
 }
 
 }  // namespace tempered

@@ -1,10 +1,15 @@
 // response_format -> the grammar the engine makes a request's choices follow. The model's vocabulary,
 // as the grammar needs it (token bytes and their trie), is built on the first constrained request and
-// shared by all of them; so is the grammar of `json_object`, the same for every request.
+// shared by all of them; so is the grammar of `json_object`, the same for every request. Compiled
+// schemas are kept for the next request that sends the same one (clients repeat theirs): its mask
+// generator has already learned the token sets of the grammar positions it met, the slow part of a mask.
 #pragma once
 
+#include <list>
 #include <memory>
 #include <mutex>
+#include <string>
+#include <utility>
 
 #include "api/errors.h"
 #include "api/response_format.h"
@@ -33,6 +38,12 @@ private:
     std::shared_ptr<const grammar::GrammarVocabulary> vocabulary_;
     std::once_flag json_object_built_;
     std::shared_ptr<const grammar::Constraint> json_object_;
+
+    using CachedSchema = std::pair<std::string, std::shared_ptr<const grammar::Constraint>>;  // (schema text, ...)
+    static constexpr size_t kCachedSchemas = 32;
+    std::shared_ptr<const grammar::Constraint> cached(const std::string& schema_text);
+    std::mutex schema_cache_mutex_;
+    std::list<CachedSchema> schema_cache_;  // most recently used first
 };
 
 // What the grammar sees of each token: the bytes the client sees (as the detokenizer renders them),

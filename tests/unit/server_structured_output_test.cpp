@@ -40,6 +40,28 @@ TEST(StructuredOutput, EachKindGetsItsConstraint) {
     EXPECT_TRUE(array.allows('['));
 }
 
+TEST(StructuredOutput, ARepeatedSchemaReusesItsCompiledConstraint) {
+    const Tokenizer tokenizer = testing::byte_tokenizer();
+    StructuredOutput structured(tokenizer, tokenizer.vocab_size());
+    const auto first = structured.constraint_for(schema_format(R"({"type":"integer"})"));
+    const auto other = structured.constraint_for(schema_format(R"({"type":"boolean"})"));
+    const auto again = structured.constraint_for(schema_format(R"({"type":"integer"})"));
+    ASSERT_TRUE(first && other && again);
+    EXPECT_EQ(*first, *again);
+    EXPECT_NE(*first, *other);
+    // Key order is part of the schema (it orders the generated properties): another order, another grammar.
+    const auto ab = structured.constraint_for(schema_format(R"({"properties":{"a":{},"b":{}}})"));
+    const auto ba = structured.constraint_for(schema_format(R"({"properties":{"b":{},"a":{}}})"));
+    ASSERT_TRUE(ab && ba);
+    EXPECT_NE(*ab, *ba);
+    // Beyond the cache's size the least recently used schema is compiled afresh.
+    for (int i = 0; i < 40; ++i)
+        ASSERT_TRUE(structured.constraint_for(schema_format(R"({"const":)" + std::to_string(i) + "}")));
+    const auto recompiled = structured.constraint_for(schema_format(R"({"type":"integer"})"));
+    ASSERT_TRUE(recompiled);
+    EXPECT_NE(*recompiled, *first);
+}
+
 TEST(StructuredOutput, ASchemaTheCompilerRefusesIsA400NamingTheKeywordAndPointer) {
     const Tokenizer tokenizer = testing::byte_tokenizer();
     StructuredOutput structured(tokenizer, tokenizer.vocab_size());
