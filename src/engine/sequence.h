@@ -40,7 +40,7 @@ struct Sequence {
     // Choice i of a request draws from a generator seeded with (seed, i), so a seeded request repeats.
     Sequence(int32_t sequence_id, int choice_index, std::vector<int32_t> all_tokens, int64_t prompt_tokens,
              uint64_t seed, const Tokenizer& tokenizer, std::vector<std::string> stop,
-             std::shared_ptr<const grammar::Constraint> grammar = nullptr)
+             std::shared_ptr<const grammar::Constraint> request_constraint = nullptr)
         : id(sequence_id),
           choice(choice_index),
           tokens(std::move(all_tokens)),
@@ -48,7 +48,7 @@ struct Sequence {
           rng(seed, static_cast<uint64_t>(choice_index) * 2 + 1),
           detokenizer(tokenizer, /*skip_special=*/true),
           stop_matcher(std::move(stop)) {
-        if (grammar) constraint.emplace(std::move(grammar));
+        if (request_constraint) constraint.emplace(std::move(request_constraint));
     }
 
     int64_t generated() const { return static_cast<int64_t>(tokens.size()) - prompt_length; }

@@ -55,7 +55,7 @@ bool ConstraintState::accept(int32_t token) {
     if (!constraint_->is_trigger(token)) return true;  // free text
     matcher_.emplace(constraint_->grammar());
     if (accept_while_active(token)) return true;
-    matcher_.reset();  // a grammar that does not begin with its trigger's text: stay free
+    matcher_.reset();  // a grammar that does not begin with its trigger's text: refused, the state as it was
     return false;
 }
 
