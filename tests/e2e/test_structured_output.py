@@ -217,3 +217,20 @@ def test_another_tokenizer_smollm2(smollm, schema_id, schema, topic, endpoint, s
     texts, reasons = ask(smollm, "smollm2-135m-instruct", endpoint, stream, temperature, response_format(schema),
                          topic)
     assert_valid(texts[0], reasons[0], schema)
+
+
+def test_a_forced_token_is_reported_in_logprobs_as_the_model_scored_it(qwen):
+    """After prose, the model would rather go on than open a JSON object: the grammar forces one (a token
+    starting with "{"), and its logprob says how unlikely the model found it, not a certainty of 0."""
+    body = {"model": QWEN2_NAME, "max_tokens": 24, "temperature": 0, "logprobs": 3,
+            "prompt": "The capital of France is", "response_format": {"type": "json_object"}}
+    reply = qwen.post("/v1/completions", body).json()
+    choice = reply["choices"][0]
+    assert choice["text"].startswith("{"), choice["text"]
+    first = choice["logprobs"]["token_logprobs"][0]
+    alternatives = choice["logprobs"]["top_logprobs"][0]
+    assert choice["logprobs"]["tokens"][0].startswith("{")
+    assert first < -1.0, (first, alternatives)
+    assert max(alternatives.values()) > first, alternatives  # the model preferred something else
+    free = qwen.post("/v1/completions", {**body, "response_format": {"type": "text"}}).json()
+    assert not free["choices"][0]["text"].startswith("{")
