@@ -206,7 +206,8 @@ api::ApiResult<std::shared_ptr<GenerationStream>> OpenAiService::submit(Generati
 api::ApiResult<std::shared_ptr<const grammar::Constraint>> OpenAiService::response_constraint(
     const api::GenerationRequest& generation) {
     auto constraint = structured_output_.constraint_for(generation.response_format);
-    if (constraint && *constraint) metrics_.count_structured(api::response_format_kind_name(generation.response_format.kind));
+    if (constraint && *constraint)
+        metrics_.count_structured(api::response_format_kind_name(generation.response_format.kind));
     return constraint;
 }
 
@@ -222,8 +223,8 @@ GenerationJob OpenAiService::generation_job(const char* endpoint, const http::Ht
     job.sampling = sampling.to_json();
     // A grammar shapes the draw as the sampling values do, so it is reported beside them.
     if (generation.response_format.kind != api::ResponseFormat::Kind::Text)
-        job.sampling["response_format"] = {
-            {"value", api::response_format_kind_name(generation.response_format.kind)}, {"source", "request"}};
+        job.sampling["response_format"] = {{"value", api::response_format_kind_name(generation.response_format.kind)},
+                                           {"source", "request"}};
     job.endpoint = endpoint;
     const std::string client_id = http_request.header("X-Request-Id");
     job.request_id = client_id.empty() ? response_id : client_id;

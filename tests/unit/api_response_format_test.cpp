@@ -58,8 +58,8 @@ TEST(ResponseFormat, MissingAndIllTypedFieldsAreNamed) {
 }
 
 TEST(ResponseFormat, ChatAndCompletionsBothReadIt) {
-    auto chat = parse_chat_request(
-        R"({"messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_object"}})");
+    auto chat =
+        parse_chat_request(R"({"messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_object"}})");
     ASSERT_TRUE(chat);
     EXPECT_EQ(chat->generation.response_format.kind, ResponseFormat::Kind::JsonObject);
     auto completion = parse_completion_request(R"({"prompt":"hi","response_format":{"type":"json_schema",

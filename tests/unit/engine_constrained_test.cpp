@@ -25,8 +25,8 @@ constexpr const char* kSchema = R"({"type":"object","properties":{"name":{"type"
 std::shared_ptr<const grammar::Constraint> schema_constraint(const Tokenizer& tokenizer, const char* schema) {
     auto grammar = grammar::compile_json_schema(nlohmann::ordered_json::parse(schema));
     EXPECT_TRUE(grammar);
-    auto vocabulary = std::make_shared<const grammar::GrammarVocabulary>(
-        grammar_vocabulary(tokenizer, tokenizer.vocab_size()));
+    auto vocabulary =
+        std::make_shared<const grammar::GrammarVocabulary>(grammar_vocabulary(tokenizer, tokenizer.vocab_size()));
     return std::make_shared<const grammar::Constraint>(std::move(grammar).value(), vocabulary);
 }
 
@@ -68,8 +68,8 @@ TEST(ConstrainedDraw, TheGreedyShortcutEqualsTheArgmaxOfTheMaskedLogits) {
             if (generator() % 2) logits[static_cast<size_t>(masked_argmax(logits, state))] += 10.0f;
             const int32_t expected = masked_argmax(logits, state);
             SamplerRng rng(seed);
-            const ConstrainedToken drawn =
-                next_constrained_token(logits, {sampling, penalties, -1}, TokenHistory{}, &state, rng, workspace, constrained);
+            const ConstrainedToken drawn = next_constrained_token(logits, {sampling, penalties, -1}, TokenHistory{},
+                                                                  &state, rng, workspace, constrained);
             ASSERT_EQ(drawn.sampled.token, expected) << "seed " << seed << " step " << step;
             (drawn.mask_seconds ? masks : shortcuts) += 1;
             ASSERT_TRUE(state.accept(drawn.sampled.token));
@@ -95,8 +95,8 @@ TEST(ConstrainedDraw, ARandomDrawIsTheMaskedDrawAndTakesTheSameRandomNumbers) {
         while (!state.must_end()) {
             std::vector<float> logits(vocab);
             for (float& l : logits) l = normal(generator);
-            const ConstrainedToken drawn =
-                next_constrained_token(logits, {sampling, penalties, -1}, TokenHistory{}, &state, rng, workspace, constrained);
+            const ConstrainedToken drawn = next_constrained_token(logits, {sampling, penalties, -1}, TokenHistory{},
+                                                                  &state, rng, workspace, constrained);
             ASSERT_TRUE(drawn.mask_seconds);
             ASSERT_EQ(drawn.sampled.token, next_token(logits, {sampling, penalties, -1}, TokenHistory{}, reference_rng,
                                                       reference_workspace, constrained.allowed)

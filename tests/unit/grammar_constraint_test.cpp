@@ -24,7 +24,8 @@ struct TestVocabulary {
 
     TestVocabulary() {
         for (int c = 32; c < 127; ++c) bytes.emplace_back(1, static_cast<char>(c));
-        for (const char* piece : {"{\"", "\": ", ", \"", "true", "false", "\"}", "ab", "\"x\""}) bytes.emplace_back(piece);
+        for (const char* piece : {"{\"", "\": ", ", \"", "true", "false", "\"}", "ab", "\"x\""})
+            bytes.emplace_back(piece);
         end = add("");
         control = add("");
         trigger = add("<tool_call>");
@@ -67,7 +68,8 @@ TEST(Constraint, EachStepsMaskEqualsABruteForceCheckOfEveryToken) {
         ASSERT_TRUE(state.fill_mask(mask));
         for (int32_t token = 0; token < static_cast<int32_t>(vocabulary.bytes.size()); ++token) {
             const bool expected = brute_force_allows(constraint->grammar(), vocabulary, prefix, token);
-            ASSERT_EQ(mask.allows(static_cast<uint32_t>(token)), expected) << "after '" << prefix << "' token " << token;
+            ASSERT_EQ(mask.allows(static_cast<uint32_t>(token)), expected)
+                << "after '" << prefix << "' token " << token;
             ASSERT_EQ(state.allows(token), expected) << "after '" << prefix << "' token " << token;
         }
         if (i == sentence.size()) break;
@@ -103,8 +105,8 @@ TEST(Constraint, EndOfGenerationIsMaskedUntilTheSentenceIsComplete) {
 TEST(Constraint, ARefusedTokenLeavesTheStateAsItWas) {
     const TestVocabulary vocabulary;
     ConstraintState state(schema_constraint(vocabulary));
-    EXPECT_FALSE(state.accept(static_cast<int32_t>('x' - 32)));  // an object starts with '{'
-    EXPECT_FALSE(state.accept(vocabulary.control));              // no bytes: never part of a sentence
+    EXPECT_FALSE(state.accept(static_cast<int32_t>('x' - 32)));                 // an object starts with '{'
+    EXPECT_FALSE(state.accept(vocabulary.control));                             // no bytes: never part of a sentence
     EXPECT_FALSE(state.accept(static_cast<int32_t>(vocabulary.bytes.size())));  // outside the vocabulary
     EXPECT_TRUE(state.accept(static_cast<int32_t>('{' - 32)));
     EXPECT_FALSE(state.accept(static_cast<int32_t>('{' - 32)));
@@ -154,7 +156,7 @@ TEST(Constraint, ALazyGrammarStartsAtItsTriggerWithTheTriggersTextFed) {
     EXPECT_FALSE(state.active());
     EXPECT_TRUE(state.allows(static_cast<int32_t>('q' - 32)));
     EXPECT_TRUE(state.accept(static_cast<int32_t>('q' - 32)));  // free text
-    EXPECT_TRUE(state.accept(vocabulary.end));                   // free: the end is allowed
+    EXPECT_TRUE(state.accept(vocabulary.end));                  // free: the end is allowed
     EXPECT_TRUE(state.accept(vocabulary.trigger));
     ASSERT_TRUE(state.active());
     TokenMask mask(vocabulary.bytes.size());
@@ -170,9 +172,8 @@ TEST(Constraint, ALazyGrammarStartsAtItsTriggerWithTheTriggersTextFed) {
 
 TEST(Constraint, AfterCompleteFreeTextReturnsToFreeOutputUntilTheNextTrigger) {
     const TestVocabulary vocabulary;
-    const auto constraint =
-        std::make_shared<const Constraint>(tool_call_grammar(), vocabulary.shared(),
-                                           std::vector<int32_t>{vocabulary.trigger}, AfterComplete::FreeText);
+    const auto constraint = std::make_shared<const Constraint>(
+        tool_call_grammar(), vocabulary.shared(), std::vector<int32_t>{vocabulary.trigger}, AfterComplete::FreeText);
     ConstraintState state(constraint);
     for (int call = 0; call < 2; ++call) {
         ASSERT_TRUE(state.accept(vocabulary.trigger));
@@ -187,8 +188,8 @@ TEST(Constraint, AfterCompleteFreeTextReturnsToFreeOutputUntilTheNextTrigger) {
 
 TEST(Constraint, ATriggerTheGrammarDoesNotBeginWithIsRefusedAndTheOutputStaysFree) {
     const TestVocabulary vocabulary;
-    const auto constraint = std::make_shared<const Constraint>(
-        testing::schema_grammar(kSchema), vocabulary.shared(), std::vector<int32_t>{vocabulary.trigger});
+    const auto constraint = std::make_shared<const Constraint>(testing::schema_grammar(kSchema), vocabulary.shared(),
+                                                               std::vector<int32_t>{vocabulary.trigger});
     ConstraintState state(constraint);
     EXPECT_FALSE(state.accept(vocabulary.trigger));
     EXPECT_FALSE(state.active());
