@@ -202,5 +202,22 @@ TEST_F(EngineUnderGrammar, MinTokensBeyondACompleteSentenceEndsTheChoiceWithStop
     EXPECT_EQ(observer_.outcomes, std::vector<RequestOutcome>{RequestOutcome::Stop});
 }
 
+TEST_F(EngineUnderGrammar, AGrammarTheVocabularyCannotSpellEndsTheChoiceWithoutAToken) {
+    // A vocabulary without "{": no token can start a JSON object, so the mask is empty.
+    grammar::GrammarVocabulary vocabulary = grammar_vocabulary(tokenizer_, tokenizer_.vocab_size());
+    vocabulary.token_bytes['{'].clear();
+    auto without_brace = std::make_shared<const grammar::GrammarVocabulary>(std::move(vocabulary.token_bytes),
+                                                                            vocabulary.end_of_generation);
+    auto constraint = std::make_shared<const grammar::Constraint>(grammar::json_object_grammar(), without_brace);
+    auto pool = testing::tiny_pool(32);
+    Engine engine(model_, tokenizer_, *pool, EngineOptions{}, &observer_);
+    auto result = testing::collect(*engine.submit(constrained("x", constraint)).stream);
+    ASSERT_FALSE(result.error);
+    EXPECT_EQ(result.text[0], "");
+    EXPECT_TRUE(result.tokens[0].empty());
+    EXPECT_EQ(result.usage.completion_tokens, 0);
+    EXPECT_EQ(observer_.outcomes, std::vector<RequestOutcome>{RequestOutcome::Stop});
+}
+
 }  // namespace
 }  // namespace tempered
