@@ -196,27 +196,6 @@ FieldError parse_tool_choice(const Json* field, const Json& tools, Json& out) {
     return std::nullopt;
 }
 
-FieldError parse_response_format(const Json* field, Json& out) {
-    if (field == nullptr || field->is_null()) return std::nullopt;
-    if (!field->is_object()) return wrong_type("response_format", "an object", *field);
-    std::string type;
-    if (auto e = require_string(*field, "type", "response_format.type", type)) return e;
-    if (type != "text" && type != "json_object" && type != "json_schema") {
-        return invalid_request("Invalid value for 'response_format.type': '" + type +
-                                   "'. Supported values are: 'text', 'json_object' and 'json_schema'.",
-                               "response_format.type", "invalid_value");
-    }
-    if (type == "json_schema") {
-        const Json* schema = find_field(*field, "json_schema");
-        if (schema == nullptr || !schema->is_object()) {
-            return invalid_request("Missing required parameter: 'response_format.json_schema'.",
-                                   "response_format.json_schema", "missing_required_parameter");
-        }
-    }
-    out = *field;
-    return std::nullopt;
-}
-
 }  // namespace
 
 std::string_view role_name(Role role) {
@@ -271,7 +250,6 @@ ApiResult<ChatRequest> parse_chat_request(std::string_view body) {
         return *e;
     }
     request.parallel_tool_calls = parallel_tool_calls.value_or(true);
-    if (auto e = parse_response_format(find_field(json, "response_format"), request.response_format)) return *e;
 
     const Json* kwargs = find_field(json, "chat_template_kwargs");
     if (kwargs != nullptr && !kwargs->is_null()) {

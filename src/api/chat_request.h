@@ -54,7 +54,6 @@ struct ChatRequest {
     Json tools;        // array of {"type":"function","function":{"name",...}}
     Json tool_choice;  // "none" | "auto" | "required" | {"type":"function","function":{"name"}}
     bool parallel_tool_calls = true;
-    Json response_format;       // {"type": "text" | "json_object" | "json_schema", ...}
     Json chat_template_kwargs;  // extra template variables (e.g. enable_thinking); object or null
 };
 

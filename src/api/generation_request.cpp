@@ -150,7 +150,7 @@ FieldError parse_generation_fields(const Json& body, int64_t max_tokens_min, Gen
     RequestedValue<bool> ignore_eos;
     if (auto e = read_bool(find_field(body, "ignore_eos"), "ignore_eos", ignore_eos)) return e;
     out.ignore_eos = ignore_eos.value_or(false);
-    return std::nullopt;
+    return parse_response_format(find_field(body, "response_format"), out.response_format);
 }
 
 SamplingValues to_sampling_values(const SamplingRequest& request) {

@@ -12,6 +12,7 @@
 #include "api/errors.h"
 #include "api/json_fields.h"
 #include "api/requested_value.h"
+#include "api/response_format.h"
 #include "sampling/sampling_values.h"
 
 namespace tempered::api {
@@ -45,6 +46,7 @@ struct GenerationRequest {
     std::vector<std::pair<int64_t, double>> logit_bias;  // (token id, bias in [-100, 100]), by id
     std::string user;
     bool ignore_eos = false;
+    ResponseFormat response_format;  // chat and completions alike
 };
 
 inline constexpr int kMaxChoices = 16;

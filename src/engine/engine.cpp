@@ -84,7 +84,7 @@ void Engine::take_new_requests() {
         incoming_.pop_front();
         request->sequences.push_back(std::make_unique<Sequence>(
             sequence_ids_.next(), 0, request->options.prompt, static_cast<int64_t>(request->options.prompt.size()),
-            request->options.seed, tokenizer_, request->options.stop));
+            request->options.seed, tokenizer_, request->options.stop, request->options.constraint));
         scheduler_.add(std::move(request));
     }
 }

@@ -25,6 +25,8 @@ public:
     virtual void on_first_token(double seconds_since_submit) = 0;
     virtual void on_inter_token(double seconds) = 0;
     virtual void on_preemption() = 0;
+    // A grammar's token mask took `seconds` to build (one per constrained step that needed one).
+    virtual void on_grammar_mask(double /*seconds*/) {}
     // A finished request (its first choice's reason, an error, or abandoned by its client), with the
     // tokens it used so far and its timings. Called before the client sees the request's last event,
     // so metrics read right after a response already include it.

@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -13,6 +14,10 @@
 #include "sampling/logprobs.h"
 #include "sampling/penalties.h"
 #include "sampling/sampler.h"
+
+namespace tempered::grammar {
+class Constraint;
+}
 
 namespace tempered {
 
@@ -27,6 +32,8 @@ struct GenerationOptions {
     PenaltyParams penalties;
     uint64_t seed = 0;      // choice i draws from a generator seeded with (seed, i)
     int top_logprobs = -1;  // < 0: no logprobs; else logprobs with this many alternatives
+    // A grammar every choice follows (response_format, tool calls), shared by them; nullptr: free.
+    std::shared_ptr<const grammar::Constraint> constraint;
 };
 
 enum class FinishReason { Stop, Length };

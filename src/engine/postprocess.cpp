@@ -59,7 +59,8 @@ void Postprocessor::fork_choices(Request& request) {
     Sequence& first = *request.sequences.front();
     for (int choice = 1; choice < request.options.n; ++choice) {
         auto child = std::make_unique<Sequence>(sequence_ids_.next(), choice, first.tokens, first.prompt_length,
-                                                request.options.seed, tokenizer_, request.options.stop);
+                                                request.options.seed, tokenizer_, request.options.stop,
+                                                request.options.constraint);
         // Shares the prompt's full blocks; without room it recomputes later instead.
         child->computed = kv_.fork(first.id, child->id, first.computed) ? first.computed : 0;
         request.sequences.push_back(std::move(child));
@@ -75,11 +76,18 @@ ChoiceDelta Postprocessor::sample(Request& request, Sequence& sequence, const fl
     const TokenHistory history{
         tokens.first(prompt_length), tokens.subspan(prompt_length),
         end_masked ? std::span<const int32_t>(end_of_generation_tokens_) : std::span<const int32_t>()};
-    SampledToken next =
-        next_token({logits, static_cast<size_t>(config_.vocab_size)},
-                   {options.sampling, options.penalties, options.top_logprobs}, history, sequence.rng, workspace_);
+    grammar::ConstraintState* constraint = sequence.constraint ? &*sequence.constraint : nullptr;
+    ConstrainedToken drawn = next_constrained_token(
+        {logits, static_cast<size_t>(config_.vocab_size)}, {options.sampling, options.penalties, options.top_logprobs},
+        history, constraint, sequence.rng, workspace_, constrained_workspace_);
+    if (observer_ && drawn.mask_seconds) observer_->on_grammar_mask(*drawn.mask_seconds);
+    SampledToken& next = drawn.sampled;
     ChoiceDelta delta;
     delta.index = sequence.choice;
+    if (constraint && !constraint->accept(next.token)) {
+        end_refused_by_grammar(sequence, delta);
+        return delta;
+    }
     if (next.logprob) delta.logprobs.push_back(std::move(*next.logprob));
     delta.tokens.push_back(next.token);
     sequence.tokens.push_back(next.token);
@@ -111,15 +119,29 @@ void Postprocessor::append_text(const Request& request, Sequence& sequence, int3
         delta.text += out.text;
         if (out.stopped) sequence.finish_reason = FinishReason::Stop;
     }
+    // The grammar's sentence is complete and nothing may follow: the answer is whole.
+    const bool grammar_complete = sequence.constraint && sequence.constraint->must_end();
+    if (!sequence.finish_reason && grammar_complete) sequence.finish_reason = FinishReason::Stop;
     if (!sequence.finish_reason && (sequence.generated() >= options.max_tokens ||
                                     static_cast<int64_t>(sequence.tokens.size()) >= config_.context_length))
         sequence.finish_reason = FinishReason::Length;
     if (!sequence.finish_reason) return;
-    if (*sequence.finish_reason == FinishReason::Length || end_of_generation) {
+    if (*sequence.finish_reason == FinishReason::Length || end_of_generation || grammar_complete) {
         // Nothing can follow: release what the stop matcher and detokenizer held back.
         delta.text += sequence.stop_matcher.push(sequence.detokenizer.flush()).text;
         delta.text += sequence.stop_matcher.flush();
     }
+    sequence.finished = true;
+    delta.finish = sequence.finish_reason;
+    kv_.release(sequence.id);
+}
+
+// The grammar allowed no token the draw could take (a grammar the vocabulary cannot continue, or its
+// only continuations masked, e.g. end of generation under min_tokens): the choice ends where it is.
+void Postprocessor::end_refused_by_grammar(Sequence& sequence, ChoiceDelta& delta) {
+    delta.text += sequence.stop_matcher.push(sequence.detokenizer.flush()).text;
+    delta.text += sequence.stop_matcher.flush();
+    sequence.finish_reason = FinishReason::Stop;
     sequence.finished = true;
     delta.finish = sequence.finish_reason;
     kv_.release(sequence.id);

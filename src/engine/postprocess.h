@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/constrained_draw.h"
 #include "engine/engine_observer.h"
 #include "engine/scheduler.h"
 #include "engine/sequence.h"
@@ -43,6 +44,7 @@ private:
     ChoiceDelta sample(Request& request, Sequence& sequence, const float* logits);
     void record_token_time(Request& request, Sequence& sequence);
     void append_text(const Request& request, Sequence& sequence, int32_t token, ChoiceDelta& delta);
+    void end_refused_by_grammar(Sequence& sequence, ChoiceDelta& delta);
     void report_finished(Request& request, RequestOutcome outcome);
 
     const Tokenizer& tokenizer_;
@@ -52,6 +54,7 @@ private:
     SequenceIds& sequence_ids_;
     std::vector<int32_t> end_of_generation_tokens_;  // masked while min_tokens is unmet or with ignore_eos
     NextTokenWorkspace workspace_;
+    ConstrainedDrawWorkspace constrained_workspace_;
     std::vector<Request*> touched_;  // requests with a chunk in this step, in plan order
     std::vector<Request*> finished_;
 };

@@ -11,6 +11,7 @@
 
 #include "engine/generation.h"
 #include "engine/stop_matcher.h"
+#include "grammar/constraint.h"
 #include "sampling/sampler.h"
 #include "tokenizer/streaming_detokenizer.h"
 
@@ -29,20 +30,26 @@ struct Sequence {
     SamplerRng rng;
     StreamingDetokenizer detokenizer;
     StopMatcher stop_matcher;
+    // Where the choice is in its request's grammar; it advances only with a token appended to `tokens`,
+    // so recomputing after a preemption neither loses nor repeats a step.
+    std::optional<grammar::ConstraintState> constraint;
     bool finished = false;
     std::optional<FinishReason> finish_reason;
     EngineClock::time_point last_token_time;
 
     // Choice i of a request draws from a generator seeded with (seed, i), so a seeded request repeats.
     Sequence(int32_t sequence_id, int choice_index, std::vector<int32_t> all_tokens, int64_t prompt_tokens,
-             uint64_t seed, const Tokenizer& tokenizer, std::vector<std::string> stop)
+             uint64_t seed, const Tokenizer& tokenizer, std::vector<std::string> stop,
+             std::shared_ptr<const grammar::Constraint> request_constraint = nullptr)
         : id(sequence_id),
           choice(choice_index),
           tokens(std::move(all_tokens)),
           prompt_length(prompt_tokens),
           rng(seed, static_cast<uint64_t>(choice_index) * 2 + 1),
           detokenizer(tokenizer, /*skip_special=*/true),
-          stop_matcher(std::move(stop)) {}
+          stop_matcher(std::move(stop)) {
+        if (request_constraint) constraint.emplace(std::move(request_constraint));
+    }
 
     int64_t generated() const { return static_cast<int64_t>(tokens.size()) - prompt_length; }
     int64_t pending() const { return static_cast<int64_t>(tokens.size()) - computed; }

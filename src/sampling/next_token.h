@@ -1,5 +1,6 @@
-// One sequence's next token from its logits: repetition penalties over what it has seen, the tokens it
-// may not draw yet masked, then the draw (sampler.h); with the token's logprobs when asked, taken from
+// One sequence's next token from its logits: repetition penalties over what it has seen (DRY will go
+// here, after them), the tokens it may not draw yet masked, then the draw (sampler.h: logit bias, the
+// allowed-token mask of a grammar, temperature, truncation); with the token's logprobs when asked, taken from
 // the raw logits as OpenAI reports them. Everything else about a generated token (timing, text, stop
 // strings, finish reasons) is the engine's.
 #pragma once
@@ -40,8 +41,10 @@ struct SampledToken {
     std::optional<TokenLogprob> logprob;  // when top_logprobs >= 0
 };
 
-// `logits` (vocab) are left as they are. rng advances as sample_token() says.
+// `logits` (vocab) are left as they are. rng advances as sample_token() says. `allowed`: a grammar's
+// mask, applied after the logit bias (empty: no grammar); logprobs stay those of the raw logits, so a
+// token the grammar forced is reported with the probability the model gave it.
 SampledToken next_token(std::span<const float> logits, const NextTokenParams& params, const TokenHistory& history,
-                        SamplerRng& rng, NextTokenWorkspace& workspace);
+                        SamplerRng& rng, NextTokenWorkspace& workspace, AllowedTokens allowed = {});
 
 }  // namespace tempered

@@ -99,6 +99,19 @@ float max_value(const std::vector<float>& values) {
     return best;
 }
 
+// Tokens outside `allowed` get logit -inf: weight 0, never drawn, never counted by truncation.
+void mask_disallowed(std::vector<float>& logits, AllowedTokens allowed) {
+    for (size_t word = 0; word < allowed.size(); ++word) {
+        const uint64_t bits = allowed[word];
+        if (bits == ~uint64_t{0}) continue;
+        const size_t end = std::min(logits.size(), (word + 1) * 64);
+        for (size_t token = word * 64; token < end; ++token)
+            if (!((bits >> (token & 63)) & 1)) logits[token] = -std::numeric_limits<float>::infinity();
+    }
+    for (size_t token = allowed.size() * 64; token < logits.size(); ++token)
+        logits[token] = -std::numeric_limits<float>::infinity();
+}
+
 // Draws a token with probability weight / total by token id, in a fixed order: 256-token blocks are
 // summed in eight lanes, the block holding the target is found, then scanned token by token.
 int32_t draw_by_weight(const std::vector<float>& weights, SamplerRng& rng) {
@@ -140,7 +153,7 @@ int32_t draw_by_weight(const std::vector<float>& weights, SamplerRng& rng) {
 }  // namespace
 
 int32_t sample_token(std::span<const float> logits, const SamplingParams& params, SamplerRng& rng,
-                     SamplerWorkspace& workspace) {
+                     SamplerWorkspace& workspace, AllowedTokens allowed) {
     std::vector<float>& weights = workspace.weights;
     weights.resize(logits.size());
     for (size_t i = 0; i < logits.size(); ++i)
@@ -148,9 +161,10 @@ int32_t sample_token(std::span<const float> logits, const SamplingParams& params
     for (const auto& [token, bias] : params.logit_bias) {
         if (token >= 0 && static_cast<size_t>(token) < weights.size()) weights[static_cast<size_t>(token)] += bias;
     }
+    if (!allowed.empty()) mask_disallowed(weights, allowed);
     const float best_value = max_value(weights);
     const auto best = static_cast<int32_t>(std::find(weights.begin(), weights.end(), best_value) - weights.begin());
-    if (params.temperature <= 0.0f || params.top_k == 1 || !std::isfinite(best_value)) return best;
+    if (is_greedy(params) || !std::isfinite(best_value)) return best;
 
     // Weights exp((logit - best) / T): the best has weight 1, so min_p compares with min_p itself and
     // nothing is normalised. Only top_k and top_p need an order, and only over the head of the list.

@@ -1,7 +1,8 @@
 // Choosing the next token from logits. sample_token is a pure function of (logits, params, rng state):
 // the same three give the same token, so a request with a seed is reproducible whatever else the
-// server is doing. Order: logit bias, temperature, truncation (top_k, top_p, min_p), then a draw.
-// (Repetition penalties come before the bias once they exist.)
+// server is doing. Order (issue 12): logit bias, the allowed-token mask (a grammar's), temperature,
+// truncation (top_k, top_p, min_p, counting allowed tokens only), then a draw. Repetition penalties (and
+// DRY) come before, in next_token.
 #pragma once
 
 #include <cstdint>
@@ -41,9 +42,16 @@ struct SamplerWorkspace {
     std::vector<Candidate> candidates;  // the tokens with weight, when top_k / top_p need them in order
 };
 
-// The next token for `logits` (vocab). rng is advanced by exactly one draw unless the choice is greedy.
+// One bit per token id (bit t of word t / 64): the tokens that may be drawn. Empty: every token.
+using AllowedTokens = std::span<const uint64_t>;
+
+// The next token for `logits` (vocab), drawn from the distribution over `allowed` tokens only. rng is
+// advanced by exactly one draw unless the choice is greedy.
 int32_t sample_token(std::span<const float> logits, const SamplingParams& params, SamplerRng& rng,
-                     SamplerWorkspace& workspace);
+                     SamplerWorkspace& workspace, AllowedTokens allowed = {});
+
+// The draw is an argmax and takes nothing from the rng.
+inline bool is_greedy(const SamplingParams& params) { return params.temperature <= 0.0f || params.top_k == 1; }
 
 // argmax, the lowest id among equal maxima.
 int32_t greedy_token(std::span<const float> logits);

@@ -39,11 +39,14 @@ std::optional<api::ApiError> OpenAiService::submit_prompts(const api::Completion
                                                            StreamSet& streams) {
     // Every prompt is checked before any is submitted, so a bad one refuses the request whole.
     std::vector<GenerationOptions> all_options;
+    auto constraint = response_constraint(request.generation);
+    if (!constraint) return constraint.error();
     for (size_t p = 0; p < prompts.tokens.size(); ++p) {
         const std::string param = request.prompt_is_batch ? api::param_path("prompt", p) : "prompt";
         auto options = generation_options(request.generation, prompts.tokens[p], request.logprobs.value_or(-1),
                                           sampling, param.c_str(), kDefaultCompletionTokens);
         if (!options) return options.error();
+        options->constraint = *constraint;
         all_options.push_back(std::move(options).value());
     }
     for (size_t p = 0; p < all_options.size(); ++p) {

@@ -44,7 +44,8 @@ OpenAiService::OpenAiService(ServedModel model, Engine& engine, ServingMetrics& 
       engine_(engine),
       metrics_(metrics),
       log_(log),
-      settings_(std::move(settings)) {
+      settings_(std::move(settings)),
+      structured_output_(model_.tokenizer, model_.config.vocab_size) {
     system_fingerprint_ = "tempered-" + settings_.served_model_name;
     tool_calls_ = choose_tool_calls(settings_, model_.chat_template);
     const std::string parser_flag = " (--tool-call-parser " + settings_.tool_call_parser + ")";
@@ -220,6 +221,14 @@ api::ApiResult<std::shared_ptr<GenerationStream>> OpenAiService::submit(Generati
     return api::service_unavailable("the server is shutting down", 5);
 }
 
+api::ApiResult<std::shared_ptr<const grammar::Constraint>> OpenAiService::response_constraint(
+    const api::GenerationRequest& generation) {
+    auto constraint = structured_output_.constraint_for(generation.response_format);
+    if (constraint && *constraint)
+        metrics_.count_structured(api::response_format_kind_name(generation.response_format.kind));
+    return constraint;
+}
+
 GenerationJob OpenAiService::generation_job(const char* endpoint, const http::HttpRequest& http_request,
                                             const api::GenerationRequest& generation, const ResolvedSampling& sampling,
                                             const std::string& response_id,
@@ -230,6 +239,10 @@ GenerationJob OpenAiService::generation_job(const char* endpoint, const http::Ht
     job.include_usage = generation.stream && generation.stream_options.include_usage;
     job.report_sampling = settings_.report_sampling;
     job.sampling = sampling.to_json();
+    // A grammar shapes the draw as the sampling values do, so it is reported beside them.
+    if (generation.response_format.kind != api::ResponseFormat::Kind::Text)
+        job.sampling["response_format"] = {{"value", api::response_format_kind_name(generation.response_format.kind)},
+                                           {"source", "request"}};
     job.endpoint = endpoint;
     const std::string client_id = http_request.header("X-Request-Id");
     job.request_id = client_id.empty() ? response_id : client_id;

@@ -20,6 +20,7 @@
 #include "server/request_log.h"
 #include "server/serving_metrics.h"
 #include "server/stream_set.h"
+#include "server/structured_output.h"
 #include "tokenizer/tokenizer.h"
 
 namespace tempered {
@@ -81,6 +82,9 @@ private:
                                                          const ResolvedSampling& sampling, const char* prompt_param,
                                                          std::optional<int64_t> default_max_tokens) const;
     api::ApiResult<std::shared_ptr<GenerationStream>> submit(GenerationOptions options);
+    // The grammar `generation.response_format` asks for (nullptr: none), counted by kind.
+    api::ApiResult<std::shared_ptr<const grammar::Constraint>> response_constraint(
+        const api::GenerationRequest& generation);
     // What every generation request's loop needs from the request: streaming, the request id, sampling.
     GenerationJob generation_job(const char* endpoint, const http::HttpRequest& http_request,
                                  const api::GenerationRequest& generation, const ResolvedSampling& sampling,
@@ -104,6 +108,7 @@ private:
     ServiceSettings settings_;
     ToolCallSettings tool_calls_;  // the parser chosen for this model, and the validation mode
     std::string system_fingerprint_;
+    StructuredOutput structured_output_;
     std::atomic<bool> draining_{false};
 };
 

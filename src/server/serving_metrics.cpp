@@ -8,6 +8,11 @@ std::vector<double> latency_buckets() {
             0.75,  1.0,   2.5,  5.0,  7.5,  10.0, 20.0, 40.0, 80.0};
 }
 
+// 1 µs to 100 ms: a mask from precomputed sets takes microseconds, a grammar still learning milliseconds.
+std::vector<double> grammar_mask_buckets() {
+    return {1e-6, 2.5e-6, 5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 1e-2, 2.5e-2, 5e-2, 0.1};
+}
+
 }  // namespace
 
 ServingMetrics::ServingMetrics(std::string model_name, std::string kv_cache_dtype)
@@ -51,11 +56,17 @@ ServingMetrics::ServingMetrics(std::string model_name, std::string kv_cache_dtyp
           registry_.gauge("tempered:kv_cache_dtype_info", "The KV cache element type (value 1).", {"dtype"})),
       kv_blocks_in_use_(registry_.gauge("tempered:kv_blocks_in_use", "KV blocks held by running sequences.")),
       tool_calls_(registry_.counter("tempered:tool_calls_total", "Tool calls the model wrote, by what became of them.",
-                                    {"outcome"})) {
+                                    {"outcome"})),
+      grammar_mask_(registry_.histogram("tempered:grammar_mask_seconds",
+                                        "Seconds to build one step's grammar token mask.", grammar_mask_buckets())),
+      structured_requests_(registry_.counter("tempered:structured_requests_total",
+                                             "Requests whose output follows a grammar, by kind.", {"kind"})) {
     kv_dtype_info_.with({kv_cache_dtype_}).set(1);
     rejected_.get();
     aborted_.get();
     failed_.get();
+    grammar_mask_.get();
+    for (const char* kind : {"json_object", "json_schema"}) structured_requests_.with({kind});
     for (const char* reason : {"stop", "length", "abort", "error"}) request_success_.with({model_name_, reason});
     for (const char* outcome : {"valid", "rejected_unknown_name", "rejected_bad_arguments", "unparsed"})
         tool_calls_.with({outcome});
@@ -102,6 +113,8 @@ void ServingMetrics::on_first_token(double seconds_since_submit) {
 void ServingMetrics::on_inter_token(double seconds) { inter_token_latency_.with({model_name_}).observe(seconds); }
 
 void ServingMetrics::on_preemption() { preemptions_.with({model_name_}).inc(); }
+
+void ServingMetrics::on_grammar_mask(double seconds) { grammar_mask_.get().observe(seconds); }
 
 void ServingMetrics::on_request_finished(RequestOutcome outcome, const GenerationUsage& usage,
                                          const RequestTimings& timings) {

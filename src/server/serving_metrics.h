@@ -28,12 +28,15 @@ public:
     void count_aborted() { aborted_.get().inc(); }
     // One tool call the model wrote: valid, rejected_unknown_name, rejected_bad_arguments or unparsed.
     void count_tool_call(std::string_view outcome) { tool_calls_.with({std::string(outcome)}).inc(); }
+    // A request whose output follows a grammar; `kind` json_object | json_schema | tool_call.
+    void count_structured(const std::string& kind) { structured_requests_.with({kind}).inc(); }
 
     // EngineObserver
     void on_prefix_lookup(int64_t prompt_tokens, int64_t cached_tokens) override;
     void on_first_token(double seconds_since_submit) override;
     void on_inter_token(double seconds) override;
     void on_preemption() override;
+    void on_grammar_mask(double seconds) override;
     void on_request_finished(RequestOutcome outcome, const GenerationUsage& usage,
                              const RequestTimings& timings) override;
 
@@ -63,6 +66,8 @@ private:
     metrics::GaugeFamily& kv_dtype_info_;
     metrics::GaugeFamily& kv_blocks_in_use_;
     metrics::CounterFamily& tool_calls_;
+    metrics::HistogramFamily& grammar_mask_;
+    metrics::CounterFamily& structured_requests_;
 };
 
 }  // namespace tempered

@@ -285,7 +285,7 @@ TEST(ChatRequest, ToolsToolChoiceAndResponseFormatAreKept) {
     EXPECT_EQ(request.tools[0]["function"]["parameters"]["type"], "object");
     EXPECT_EQ(request.tool_choice["function"]["name"], "get_weather");
     EXPECT_FALSE(request.parallel_tool_calls);
-    EXPECT_EQ(request.response_format["type"], "json_object");
+    EXPECT_EQ(request.generation.response_format.kind, ResponseFormat::Kind::JsonObject);
     EXPECT_EQ(request.chat_template_kwargs["enable_thinking"], false);
 
     EXPECT_EQ(parse_ok("{" + kHello + "," + tools + R"(,"tool_choice":"required"})").tool_choice, "required");
