@@ -19,7 +19,8 @@ namespace tempered::grammar {
 
 Result<Expr> compile_pattern(std::string_view pattern);
 
-// One character inside a JSON string: unescaped printable ASCII except `"` and `\`, an escape sequence,
+// One character inside a JSON string: unescaped printable ASCII except `"` and `\`, an escape sequence
+// (\u escapes outside the surrogate range D800-DFFF),
 // or one well-formed UTF-8 encoded non-ASCII character (no overlong forms, no surrogates).
 Expr json_string_char();
 
