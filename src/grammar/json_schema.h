@@ -20,6 +20,11 @@
 // - Integers are written without fraction or exponent (5, never 5.0); integer bounds are exact.
 // - A bounded `number` is written without exponent, with a fraction only after an integer part that stays
 //   in bounds with any fraction (under maximum 9.7 no 9.5; when bounded no -0.5).
+// - A schema without `type`, const, enum or a combinator takes the kind of value its keywords imply
+//   (properties/required/additionalProperties: an object; items...: an array; lengths, pattern, format: a
+//   string; bounds: a number), where JSON Schema would also let every other kind through.
+// - Formats follow fixed regexes (kFormats in json_schema.cpp), narrower than the RFCs: email local parts
+//   and domains of letters, digits and `._+-`; times with seconds, `T` and `Z` in upper case.
 // - prefixItems without `items` close the tuple; a `required` name missing from `properties` becomes a
 //   member of any value after the declared ones.
 // - Extra members (additionalProperties) come after the declared ones and never repeat a declared name
