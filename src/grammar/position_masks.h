@@ -9,10 +9,18 @@
 // character would be its own context and every multi-byte token uncertain; a few frames take in the
 // whole string up to its closing quote. Contexts are classified lazily, on first sight, and kept for the
 // generator's lifetime: one generator per compiled grammar (not thread-safe while it still learns).
+//
+// A context is classified from the one without its outermost frame: what that shorter context accepts,
+// the longer one accepts too, and what it rejects before it could have ended, the longer one rejects, so
+// only the shorter context's uncertain tokens are walked again. Only the innermost frame needs a walk of
+// the whole trie, and contexts that share inner frames share that work: every string property of a
+// schema walks the string body once (its inner frames sit in the one shared string rule), and each
+// further property only rechecks the few tokens that could close the string.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <span>
 #include <vector>
 
 #include "grammar/grammar.h"
@@ -41,7 +49,8 @@ private:
         std::vector<uint32_t> uncertain;  // trie order
     };
 
-    const PositionTokens& tokens_at(const std::vector<uint32_t>& context);
+    const PositionTokens& tokens_at(std::span<const uint32_t> context);
+    PositionTokens classify(std::span<const uint32_t> context);
 
     const Grammar& grammar_;
     const TokenTrie& trie_;

@@ -87,6 +87,45 @@ void TokenTrie::classify(Matcher& matcher, std::vector<uint32_t>& accepted, std:
     matcher.rollback(state_at[0]);
 }
 
+void TokenTrie::classify_tokens(Matcher& matcher, std::span<const uint32_t> tokens, std::vector<uint32_t>& accepted,
+                                std::vector<uint32_t>& uncertain) const {
+    // state_at[k] / could_exit[k]: after the first k bytes of `previous`, for k < state_at.size().
+    std::vector<Matcher::Checkpoint> state_at(1, matcher.checkpoint());
+    std::vector<bool> could_exit(1, matcher.is_complete());
+    std::string_view previous;
+    size_t previous_failed_at = std::string_view::npos;
+    for (uint32_t token : tokens) {
+        const std::string_view bytes = token_bytes_[token];
+        size_t shared = 0;
+        while (shared < previous.size() && shared < bytes.size() && previous[shared] == bytes[shared]) ++shared;
+        const size_t resume = std::min(shared, state_at.size() - 1);
+        size_t failed_at = std::string_view::npos;
+        if (previous_failed_at != std::string_view::npos && shared > previous_failed_at) {
+            failed_at = previous_failed_at;  // same dead prefix, same verdict
+        } else {
+            matcher.rollback(state_at[resume]);
+            state_at.resize(resume + 1);
+            could_exit.resize(resume + 1);
+            for (size_t k = resume; k < bytes.size(); ++k) {
+                if (!matcher.accept_byte(static_cast<uint8_t>(bytes[k]))) {
+                    failed_at = k;
+                    break;
+                }
+                state_at.push_back(matcher.checkpoint());
+                could_exit.push_back(could_exit.back() || matcher.is_complete());
+            }
+        }
+        if (failed_at == std::string_view::npos) {
+            accepted.push_back(token);
+        } else if (could_exit[failed_at]) {
+            uncertain.push_back(token);
+        }
+        previous = bytes;
+        previous_failed_at = failed_at;
+    }
+    matcher.rollback(state_at[0]);
+}
+
 void TokenTrie::check_tokens(Matcher& matcher, std::span<const uint32_t> tokens, TokenMask& mask) const {
     // state_at[k]: the state after the first k bytes of `previous`, for k < state_at.size().
     std::vector<Matcher::Checkpoint> state_at(1, matcher.checkpoint());

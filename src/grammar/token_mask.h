@@ -50,6 +50,10 @@ public:
     // rejects only after a point where its alternative could have ended (`uncertain`: whether they fit
     // depends on what follows in the caller's stack). Both lists come in trie order.
     void classify(Matcher& matcher, std::vector<uint32_t>& accepted, std::vector<uint32_t>& uncertain) const;
+    // classify restricted to `tokens` (in trie order; common prefixes are matched once): appends each to
+    // `accepted` or `uncertain` as classify would have, or drops it (rejected before any exit).
+    void classify_tokens(Matcher& matcher, std::span<const uint32_t> tokens, std::vector<uint32_t>& accepted,
+                         std::vector<uint32_t>& uncertain) const;
     // Allows in `mask` those of `tokens` (in trie order) that `matcher` accepts; common prefixes are
     // matched once.
     void check_tokens(Matcher& matcher, std::span<const uint32_t> tokens, TokenMask& mask) const;
