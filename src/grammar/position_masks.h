@@ -16,11 +16,20 @@
 // the whole trie, and contexts that share inner frames share that work: every string property of a
 // schema walks the string body once (its inner frames sit in the one shared string rule), and each
 // further property only rechecks the few tokens that could close the string.
+//
+// Classifications are also shared between generators over the same trie, keyed by the context's
+// canonical language (context_key.h): a new request's schema starts with the string bodies, numbers and
+// literals earlier grammars already classified. The shared store is bounded and thread-safe; a
+// generator's own map is not.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <span>
+#include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "grammar/grammar.h"
@@ -28,6 +37,32 @@
 #include "grammar/token_mask.h"
 
 namespace tempered::grammar {
+
+// The tokens a context accepts whole, and those it may accept depending on the rest of the stack.
+struct ContextTokens {
+    TokenMask accepted_bits{0};          // used when many tokens are accepted
+    std::vector<uint32_t> accepted_ids;  // used otherwise
+    bool dense = false;
+    std::vector<uint32_t> uncertain;  // trie order
+};
+
+// Classifications of contexts by their context_key, for every generator over one trie.
+class SharedClassifications {
+public:
+    static std::shared_ptr<SharedClassifications> for_trie(const TokenTrie& trie);
+
+    std::shared_ptr<const ContextTokens> find(const std::string& key) const;
+    // Keeps the first classification of a key; stops taking new keys once kCapacityBytes are held.
+    void insert(std::string key, std::shared_ptr<const ContextTokens> tokens);
+
+    static constexpr size_t kCapacityBytes = size_t{256} << 20;
+    static constexpr size_t kMaxKeyBytes = 1 << 14;
+
+private:
+    mutable std::mutex mutex_;
+    size_t bytes_ = 0;
+    std::unordered_map<std::string, std::shared_ptr<const ContextTokens>> entries_;
+};
 
 class MaskGenerator {
 public:
@@ -42,21 +77,15 @@ public:
     size_t classified_contexts() const { return contexts_.size(); }
 
 private:
-    struct PositionTokens {
-        TokenMask accepted_bits{0};          // used when many tokens are accepted
-        std::vector<uint32_t> accepted_ids;  // used otherwise
-        bool dense = false;
-        std::vector<uint32_t> uncertain;  // trie order
-    };
-
-    const PositionTokens& tokens_at(std::span<const uint32_t> context);
-    PositionTokens classify(std::span<const uint32_t> context);
+    const ContextTokens& tokens_at(std::span<const uint32_t> context);
+    ContextTokens classify(std::span<const uint32_t> context);
 
     const Grammar& grammar_;
     const TokenTrie& trie_;
-    std::map<std::vector<uint32_t>, PositionTokens> contexts_;
-    std::vector<const PositionTokens*> merged_;  // contexts already merged into the current mask
-    std::vector<uint32_t> context_;              // scratch
+    std::shared_ptr<SharedClassifications> shared_;
+    std::map<std::vector<uint32_t>, std::shared_ptr<const ContextTokens>> contexts_;
+    std::vector<const ContextTokens*> merged_;  // contexts already merged into the current mask
+    std::vector<uint32_t> context_;             // scratch
 };
 
 }  // namespace tempered::grammar

@@ -1,10 +1,18 @@
 #include "grammar/token_mask.h"
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <numeric>
 
 namespace tempered::grammar {
+
+namespace {
+uint64_t next_serial() {
+    static std::atomic<uint64_t> serial{0};
+    return ++serial;
+}
+}  // namespace
 
 size_t TokenMask::count() const {
     size_t total = 0;
@@ -16,7 +24,7 @@ size_t TokenMask::count() const {
 // part of it not shared with the previous token; subtree ends are filled when a node's prefix stops being
 // shared.
 TokenTrie::TokenTrie(std::span<const std::string> token_bytes)
-    : n_tokens_(token_bytes.size()), token_bytes_(token_bytes.begin(), token_bytes.end()) {
+    : n_tokens_(token_bytes.size()), serial_(next_serial()), token_bytes_(token_bytes.begin(), token_bytes.end()) {
     std::vector<uint32_t> order(token_bytes.size());
     std::iota(order.begin(), order.end(), 0);
     std::erase_if(order, [&](uint32_t id) { return token_bytes[id].empty(); });

@@ -40,6 +40,8 @@ public:
     explicit TokenTrie(std::span<const std::string> token_bytes);
 
     size_t n_tokens() const { return n_tokens_; }
+    // Distinct for every trie built in this process: names the vocabulary in caches shared across grammars.
+    uint64_t serial() const { return serial_; }
     size_t n_nodes() const { return nodes_.size(); }
 
     // Sets in `mask` (cleared first) every token whose bytes `matcher` accepts from its current state.
@@ -71,6 +73,7 @@ private:
     }
 
     size_t n_tokens_;
+    uint64_t serial_;
     std::vector<std::string> token_bytes_;
     std::vector<Node> nodes_;  // depth-first order
     std::vector<uint32_t> token_ids_;
