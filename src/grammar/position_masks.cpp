@@ -1,8 +1,10 @@
 #include "grammar/position_masks.h"
 
 #include <algorithm>
+#include <string_view>
 
 #include "grammar/context_key.h"
+#include "grammar/json_schema.h"
 
 namespace tempered::grammar {
 
@@ -87,6 +89,20 @@ void MaskGenerator::fill_mask(Matcher& matcher, TokenMask& mask) {
     }
     // Checked after every accepted set is in, so tokens already allowed are skipped.
     for (const ContextTokens* tokens : merged_) trie_.check_tokens(matcher, tokens->uncertain, mask);
+}
+
+void prewarm_json_contexts(const TokenTrie& trie) {
+    const Grammar grammar = json_object_grammar();
+    MaskGenerator generator(grammar, trie);
+    TokenMask mask(trie.n_tokens());
+    for (std::string_view text : {R"({"key": "text \" \u00e9 é", "n": [0, -12.5e+3, 7], "t": true, "f": false})",
+                                  R"({"z": null, "o": {"a": []}, "s": ""})"}) {
+        Matcher matcher(grammar);
+        for (char c : text) {
+            generator.fill_mask(matcher, mask);
+            if (!matcher.accept_byte(static_cast<uint8_t>(c))) break;
+        }
+    }
 }
 
 }  // namespace tempered::grammar

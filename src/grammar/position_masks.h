@@ -64,6 +64,11 @@ private:
     std::unordered_map<std::string, std::shared_ptr<const ContextTokens>> entries_;
 };
 
+// Classifies into the trie's shared store the contexts every JSON grammar meets (string bodies, keys,
+// numbers, literals) by generating masks along a few canonical JSON texts. Call once per vocabulary, at
+// model load, to keep that first full trie walk out of the first constrained request.
+void prewarm_json_contexts(const TokenTrie& trie);
+
 class MaskGenerator {
 public:
     // Both must outlive the generator.
