@@ -50,9 +50,10 @@ const std::set<std::string_view> kNumberKeywords = {"minimum", "maximum", "exclu
 // exact (month lengths, leap years, years 0001-9999) because validators that check formats parse them.
 #define TEMPERED_YEAR R"(([1-9]\d{3}|0[1-9]\d{2}|00[1-9]\d|000[1-9]))"
 #define TEMPERED_LEAP_YEAR R"((\d\d(0[48]|[2468][048]|[13579][26])|(0[48]|[2468][048]|[13579][26])00))"
-#define TEMPERED_DATE                                                                                       \
-    "(" TEMPERED_YEAR R"(-((0[13578]|1[02])-(0[1-9]|[12]\d|3[01])|(0[469]|11)-(0[1-9]|[12]\d|30)|02-(0[1-9]|1\d|2[0-8]))|)" \
-        TEMPERED_LEAP_YEAR "-02-29)"
+#define TEMPERED_DATE                                                                                                        \
+    "(" TEMPERED_YEAR                                                                                                        \
+    R"(-((0[13578]|1[02])-(0[1-9]|[12]\d|3[01])|(0[469]|11)-(0[1-9]|[12]\d|30)|02-(0[1-9]|1\d|2[0-8]))|)" TEMPERED_LEAP_YEAR \
+    "-02-29)"
 #define TEMPERED_TIME R"(([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d+)?(Z|[+-]([01]\d|2[0-3]):[0-5]\d))"
 const std::map<std::string_view, std::string_view> kFormats = {
     {"date", "^" TEMPERED_DATE "$"},
@@ -211,9 +212,9 @@ Expr SchemaCompiler::schema(const json& node, const std::string& path) {
         if (std::string_view(combinator) == "oneOf") {
             auto resolver = [this](const std::string& ref) { return resolve(ref); };
             if (auto why = oneof_overlap(options, resolver)) {
-                return fail(combinator, path,
-                            "oneOf needs provably disjoint branches (" + *why +
-                                "); use anyOf when a value may match several");
+                return fail(
+                    combinator, path,
+                    "oneOf needs provably disjoint branches (" + *why + "); use anyOf when a value may match several");
             }
         }
         std::vector<Expr> choices;

@@ -20,9 +20,9 @@ struct TrieNode {
 // Where a byte position falls inside one canonically spelled character.
 struct CharState {
     enum class Kind { kBoundary, kUtf8, kAfterBackslash, kInUnicodeEscape } kind = Kind::kBoundary;
-    uint8_t lead = 0;       // kUtf8: the lead byte
-    size_t remaining = 0;   // kUtf8: continuation bytes still to come; kInUnicodeEscape: hex digits left
-    size_t written = 0;     // kUtf8: continuation bytes written
+    uint8_t lead = 0;      // kUtf8: the lead byte
+    size_t remaining = 0;  // kUtf8: continuation bytes still to come; kInUnicodeEscape: hex digits left
+    size_t written = 0;    // kUtf8: continuation bytes written
 };
 
 CharState advance(CharState state, uint8_t byte) {
@@ -122,10 +122,11 @@ std::vector<Expr> leaving_inside_char(const TrieNode& node, const CharState& sta
 Expr key_rest(const TrieNode& node, CharState state, RuleId free_string_rest) {
     std::vector<Expr> options;
     for (const auto& [byte, child] : node.children) {
-        options.push_back(Expr::sequence({bytes(byte, byte), key_rest(*child, advance(state, byte), free_string_rest)}));
+        options.push_back(
+            Expr::sequence({bytes(byte, byte), key_rest(*child, advance(state, byte), free_string_rest)}));
     }
-    std::vector<Expr> leaving = state.kind == CharState::Kind::kBoundary ? leaving_at_boundary(node)
-                                                                         : leaving_inside_char(node, state);
+    std::vector<Expr> leaving =
+        state.kind == CharState::Kind::kBoundary ? leaving_at_boundary(node) : leaving_inside_char(node, state);
     if (!leaving.empty()) {
         options.push_back(Expr::sequence({Expr::choice(std::move(leaving)), Expr::reference(free_string_rest)}));
     }

@@ -28,8 +28,8 @@ std::shared_ptr<const ContextTokens> SharedClassifications::find(const std::stri
 }
 
 void SharedClassifications::insert(std::string key, std::shared_ptr<const ContextTokens> tokens) {
-    const size_t bytes = key.size() + tokens->accepted_bits.size() / 8 +
-                         4 * (tokens->accepted_ids.size() + tokens->uncertain.size());
+    const size_t bytes =
+        key.size() + tokens->accepted_bits.size() / 8 + 4 * (tokens->accepted_ids.size() + tokens->uncertain.size());
     std::lock_guard lock(mutex_);
     if (bytes_ + bytes > kCapacityBytes) return;
     if (entries_.try_emplace(std::move(key), std::move(tokens)).second) bytes_ += bytes;

@@ -317,7 +317,8 @@ Expr json_string_char() {
     surrogate_free_d.add('d');
     Expr code_unit = Expr::choice({
         Expr::sequence({Expr::byte_set(hex_not_d), hex_digit, hex_digit, hex_digit}),
-        Expr::sequence({Expr::byte_set(surrogate_free_d), Expr::byte_set(ByteSet::range('0', '7')), hex_digit, hex_digit}),
+        Expr::sequence(
+            {Expr::byte_set(surrogate_free_d), Expr::byte_set(ByteSet::range('0', '7')), hex_digit, hex_digit}),
     });
     Expr escape = Expr::sequence({
         Expr::literal("\\"),

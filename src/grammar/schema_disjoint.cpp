@@ -131,12 +131,12 @@ std::optional<std::string> overlap(const json& raw_a, const json& raw_b, const R
         if (values_disjoint(*values_a, *values_b)) return std::nullopt;
         return "both allow the same const/enum value";
     }
-    if (types_of(a, resolve) == std::set<std::string>{"object"} && types_of(b, resolve) == std::set<std::string>{"object"} &&
-        a.is_object() && b.is_object() && distinguishing_property(a, b, resolve)) {
+    if (types_of(a, resolve) == std::set<std::string>{"object"} &&
+        types_of(b, resolve) == std::set<std::string>{"object"} && a.is_object() && b.is_object() &&
+        distinguishing_property(a, b, resolve)) {
         return std::nullopt;
     }
-    if (type == "object")
-        return "both allow objects and no property required by both has different const/enum values";
+    if (type == "object") return "both allow objects and no property required by both has different const/enum values";
     return "both allow " + type;
 }
 

@@ -5,8 +5,8 @@
 // (short ones half of the time, so strings and objects close). Each schema starts with a fresh generator,
 // so the first sight of every context is inside the timed steps, as in a request that brings a new
 // schema; contexts every JSON grammar shares (string bodies, numbers) are prewarmed once per vocabulary
-// first, as a server does at model load, and that time is printed. Prints one line per schema and an overall line: p50 / p99 / max of the step times, and the
-// steps that classified a new context ("cold") apart. Single-threaded.
+// first, as a server does at model load, and that time is printed. Prints one line per schema and an overall line: p50
+// / p99 / max of the step times, and the steps that classified a new context ("cold") apart. Single-threaded.
 //
 // Usage: tempered_grammar_bench [--model GGUF] [--corpus schemas.json] [--walks N] [--steps N] [--seed N]
 #include <algorithm>
@@ -116,14 +116,20 @@ void walk_schema(const Grammar& grammar, const TokenTrie& trie, const std::vecto
 Options parse_options(int argc, char** argv) {
     Options options;
     const char* home = std::getenv("HOME");
-    options.model = std::string(home ? home : "/root") + "/.cache/tempered/models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf";
+    options.model =
+        std::string(home ? home : "/root") + "/.cache/tempered/models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf";
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string flag = argv[i], value = argv[i + 1];
-        if (flag == "--model") options.model = value;
-        else if (flag == "--corpus") options.corpus = value;
-        else if (flag == "--walks") options.walks = std::stoi(value);
-        else if (flag == "--steps") options.steps = std::stoi(value);
-        else if (flag == "--seed") options.seed = static_cast<uint32_t>(std::stoul(value));
+        if (flag == "--model")
+            options.model = value;
+        else if (flag == "--corpus")
+            options.corpus = value;
+        else if (flag == "--walks")
+            options.walks = std::stoi(value);
+        else if (flag == "--steps")
+            options.steps = std::stoi(value);
+        else if (flag == "--seed")
+            options.seed = static_cast<uint32_t>(std::stoul(value));
         else {
             std::fprintf(stderr, "unknown flag %s\n", flag.c_str());
             std::exit(2);
@@ -165,8 +171,7 @@ int main(int argc, char** argv) {
         SchemaTimes times;
         walk_schema(*grammar, trie, vocabulary, options, options.seed + static_cast<uint32_t>(i), times);
         std::printf("%-28s compile %7.1f us | all %s | cold %4zu, max %9.1f us\n", name.c_str(), compile_micros.back(),
-                    describe(percentiles(times.all)).c_str(), times.cold.size(),
-                    percentiles(times.cold).max);
+                    describe(percentiles(times.all)).c_str(), times.cold.size(), percentiles(times.cold).max);
         for (auto part : {&SchemaTimes::all, &SchemaTimes::warm, &SchemaTimes::cold})
             (overall.*part).insert((overall.*part).end(), (times.*part).begin(), (times.*part).end());
     }

@@ -84,7 +84,9 @@ TEST(GrammarSoundness, SurrogateEscapesAreNotCharacters) {
     EXPECT_FALSE(matches(grammar, R"("\uDC00a")"));
     EXPECT_TRUE(matches(grammar, R"("\ud7ffa")"));
     EXPECT_TRUE(matches(grammar, R"("\ue000a")"));
-    EXPECT_TRUE(matches(grammar, "\"\xF0\x9F\x98\x80" "a\""));
+    EXPECT_TRUE(matches(grammar,
+                        "\"\xF0\x9F\x98\x80"
+                        "a\""));
 }
 
 }  // namespace

@@ -25,11 +25,11 @@ inline std::filesystem::path qwen_model() {
 }
 
 // Skips (or, with TEMPERED_REQUIRE_MODELS=1, fails) the calling test when the model is absent.
-#define REQUIRE_QWEN_MODEL()                                                                                \
-    if (!std::filesystem::exists(::tempered::grammar::testing::qwen_model())) {                             \
-        if (tempered::testing::models_required())                                                           \
-            FAIL() << "model missing: " << ::tempered::grammar::testing::qwen_model();                      \
-        GTEST_SKIP() << "model not pulled: " << ::tempered::grammar::testing::qwen_model();                 \
+#define REQUIRE_QWEN_MODEL()                                                                \
+    if (!std::filesystem::exists(::tempered::grammar::testing::qwen_model())) {             \
+        if (tempered::testing::models_required())                                           \
+            FAIL() << "model missing: " << ::tempered::grammar::testing::qwen_model();      \
+        GTEST_SKIP() << "model not pulled: " << ::tempered::grammar::testing::qwen_model(); \
     }
 
 // Token bytes of the real vocabulary; control tokens (end of turn, tool-call tags) are left empty: the
