@@ -7,7 +7,9 @@
 #include <vector>
 
 #include "grammar/numeric_range.h"
+#include "grammar/object_keys.h"
 #include "grammar/regex.h"
+#include "grammar/schema_disjoint.h"
 
 namespace tempered::grammar {
 namespace {
@@ -44,15 +46,26 @@ const std::set<std::string_view> kArrayKeywords = {"items", "prefixItems", "minI
 const std::set<std::string_view> kStringKeywords = {"minLength", "maxLength", "pattern", "format"};
 const std::set<std::string_view> kNumberKeywords = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"};
 
-// Regexes for the supported formats, written for compile_pattern (so over the decoded string).
+// Regexes for the supported formats, written for compile_pattern (so over the decoded string). Dates are
+// exact (month lengths, leap years, years 0001-9999) because validators that check formats parse them.
+#define TEMPERED_YEAR R"(([1-9]\d{3}|0[1-9]\d{2}|00[1-9]\d|000[1-9]))"
+#define TEMPERED_LEAP_YEAR R"((\d\d(0[48]|[2468][048]|[13579][26])|(0[48]|[2468][048]|[13579][26])00))"
+#define TEMPERED_DATE                                                                                                        \
+    "(" TEMPERED_YEAR                                                                                                        \
+    R"(-((0[13578]|1[02])-(0[1-9]|[12]\d|3[01])|(0[469]|11)-(0[1-9]|[12]\d|30)|02-(0[1-9]|1\d|2[0-8]))|)" TEMPERED_LEAP_YEAR \
+    "-02-29)"
+#define TEMPERED_TIME R"(([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d+)?(Z|[+-]([01]\d|2[0-3]):[0-5]\d))"
 const std::map<std::string_view, std::string_view> kFormats = {
-    {"date", R"(^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])$)"},
-    {"time", R"(^([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d+)?(Z|[+-]([01]\d|2[0-3]):[0-5]\d)$)"},
-    {"date-time",
-     R"(^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])T([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d+)?(Z|[+-]([01]\d|2[0-3]):[0-5]\d)$)"},
+    {"date", "^" TEMPERED_DATE "$"},
+    {"time", "^" TEMPERED_TIME "$"},
+    {"date-time", "^" TEMPERED_DATE "T" TEMPERED_TIME "$"},
     {"uuid", R"(^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$)"},
     {"email", R"(^[A-Za-z0-9._+-]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+$)"},
 };
+#undef TEMPERED_DATE
+#undef TEMPERED_TIME
+#undef TEMPERED_LEAP_YEAR
+#undef TEMPERED_YEAR
 
 std::string pointer_token(std::string_view key) {
     std::string out;
@@ -108,6 +121,7 @@ public:
 private:
     struct GenericRules {
         RuleId value, object, array, string;
+        RuleId string_rest;  // a string after its opening quote: characters, then the closing quote
     };
 
     Expr fail(std::string keyword, const std::string& path, std::string message) {
@@ -139,12 +153,13 @@ private:
 // The any-value grammar, built once on first use: value, object, array and string as shared rules.
 const SchemaCompiler::GenericRules& SchemaCompiler::generic_rules() {
     if (generic_) return *generic_;
-    GenericRules rules{builder_.add_rule(), builder_.add_rule(), builder_.add_rule(), builder_.add_rule()};
+    GenericRules rules{builder_.add_rule(), builder_.add_rule(), builder_.add_rule(), builder_.add_rule(),
+                       builder_.add_rule()};
     generic_ = rules;
     const Expr value = Expr::reference(rules.value), string = Expr::reference(rules.string);
-    builder_.define(rules.string,
-                    Expr::sequence({Expr::literal("\""), Expr::repeat(json_string_char(), 0, Expr::kUnbounded),
-                                    Expr::literal("\"")}));
+    builder_.define(rules.string_rest,
+                    Expr::sequence({Expr::repeat(json_string_char(), 0, Expr::kUnbounded), Expr::literal("\"")}));
+    builder_.define(rules.string, Expr::sequence({Expr::literal("\""), Expr::reference(rules.string_rest)}));
     const Expr member = Expr::sequence({string, Expr::literal(": "), value});
     builder_.define(
         rules.object,
@@ -198,6 +213,15 @@ Expr SchemaCompiler::schema(const json& node, const std::string& path) {
         for (const auto& [key, value] : node.items()) {
             if (key != combinator && key != "$defs" && key != "definitions" && !kAnnotations.count(key)) {
                 return fail(key, path, std::string("keywords beside ") + combinator + " are not supported");
+            }
+        }
+        // oneOf is compiled as anyOf, which is exact only when no value can satisfy two branches.
+        if (std::string_view(combinator) == "oneOf") {
+            auto resolver = [this](const std::string& ref) { return resolve(ref); };
+            if (auto why = oneof_overlap(options, resolver)) {
+                return fail(
+                    combinator, path,
+                    "oneOf needs provably disjoint branches (" + *why + "); use anyOf when a value may match several");
             }
         }
         std::vector<Expr> choices;
@@ -337,11 +361,13 @@ Expr SchemaCompiler::object_schema(const json& node, const std::string& path) {
         bool required;
     };
     std::vector<Member> members;
+    std::vector<std::string> declared_names;
     auto add_member = [&](const std::string& name, const json& value_schema, const std::string& value_path) {
         const RuleId rule = builder_.add_rule();
         builder_.define(rule,
                         Expr::sequence({Expr::literal(canonical_json(name) + ": "), schema(value_schema, value_path)}));
         members.push_back({rule, required_names.count(name) > 0});
+        declared_names.push_back(name);
     };
     for (const auto& [name, value_schema] : properties.items()) {
         add_member(name, value_schema, path + "/properties/" + pointer_token(name));
@@ -354,7 +380,11 @@ Expr SchemaCompiler::object_schema(const json& node, const std::string& path) {
     const json additional = node.value("additionalProperties", json(properties.empty()));
     if (!(additional.is_boolean() && !additional.get<bool>())) {
         const RuleId rule = builder_.add_rule();
-        builder_.define(rule, Expr::sequence({Expr::reference(generic_rules().string), Expr::literal(": "),
+        // An extra key never repeats a declared name (jsonschema would check that member against the
+        // declared schema, not additionalProperties).
+        Expr key = declared_names.empty() ? Expr::reference(generic_rules().string)
+                                          : json_key_except(declared_names, generic_rules().string_rest);
+        builder_.define(rule, Expr::sequence({std::move(key), Expr::literal(": "),
                                               schema(additional, path + "/additionalProperties")}));
         extra = Expr::reference(rule);
     }

@@ -6,23 +6,33 @@
 //
 // Supported keywords: type (name or array), properties, required, additionalProperties (false, true or a
 // schema; absent means no extra properties when `properties` is given, any object when it is not), enum,
-// const, items, prefixItems, minItems, maxItems, anyOf, oneOf (as anyOf: exclusivity is not enforced),
-// $ref to "#", "#/$defs/..." or "#/definitions/..." (recursion allowed), $defs/definitions, minLength,
-// maxLength, minimum, maximum, exclusiveMinimum, exclusiveMaximum, pattern (see regex.h), format
-// (date, time, date-time, uuid, email). Annotations are ignored. Anything else fails with the keyword and
-// the JSON pointer of the schema holding it.
+// const, items, prefixItems, minItems, maxItems, anyOf, oneOf (only with provably disjoint branches, see
+// schema_disjoint.h; otherwise an error naming oneOf and the two branches), $ref to "#", "#/$defs/..." or
+// "#/definitions/..." (recursion allowed), $defs/definitions, minLength, maxLength, minimum, maximum,
+// exclusiveMinimum, exclusiveMaximum, pattern (see regex.h), format (date, time, date-time, uuid, email).
+// Annotations are ignored. Anything else fails with the keyword and the JSON pointer of the schema holding it.
 //
-// Non-ASCII text may be raw UTF-8 (well-formed only) or \u escapes; enum/const literals are written with
-// raw UTF-8 (json.dumps(..., ensure_ascii=False)).
+// Non-ASCII text may be raw UTF-8 (well-formed only) or \u escapes (no surrogates, so a length counts
+// characters as a validator does); enum/const literals are written with raw UTF-8
+// (json.dumps(..., ensure_ascii=False)).
 //
-// Limits, each chosen so that every accepted string validates (a subset of the schema, never more):
-// integer bounds are exact; a bounded `number` is written without exponent, with a fraction only after an
-// integer part that stays in bounds with any fraction (under maximum 9.7 no 9.5; when bounded no -0.5);
-// prefixItems without `items` close the tuple; a `required` name missing from `properties` becomes a
-// member of any value after the declared ones. Not a subset, so documented: extra members
-// (additionalProperties) may repeat a declared name; oneOf is anyOf. A string with `pattern` or `format`
-// may not also carry minLength/maxLength (an error, not ignored). Lengths and item counts above 10000
-// are errors (the grammar unrolls bounded repetition).
+// Every accepted string validates: each limit below makes the grammar a subset of the schema, never more.
+// - Integers are written without fraction or exponent (5, never 5.0); integer bounds are exact.
+// - A bounded `number` is written without exponent, with a fraction only after an integer part that stays
+//   in bounds with any fraction (under maximum 9.7 no 9.5; when bounded no -0.5).
+// - A schema without `type`, const, enum or a combinator takes the kind of value its keywords imply
+//   (properties/required/additionalProperties: an object; items...: an array; lengths, pattern, format: a
+//   string; bounds: a number), where JSON Schema would also let every other kind through.
+// - Formats follow fixed regexes (kFormats in json_schema.cpp), narrower than the RFCs: email local parts
+//   and domains of letters, digits and `._+-`; times with seconds, `T` and `Z` in upper case.
+// - prefixItems without `items` close the tuple; a `required` name missing from `properties` becomes a
+//   member of any value after the declared ones.
+// - Extra members (additionalProperties) come after the declared ones and never repeat a declared name
+//   (object_keys.h: while an extra key still begins like a declared name it is spelled canonically).
+// - oneOf is compiled as anyOf, which is exact because its branches must be disjoint.
+// - A string with `pattern` or `format` may not also carry minLength/maxLength (an error, not ignored);
+//   `.` and negated classes in a pattern never produce control characters other than tab (regex.h).
+// - Lengths and item counts above 10000 are errors (the grammar unrolls bounded repetition).
 #pragma once
 
 #include <string>

@@ -309,10 +309,20 @@ Expr json_string_char() {
     hex.add_range('a', 'f');
     hex.add_range('A', 'F');
     const Expr hex_digit = Expr::byte_set(hex);
+    // No surrogate escapes (\uD800-\uDFFF): a pair would be one character to a validator but two to
+    // minLength/maxLength here, and a lone one is not a character at all.
+    ByteSet hex_not_d = hex;
+    hex_not_d.bits[1] &= ~((uint64_t{1} << ('D' - 64)) | (uint64_t{1} << ('d' - 64)));
+    ByteSet surrogate_free_d = ByteSet::single('D');
+    surrogate_free_d.add('d');
+    Expr code_unit = Expr::choice({
+        Expr::sequence({Expr::byte_set(hex_not_d), hex_digit, hex_digit, hex_digit}),
+        Expr::sequence(
+            {Expr::byte_set(surrogate_free_d), Expr::byte_set(ByteSet::range('0', '7')), hex_digit, hex_digit}),
+    });
     Expr escape = Expr::sequence({
         Expr::literal("\\"),
-        Expr::choice({Expr::byte_set(short_escapes),
-                      Expr::sequence({Expr::literal("u"), hex_digit, hex_digit, hex_digit, hex_digit})}),
+        Expr::choice({Expr::byte_set(short_escapes), Expr::sequence({Expr::literal("u"), std::move(code_unit)})}),
     });
     return Expr::choice({Expr::byte_set(plain), std::move(escape), utf8_multibyte_char()});
 }

@@ -1,10 +1,18 @@
 #include "grammar/token_mask.h"
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <numeric>
 
 namespace tempered::grammar {
+
+namespace {
+uint64_t next_serial() {
+    static std::atomic<uint64_t> serial{0};
+    return ++serial;
+}
+}  // namespace
 
 size_t TokenMask::count() const {
     size_t total = 0;
@@ -16,7 +24,7 @@ size_t TokenMask::count() const {
 // part of it not shared with the previous token; subtree ends are filled when a node's prefix stops being
 // shared.
 TokenTrie::TokenTrie(std::span<const std::string> token_bytes)
-    : n_tokens_(token_bytes.size()), token_bytes_(token_bytes.begin(), token_bytes.end()) {
+    : n_tokens_(token_bytes.size()), serial_(next_serial()), token_bytes_(token_bytes.begin(), token_bytes.end()) {
     std::vector<uint32_t> order(token_bytes.size());
     std::iota(order.begin(), order.end(), 0);
     std::erase_if(order, [&](uint32_t id) { return token_bytes[id].empty(); });
@@ -83,6 +91,45 @@ void TokenTrie::classify(Matcher& matcher, std::vector<uint32_t>& accepted, std:
         could_exit[node.depth] = could_exit[node.depth - 1] || matcher.is_complete();
         for (uint32_t t = node.token_begin; t < token_end(i); ++t) accepted.push_back(token_ids_[t]);
         ++i;
+    }
+    matcher.rollback(state_at[0]);
+}
+
+void TokenTrie::classify_tokens(Matcher& matcher, std::span<const uint32_t> tokens, std::vector<uint32_t>& accepted,
+                                std::vector<uint32_t>& uncertain) const {
+    // state_at[k] / could_exit[k]: after the first k bytes of `previous`, for k < state_at.size().
+    std::vector<Matcher::Checkpoint> state_at(1, matcher.checkpoint());
+    std::vector<bool> could_exit(1, matcher.is_complete());
+    std::string_view previous;
+    size_t previous_failed_at = std::string_view::npos;
+    for (uint32_t token : tokens) {
+        const std::string_view bytes = token_bytes_[token];
+        size_t shared = 0;
+        while (shared < previous.size() && shared < bytes.size() && previous[shared] == bytes[shared]) ++shared;
+        const size_t resume = std::min(shared, state_at.size() - 1);
+        size_t failed_at = std::string_view::npos;
+        if (previous_failed_at != std::string_view::npos && shared > previous_failed_at) {
+            failed_at = previous_failed_at;  // same dead prefix, same verdict
+        } else {
+            matcher.rollback(state_at[resume]);
+            state_at.resize(resume + 1);
+            could_exit.resize(resume + 1);
+            for (size_t k = resume; k < bytes.size(); ++k) {
+                if (!matcher.accept_byte(static_cast<uint8_t>(bytes[k]))) {
+                    failed_at = k;
+                    break;
+                }
+                state_at.push_back(matcher.checkpoint());
+                could_exit.push_back(could_exit.back() || matcher.is_complete());
+            }
+        }
+        if (failed_at == std::string_view::npos) {
+            accepted.push_back(token);
+        } else if (could_exit[failed_at]) {
+            uncertain.push_back(token);
+        }
+        previous = bytes;
+        previous_failed_at = failed_at;
     }
     matcher.rollback(state_at[0]);
 }

@@ -40,6 +40,8 @@ public:
     explicit TokenTrie(std::span<const std::string> token_bytes);
 
     size_t n_tokens() const { return n_tokens_; }
+    // Distinct for every trie built in this process: names the vocabulary in caches shared across grammars.
+    uint64_t serial() const { return serial_; }
     size_t n_nodes() const { return nodes_.size(); }
 
     // Sets in `mask` (cleared first) every token whose bytes `matcher` accepts from its current state.
@@ -50,6 +52,10 @@ public:
     // rejects only after a point where its alternative could have ended (`uncertain`: whether they fit
     // depends on what follows in the caller's stack). Both lists come in trie order.
     void classify(Matcher& matcher, std::vector<uint32_t>& accepted, std::vector<uint32_t>& uncertain) const;
+    // classify restricted to `tokens` (in trie order; common prefixes are matched once): appends each to
+    // `accepted` or `uncertain` as classify would have, or drops it (rejected before any exit).
+    void classify_tokens(Matcher& matcher, std::span<const uint32_t> tokens, std::vector<uint32_t>& accepted,
+                         std::vector<uint32_t>& uncertain) const;
     // Allows in `mask` those of `tokens` (in trie order) that `matcher` accepts; common prefixes are
     // matched once.
     void check_tokens(Matcher& matcher, std::span<const uint32_t> tokens, TokenMask& mask) const;
@@ -67,6 +73,7 @@ private:
     }
 
     size_t n_tokens_;
+    uint64_t serial_;
     std::vector<std::string> token_bytes_;
     std::vector<Node> nodes_;  // depth-first order
     std::vector<uint32_t> token_ids_;

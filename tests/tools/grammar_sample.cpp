@@ -1,4 +1,5 @@
-// tempered_grammar_sample: the bridge for the Python property test (tests/e2e/test_grammar_jsonschema.py).
+// tempered_grammar_sample: the bridge for the Python property tests (tests/e2e/test_grammar_jsonschema.py and
+// tests/e2e/test_grammar_properties.py).
 // Reads one JSON request per line on stdin, answers one JSON line each on stdout:
 //   {"schema": S, "samples": n, "seed": k}  ->  {"ok": true, "samples": [complete strings from S's grammar]}
 //   {"schema": S, "check": [strings]}       ->  {"ok": true, "accepted": [whether each is a complete match]}

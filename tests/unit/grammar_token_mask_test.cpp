@@ -12,30 +12,19 @@
 #include <string>
 #include <vector>
 
-#include "formats/gguf.h"
 #include "grammar/json_schema.h"
 #include "grammar/matcher.h"
 #include "grammar/position_masks.h"
 #include "grammar/token_mask.h"
 #include "grammar_test_support.h"
-#include "model_test_support.h"
-#include "tokenizer/tokenizer.h"
+#include "grammar_vocabulary_support.h"
 
 namespace tempered::grammar {
 namespace {
 
+using testing::brute_force_mask;
+using testing::qwen_vocabulary;
 using testing::schema_grammar;
-
-TokenMask brute_force_mask(Matcher& matcher, const std::vector<std::string>& vocabulary) {
-    TokenMask mask(vocabulary.size());
-    for (uint32_t id = 0; id < vocabulary.size(); ++id) {
-        if (vocabulary[id].empty()) continue;
-        const Matcher::Checkpoint before = matcher.checkpoint();
-        if (matcher.accept_bytes(vocabulary[id])) mask.allow(id);
-        matcher.rollback(before);
-    }
-    return mask;
-}
 
 // The trie walk, the per-position generator and brute force agree at every step of a seeded random walk
 // that takes an allowed token each step. Returns the number of states compared.
@@ -92,31 +81,6 @@ TEST(GrammarTokenMask, MaskLeavesTheMatcherWhereItWas) {
     EXPECT_EQ(mask.count(), 0u);  // after "t" only "rue" fits, and no token starts with "r"
     ASSERT_TRUE(matcher.accept_bytes("rue"));
     EXPECT_TRUE(matcher.is_complete());
-}
-
-std::filesystem::path qwen_model() {
-    return tempered::testing::model_dir() / "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf";
-}
-
-// Skips (or, with TEMPERED_REQUIRE_MODELS=1, fails) the calling test when the model is absent.
-#define REQUIRE_QWEN_MODEL()                                                                   \
-    if (!std::filesystem::exists(qwen_model())) {                                              \
-        if (tempered::testing::models_required()) FAIL() << "model missing: " << qwen_model(); \
-        GTEST_SKIP() << "model not pulled: " << qwen_model();                                  \
-    }
-
-// Token bytes of the real vocabulary; control tokens (end of turn, tool-call tags) are left empty: the
-// sampler decides about them, not the JSON grammar.
-std::vector<std::string> qwen_vocabulary() {
-    auto file = GgufFile::open(qwen_model().string());
-    EXPECT_TRUE(file);
-    auto tokenizer = Tokenizer::from_gguf(file.value());
-    EXPECT_TRUE(tokenizer);
-    std::vector<std::string> vocabulary(tokenizer->vocab_size());
-    for (int32_t id = 0; id < tokenizer->vocab_size(); ++id) {
-        if (!tokenizer->is_control(id)) vocabulary[id] = tokenizer->token_bytes(id);
-    }
-    return vocabulary;
 }
 
 const std::vector<const char*> kWalkSchemas = {
