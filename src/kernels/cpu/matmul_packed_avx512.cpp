@@ -1,14 +1,22 @@
 // AVX-512 VNNI kernel over packed weights (packed_weights.h): each vpdpbusd multiplies 4 weights of 16
 // rows by 4 activations broadcast to every lane, so one 512-bit register accumulates the dot products of
-// a whole row group. A tile's weights are unpacked once and used for up to 8 activation rows.
+// a whole row group. A tile's weights are unpacked once and used for every activation row of a batch
+// (batches of 8 or more: whole_batch_group) or for up to 4 (register_tile_group, small batches).
+//
+// Only ports 0 and 5 run 512-bit arithmetic, and at a batch the kernel is bound by them, not by memory:
+// per block and activation row, the whole-batch loop issues the 8 vpdpbusd and 3 more (convert, scale,
+// fma), its offset correction riding in the chain's starting value, loaded from a table.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstring>
+#include <vector>
 
 #pragma GCC diagnostic ignored "-Wuninitialized"  // GCC 12's AVX-512 headers; see matmul_q8_avx512.cpp
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
 #include "kernels/cpu/packed_weights.h"
+#include "kernels/cpu/quant_blocks.h"
 
 namespace tempered {
 namespace {
@@ -171,18 +179,24 @@ template <DType kType>
 constexpr int64_t kBlockBytes = PackedFormat<kType>::kTileBytes /
                                 (kType == DType::Q6_K || kType == DType::Q4_K ? 8 : 1);
 
-// Row group `group` against activation rows [b0, b0 + T).
+// The tiles after block j come next (the group's, then the next group's): fetch them early.
+template <DType kType>
+void prefetch_ahead(const uint8_t* group_tiles, int64_t j) {
+    const uint8_t* ahead = group_tiles + (j + kPrefetchTiles) * kBlockBytes<kType>;
+    for (int64_t line = 0; line < kBlockBytes<kType>; line += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(ahead + line), _MM_HINT_T0);
+}
+
+// Row group `group` against activation rows [b0, b0 + T), the accumulators in registers: each tile is
+// unpacked once per T rows. For batches under kWholeBatchMin.
 template <DType kType, int T>
-void group_tile(const uint8_t* group_tiles, int64_t blocks, const QuantizedActivations& x, int64_t b0, float* y,
-                int64_t y_stride) {
+void register_tile_group(const uint8_t* group_tiles, int64_t blocks, const QuantizedActivations& x, int64_t b0,
+                         float* y, int64_t y_stride) {
     using Format = PackedFormat<kType>;
     __m512 acc[T];
     for (auto& a : acc) a = _mm512_setzero_ps();
     for (int64_t j = 0; j < blocks; ++j) {
-        // The tiles after this one come next (the group's, then the next group's): fetch them early.
-        const uint8_t* ahead = group_tiles + (j + kPrefetchTiles) * kBlockBytes<kType>;
-        for (int64_t line = 0; line < kBlockBytes<kType>; line += 64)
-            _mm_prefetch(reinterpret_cast<const char*>(ahead + line), _MM_HINT_T0);
+        prefetch_ahead<kType>(group_tiles, j);
         __m512i w[8];
         __m512 d, m;
         Format::unpack(group_tiles, j, w, d, m);
@@ -202,25 +216,152 @@ void group_tile(const uint8_t* group_tiles, int64_t blocks, const QuantizedActiv
     for (int t = 0; t < T; ++t) _mm512_storeu_ps(y + (b0 + t) * y_stride, acc[t]);
 }
 
+// What the stored weights add to the true quants (Q5_0: 16, Q8_0: 128, Q6_K: 32), and how many
+// spans with their own scale a block has (Q6_K: two halves of 16).
+template <DType kType>
+constexpr int32_t kWeightOffset = kType == DType::Q8_0   ? 128
+                                  : kType == DType::Q5_0 ? 16
+                                  : kType == DType::Q6_K ? 32
+                                                         : 0;
+template <DType kType>
+constexpr int kSpansPerBlock = kType == DType::Q6_K ? 2 : 1;
+template <DType kType>
+constexpr bool kHasMin = kType == DType::Q4_1 || kType == DType::Q4_K;
+
+// The activations' per-block terms laid out (block, batch row) as the whole-batch loop reads them.
+struct BlockTerms {
+    std::vector<int32_t> starts;     // (blocks, batch, spans): -offset * the span's sum of quants
+    std::vector<float> scales;       // (blocks, batch): the block's dx
+    std::vector<float> scaled_sums;  // (blocks, batch)
+};
+
+// Per thread and call: a few values per block and row, against the 8 vpdpbusd per block, row and group.
+template <DType kType>
+const BlockTerms& block_terms(const QuantizedActivations& x) {
+    constexpr int kSpans = kSpansPerBlock<kType>, kSpanElements = kQ8BlockElements / kSpans;
+    thread_local BlockTerms terms;
+    const auto count = static_cast<size_t>(x.batch * x.blocks_per_row);
+    if (terms.scales.size() < count) {
+        terms.starts.resize(count * kSpans);
+        terms.scales.resize(count);
+        terms.scaled_sums.resize(count);
+    }
+    for (int64_t j = 0; j < x.blocks_per_row; ++j) {
+        for (int64_t b = 0; b < x.batch; ++b) {
+            const auto i = static_cast<size_t>(j * x.batch + b);
+            terms.scales[i] = x.block_scale(b, j);
+            if constexpr (kHasMin<kType>) terms.scaled_sums[i] = x.block_scaled_sum(b, j);
+            if constexpr (kWeightOffset<kType> != 0) {
+                const int8_t* q = x.block_q(b, j);
+                for (int s = 0; s < kSpans; ++s) {
+                    int32_t sum = 0;
+                    for (int e = 0; e < kSpanElements; ++e) sum += q[s * kSpanElements + e];
+                    terms.starts[i * kSpans + static_cast<size_t>(s)] = -kWeightOffset<kType> * sum;
+                }
+            }
+        }
+    }
+    return terms;
+}
+
+// acc[r] + block j's term for activation row b + r (r < R), as PackedFormat::accumulate computes it:
+// the same integer sums (the offset correction is the chains' starting value) and float operations.
+// The chains advance together, R (Q6_K: 2R) independent vpdpbusd in a row, to hide their latency.
+// Inlined so that w stays in registers.
+template <DType kType, int R>
+[[gnu::always_inline]] inline void accumulate_rows(const __m512i w[8], __m512 d, __m512 m,
+                                                   const QuantizedActivations& x, const BlockTerms& terms, int64_t j,
+                                                   int64_t b, __m512* acc) {
+    constexpr int kSpans = kSpansPerBlock<kType>;
+    const auto first = static_cast<size_t>(j * x.batch + b);
+    __m512i p[R][kSpans];
+    for (int r = 0; r < R; ++r)
+        for (int s = 0; s < kSpans; ++s)
+            p[r][s] = kWeightOffset<kType> != 0 ? _mm512_set1_epi32(terms.starts[(first + r) * kSpans + s])
+                                                : _mm512_setzero_si512();
+    const int8_t* xq = x.block_q(b, j);
+    for (int k = 0; k < 8; ++k)
+        for (int r = 0; r < R; ++r) {
+            __m512i& chain = p[r][k * kSpans / 8];
+            chain = _mm512_dpbusd_epi32(chain, w[k], broadcast_4_bytes(xq + r * x.cols + 4 * k));
+        }
+    for (int r = 0; r < R; ++r) {
+        const __m512 dx = _mm512_set1_ps(terms.scales[first + r]);
+        acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p[r][0]), _mm512_mul_ps(d, dx), acc[r]);
+        if constexpr (kSpans == 2) acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p[r][1]), _mm512_mul_ps(m, dx), acc[r]);
+        if constexpr (kHasMin<kType>) acc[r] = _mm512_fmadd_ps(m, _mm512_set1_ps(terms.scaled_sums[first + r]), acc[r]);
+    }
+}
+
+// Activation rows whose chains advance together: 8 chains (Q6_K: 4 rows' 8) hide vpdpbusd's latency;
+// more spill the 32 registers (measured on Sapphire Rapids: 12 or 16 rows, or Q6_K at 8, are slower).
+template <DType kType>
+constexpr int kRowsTogether = kType == DType::Q6_K ? 4 : 8;
+
+constexpr int64_t kWholeBatchMin = 8;
+// Activation rows whose accumulators (64 bytes each) stay in L1 beside the tiles and activations.
+constexpr int64_t kBatchChunk = 64;
+
+// Row group `group` against activation rows [b0, b0 + rows), rows <= kBatchChunk: each tile is
+// unpacked once for all of them; the accumulators live in memory (L1), costing loads and stores
+// rather than the 512-bit arithmetic the kernel is bound by.
+template <DType kType>
+void whole_batch_group(const uint8_t* group_tiles, int64_t blocks, const QuantizedActivations& x,
+                       const BlockTerms& terms, int64_t b0, int64_t rows, float* y, int64_t y_stride) {
+    __m512 acc[kBatchChunk];
+    for (int64_t t = 0; t < rows; ++t) acc[t] = _mm512_setzero_ps();
+    for (int64_t j = 0; j < blocks; ++j) {
+        prefetch_ahead<kType>(group_tiles, j);
+        __m512i w[8];
+        __m512 d, m;
+        PackedFormat<kType>::unpack(group_tiles, j, w, d, m);
+        int64_t t = 0;
+        for (; t + kRowsTogether<kType> <= rows; t += kRowsTogether<kType>)
+            accumulate_rows<kType, kRowsTogether<kType>>(w, d, m, x, terms, j, b0 + t, acc + t);
+        if (t + 4 <= rows) {
+            accumulate_rows<kType, 4>(w, d, m, x, terms, j, b0 + t, acc + t);
+            t += 4;
+        }
+        if (t + 2 <= rows) {
+            accumulate_rows<kType, 2>(w, d, m, x, terms, j, b0 + t, acc + t);
+            t += 2;
+        }
+        if (t < rows) accumulate_rows<kType, 1>(w, d, m, x, terms, j, b0 + t, acc + t);
+    }
+    for (int64_t t = 0; t < rows; ++t) _mm512_storeu_ps(y + (b0 + t) * y_stride, acc[t]);
+}
+
 template <DType kType>
 void groups(const WeightMatrix& packed, const QuantizedActivations& x, float* y, int64_t group_begin,
             int64_t group_end) {
     const int64_t blocks = x.blocks_per_row;
     const auto* data = static_cast<const uint8_t*>(packed.data);
+    if (x.batch >= kWholeBatchMin) {
+        const BlockTerms& terms = block_terms<kType>(x);
+        // Equal chunks of at most kBatchChunk rows.
+        const int64_t chunks = (x.batch + kBatchChunk - 1) / kBatchChunk;
+        const int64_t chunk_rows = (x.batch + chunks - 1) / chunks;
+        for (int64_t g = group_begin; g < group_end; ++g) {
+            const uint8_t* tiles = data + g * blocks * kBlockBytes<kType>;
+            for (int64_t b = 0; b < x.batch; b += chunk_rows)
+                whole_batch_group<kType>(tiles, blocks, x, terms, b, std::min(chunk_rows, x.batch - b),
+                                         y + g * kPackedRows, packed.rows);
+        }
+        return;
+    }
     for (int64_t g = group_begin; g < group_end; ++g) {
         const uint8_t* tiles = data + g * blocks * kBlockBytes<kType>;
         float* out = y + g * kPackedRows;
         int64_t b = 0;
-        for (; b + 8 <= x.batch; b += 8) group_tile<kType, 8>(tiles, blocks, x, b, out, packed.rows);
         if (b + 4 <= x.batch) {
-            group_tile<kType, 4>(tiles, blocks, x, b, out, packed.rows);
+            register_tile_group<kType, 4>(tiles, blocks, x, b, out, packed.rows);
             b += 4;
         }
         if (b + 2 <= x.batch) {
-            group_tile<kType, 2>(tiles, blocks, x, b, out, packed.rows);
+            register_tile_group<kType, 2>(tiles, blocks, x, b, out, packed.rows);
             b += 2;
         }
-        if (b < x.batch) group_tile<kType, 1>(tiles, blocks, x, b, out, packed.rows);
+        if (b < x.batch) register_tile_group<kType, 1>(tiles, blocks, x, b, out, packed.rows);
     }
 }
 
