@@ -280,8 +280,9 @@ struct UnpackedBlock {
 // term, as PackedFormat::accumulate computes it: the same integer sums (the offset correction is the
 // chains' starting value) and float operations. The G * R chains (Q6_K: 2 G R) advance together, to
 // hide vpdpbusd's latency, and each activation broadcast feeds G of them. Inlined so that the
-// unpacked blocks stay in registers.
-template <DType kType, int G, int R>
+// unpacked blocks stay in registers. kFirst (block 0): acc is not read but taken as +0, sparing the
+// zeroing of the accumulators.
+template <DType kType, int G, int R, bool kFirst>
 [[gnu::always_inline]] inline void accumulate_rows(const UnpackedBlock (&blocks)[G], const QuantizedActivations& x,
                                                    const BlockTerms& terms, int64_t j, int64_t b, __m512* acc) {
     constexpr int kSpans = kSpansPerBlock<kType>;
@@ -307,7 +308,8 @@ template <DType kType, int G, int R>
             const __m512 dx = _mm512_set1_ps(terms.scales[first + r]);
             const UnpackedBlock& block = blocks[g];
             __m512& a = acc[g * kBatchChunk + r];
-            a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p[g][r][0]), _mm512_mul_ps(block.d, dx), a);
+            const __m512 prior = kFirst ? _mm512_setzero_ps() : a;
+            a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p[g][r][0]), _mm512_mul_ps(block.d, dx), prior);
             if constexpr (kSpans == 2)
                 a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p[g][r][1]), _mm512_mul_ps(block.m, dx), a);
             if constexpr (kHasMin<kType>) a = _mm512_fmadd_ps(block.m, _mm512_set1_ps(terms.scaled_sums[first + r]), a);
@@ -326,31 +328,37 @@ constexpr int kRowsTogether = 4;
 template <DType kType>
 constexpr int64_t kWholeBatchMin = kType == DType::Q6_K ? 2 : 5;
 
-// Row groups [g, g + G) (their tiles one after another from group_tiles) against activation rows
-// [b0, b0 + rows), rows <= kBatchChunk: each tile is unpacked once for all of them; the accumulators
-// live in memory (L1), costing loads and stores rather than the 512-bit arithmetic the kernel is bound by.
+// Block j of row groups [g, g + G) (their tiles one after another from group_tiles) against
+// activation rows [b0, b0 + rows): the block is unpacked once for all of them.
+template <DType kType, int G, bool kFirst>
+void accumulate_block(const uint8_t* group_tiles, int64_t blocks, const QuantizedActivations& x,
+                      const BlockTerms& terms, int64_t j, int64_t b0, int64_t rows, __m512* acc) {
+    constexpr int R = kRowsTogether;
+    const int64_t group_bytes = blocks * kBlockBytes<kType>;
+    UnpackedBlock unpacked[G];
+    for (int g = 0; g < G; ++g) {
+        prefetch_ahead<kType>(group_tiles + g * group_bytes, j);
+        PackedFormat<kType>::unpack(group_tiles + g * group_bytes, j, unpacked[g].w, unpacked[g].d, unpacked[g].m);
+    }
+    int64_t t = 0;
+    for (; t + R <= rows; t += R) accumulate_rows<kType, G, R, kFirst>(unpacked, x, terms, j, b0 + t, acc + t);
+    if (t + 2 <= rows) {
+        accumulate_rows<kType, G, 2, kFirst>(unpacked, x, terms, j, b0 + t, acc + t);
+        t += 2;
+    }
+    if (t < rows) accumulate_rows<kType, G, 1, kFirst>(unpacked, x, terms, j, b0 + t, acc + t);
+}
+
+// Row groups [g, g + G) against activation rows [b0, b0 + rows), rows <= kBatchChunk, block after
+// block; the accumulators live in memory (L1), costing loads and stores rather than the 512-bit
+// arithmetic the kernel is bound by.
 template <DType kType, int G>
 void whole_batch_groups(const uint8_t* group_tiles, int64_t blocks, const QuantizedActivations& x,
                         const BlockTerms& terms, int64_t b0, int64_t rows, float* y, int64_t y_stride) {
-    constexpr int R = kRowsTogether;
-    const int64_t group_bytes = blocks * kBlockBytes<kType>;
     __m512 acc[G * kBatchChunk];
-    for (int g = 0; g < G; ++g)
-        for (int64_t t = 0; t < rows; ++t) acc[g * kBatchChunk + t] = _mm512_setzero_ps();
-    for (int64_t j = 0; j < blocks; ++j) {
-        UnpackedBlock unpacked[G];
-        for (int g = 0; g < G; ++g) {
-            prefetch_ahead<kType>(group_tiles + g * group_bytes, j);
-            PackedFormat<kType>::unpack(group_tiles + g * group_bytes, j, unpacked[g].w, unpacked[g].d, unpacked[g].m);
-        }
-        int64_t t = 0;
-        for (; t + R <= rows; t += R) accumulate_rows<kType, G, R>(unpacked, x, terms, j, b0 + t, acc + t);
-        if (t + 2 <= rows) {
-            accumulate_rows<kType, G, 2>(unpacked, x, terms, j, b0 + t, acc + t);
-            t += 2;
-        }
-        if (t < rows) accumulate_rows<kType, G, 1>(unpacked, x, terms, j, b0 + t, acc + t);
-    }
+    accumulate_block<kType, G, true>(group_tiles, blocks, x, terms, 0, b0, rows, acc);
+    for (int64_t j = 1; j < blocks; ++j)
+        accumulate_block<kType, G, false>(group_tiles, blocks, x, terms, j, b0, rows, acc);
     for (int g = 0; g < G; ++g)
         for (int64_t t = 0; t < rows; ++t)
             _mm512_storeu_ps(y + (b0 + t) * y_stride + g * kPackedRows, acc[g * kBatchChunk + t]);
