@@ -4,7 +4,7 @@
 // (whole_batch_groups), or, at batches of 1 to 4, for up to 4 rows (register_tile_group).
 //
 // At a batch the kernel is bound by the core, not by memory: only ports 0 and 5 run 512-bit arithmetic,
-// and vpdpbusd (two a cycle, latency 5) needs about ten independent chains to keep both busy. So the
+// and vpdpbusd (two a cycle, latency about 5) needs about ten independent chains to keep both busy. So the
 // whole-batch loop runs 8 chains at once (two row groups x four activation rows; each broadcast of
 // activations feeds both groups) and issues, per block and row, only the 8 vpdpbusd and 3 more
 // (convert, scale, fma): the offset correction is each chain's starting value, read from a table.
@@ -237,14 +237,30 @@ struct BlockTerms {
     std::vector<float> scaled_sums;  // (blocks, batch)
 };
 
-// Per thread and call: a few values per block and row, against the 8 vpdpbusd per block, row and group.
+// The sum of quants of `span` (of `spans` equal spans) of an activation block: exact.
+int32_t span_sum(const QuantizedActivations& x, int64_t b, int64_t j, int span, int spans) {
+    if (spans == 1) return x.block_sum(b, j);
+    const int elements = kQ8BlockElements / spans;
+    const int8_t* q = x.block_q(b, j) + span * elements;
+    int32_t sum = 0;
+    for (int e = 0; e < elements; ++e) sum += q[e];
+    return sum;
+}
+
+// Storage each thread keeps for every type's terms: it only grows.
+BlockTerms& thread_block_terms() {
+    thread_local BlockTerms terms;
+    return terms;
+}
+
+// Per call: a few values per block and row, against the 8 vpdpbusd per block, row and group.
 template <DType kType>
 const BlockTerms& block_terms(const QuantizedActivations& x) {
-    constexpr int kSpans = kSpansPerBlock<kType>, kSpanElements = kQ8BlockElements / kSpans;
-    thread_local BlockTerms terms;
+    constexpr int kSpans = kSpansPerBlock<kType>;
+    BlockTerms& terms = thread_block_terms();
     const auto count = static_cast<size_t>(x.batch * x.blocks_per_row);
+    if (terms.starts.size() < count * kSpans) terms.starts.resize(count * kSpans);
     if (terms.scales.size() < count) {
-        terms.starts.resize(count * kSpans);
         terms.scales.resize(count);
         terms.scaled_sums.resize(count);
     }
@@ -253,14 +269,10 @@ const BlockTerms& block_terms(const QuantizedActivations& x) {
             const auto i = static_cast<size_t>(j * x.batch + b);
             terms.scales[i] = x.block_scale(b, j);
             if constexpr (kHasMin<kType>) terms.scaled_sums[i] = x.block_scaled_sum(b, j);
-            if constexpr (kWeightOffset<kType> != 0) {
-                const int8_t* q = x.block_q(b, j);
-                for (int s = 0; s < kSpans; ++s) {
-                    int32_t sum = 0;
-                    for (int e = 0; e < kSpanElements; ++e) sum += q[s * kSpanElements + e];
-                    terms.starts[i * kSpans + static_cast<size_t>(s)] = -kWeightOffset<kType> * sum;
-                }
-            }
+            if constexpr (kWeightOffset<kType> != 0)
+                for (int s = 0; s < kSpans; ++s)
+                    terms.starts[i * kSpans + static_cast<size_t>(s)] =
+                        -kWeightOffset<kType> * span_sum(x, b, j, s, kSpans);
         }
     }
     return terms;
