@@ -84,7 +84,7 @@ TEST_P(PackedMatmul, EveryIsaEqualsScalarKernelBitExactly) {
     for (auto [rows, width] : {std::pair<int64_t, int64_t>{16, 576}, {48, 1536}, {192, 576}, {32, 32}}) {
         const int64_t cols = tile_cols(type, width);
         const PackedCase c = make_case(type, rows, cols, rng);
-        for (int64_t batch : {1, 2, 3, 5, 8, 9, 17}) {
+        for (int64_t batch : {1, 2, 3, 4, 5, 8, 9, 17, 31, 70}) {
             const auto x = random_activations(batch, cols, rng);
             std::vector<float> expected(static_cast<size_t>(batch * rows));
             matmul_with_isa(c.packed, x.data(), batch, expected.data(), pools[0], CpuIsa::Scalar);

@@ -43,9 +43,11 @@ RowKernel row_kernel(CpuIsa isa) {
 }
 
 // Row groups per range the threads take in turn: about eight ranges per thread balance a thread slowed
-// by other work without paying an atomic per group.
+// by other work without paying an atomic per group. Past one, an even number: the AVX-512 kernel takes
+// row groups in pairs at a batch, and a range's odd group out runs alone, slower.
 int64_t packed_grain(int64_t groups, const ThreadPool& pool) {
-    return std::max<int64_t>(1, groups / (8 * pool.size()));
+    const int64_t grain = std::max<int64_t>(1, groups / (8 * pool.size()));
+    return grain == 1 ? 1 : (grain + 1) / 2 * 2;
 }
 
 using PackedKernel = void (*)(const WeightMatrix&, const QuantizedActivations&, float*, int64_t, int64_t);
