@@ -54,7 +54,7 @@ const std::set<std::string_view> kNumberKeywords = {"minimum", "maximum", "exclu
     "(" TEMPERED_YEAR                                                                                                        \
     R"(-((0[13578]|1[02])-(0[1-9]|[12]\d|3[01])|(0[469]|11)-(0[1-9]|[12]\d|30)|02-(0[1-9]|1\d|2[0-8]))|)" TEMPERED_LEAP_YEAR \
     "-02-29)"
-#define TEMPERED_TIME R"(([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d+)?(Z|[+-]([01]\d|2[0-3]):[0-5]\d))"
+#define TEMPERED_TIME R"(([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d{1,9})?(Z|[+-]([01]\d|2[0-3]):[0-5]\d))"
 const std::map<std::string_view, std::string_view> kFormats = {
     {"date", "^" TEMPERED_DATE "$"},
     {"time", "^" TEMPERED_TIME "$"},

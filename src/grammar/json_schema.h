@@ -20,6 +20,8 @@
 // - Integers are written without fraction or exponent (5, never 5.0); integer bounds are exact.
 // - A bounded `number` is written without exponent, with a fraction only after an integer part that stays
 //   in bounds with any fraction (under maximum 9.7 no 9.5; when bounded no -0.5).
+// - Digits are capped so that a number can always end: at most 19 integer digits, 16 fraction digits and 3
+//   exponent digits; a time's fraction of a second has at most 9 digits.
 // - A schema without `type`, const, enum or a combinator takes the kind of value its keywords imply
 //   (properties/required/additionalProperties: an object; items...: an array; lengths, pattern, format: a
 //   string; bounds: a number), where JSON Schema would also let every other kind through.

@@ -11,9 +11,17 @@ namespace {
 // Magnitudes beyond this are treated as unbounded: a grammar over 19-digit limits is not worth its size.
 constexpr double kLargestBound = 1e18;
 
+// Digit caps (a subset of JSON, documented in json_schema.h). Without them a small model can loop on a
+// digit forever inside a valid number ("45.000000..." until max_tokens), as seen on Gemma 3 and on a
+// `time` fraction: the grammar would never let the value end on its own. 19 integer digits hold any int64,
+// 16 fraction digits any double json.dumps writes.
+constexpr uint32_t kMaxIntegerDigits = 19;
+constexpr uint32_t kMaxFractionDigits = 16;
+constexpr uint32_t kMaxExponentDigits = 3;
+
 Expr digit() { return Expr::byte_set(ByteSet::range('0', '9')); }
 Expr digits(size_t count) { return Expr::repeat(digit(), static_cast<uint32_t>(count), static_cast<uint32_t>(count)); }
-Expr fraction() { return Expr::sequence({Expr::literal("."), Expr::repeat(digit(), 1, Expr::kUnbounded)}); }
+Expr fraction() { return Expr::sequence({Expr::literal("."), Expr::repeat(digit(), 1, kMaxFractionDigits)}); }
 
 // Numerals of exactly low.size() digits between `low` and `high` (same length, low <= high).
 Expr same_length_range(const std::string& low, const std::string& high) {
@@ -46,7 +54,9 @@ Expr unsigned_range(uint64_t low, std::optional<uint64_t> high) {
     const Expr leading = Expr::byte_set(ByteSet::range('1', '9'));
     if (!high) {
         options.push_back(
-            Expr::sequence({leading, Expr::repeat(digit(), static_cast<uint32_t>(low_length), Expr::kUnbounded)}));
+            Expr::sequence({leading, Expr::repeat(digit(), static_cast<uint32_t>(low_length),
+                                                  std::max<uint32_t>(static_cast<uint32_t>(low_length),
+                                                                     kMaxIntegerDigits - 1))}));
         return Expr::choice(std::move(options));
     }
     for (size_t length = low_length + 1; length < high_length; ++length) {
@@ -126,7 +136,7 @@ std::optional<Expr> number_in_range(std::optional<NumericBound> lower, std::opti
 Expr any_json_number() {
     const Expr integer_part = Expr::choice(
         {Expr::literal("0"),
-         Expr::sequence({Expr::byte_set(ByteSet::range('1', '9')), Expr::repeat(digit(), 0, Expr::kUnbounded)})});
+         Expr::sequence({Expr::byte_set(ByteSet::range('1', '9')), Expr::repeat(digit(), 0, kMaxIntegerDigits - 1)})});
     ByteSet exponent_mark = ByteSet::single('e');
     exponent_mark.add('E');
     ByteSet sign = ByteSet::single('+');
@@ -136,7 +146,7 @@ Expr any_json_number() {
         integer_part,
         Expr::optional(fraction()),
         Expr::optional(Expr::sequence({Expr::byte_set(exponent_mark), Expr::optional(Expr::byte_set(sign)),
-                                       Expr::repeat(digit(), 1, Expr::kUnbounded)})),
+                                       Expr::repeat(digit(), 1, kMaxExponentDigits)})),
     });
 }
 

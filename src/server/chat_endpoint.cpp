@@ -32,7 +32,7 @@ http::HttpResponse OpenAiService::chat(const http::HttpRequest& http_request) {
     auto options = generation_options(request.generation, std::move(prompt).value(),
                                       request.logprobs ? request.top_logprobs : -1, sampling, "messages", std::nullopt);
     if (!options) return api::to_http_response(options.error());
-    auto constraint = response_constraint(request.generation);
+    auto constraint = output_constraint(request.generation, *tool_calls);
     if (!constraint) return api::to_http_response(constraint.error());
     options->constraint = std::move(constraint).value();
     const int choices = options->n;

@@ -20,8 +20,9 @@ api::ApiResult<std::optional<ToolCallSetup>> tool_call_setup(const api::ChatRequ
     auto tools = toolcalls::DeclaredTools::from_request(request.tools, only_name);
     if (!tools) return api::invalid_request(tools.error().message, tools.error().param, "invalid_value");
     if (no_tools || choice_none || !settings.family) return std::optional<ToolCallSetup>();
+    const bool required = request.tool_choice.is_string() && request.tool_choice.get<std::string>() == "required";
     return std::optional<ToolCallSetup>(ToolCallSetup{*settings.family, std::move(tools).value(), settings.validation,
-                                                      request.parallel_tool_calls});
+                                                      request.parallel_tool_calls, required || !only_name.empty()});
 }
 
 ChoiceToolCalls::ChoiceToolCalls(const ToolCallSetup& setup, ServingMetrics& metrics)

@@ -4,12 +4,13 @@
 //
 // --tool-call-validation: `off` returns every parsed call as parsed; `flag` checks each (declared name?
 // arguments valid for its schema?) and returns only the valid ones, reporting the others as
-// tool_call_violations; `constrain` will also constrain generation (wired later) and until then
-// behaves as `flag`. With parallel_tool_calls false only the first returned call is kept; later ones
+// tool_call_violations; `constrain` also constrains generation (StructuredOutput::tool_call_constraint)
+// and checks what was written all the same, so a call the grammar could not reach (an untagged one under
+// tool_choice auto) is still never returned unless valid. With parallel_tool_calls false only the first returned call is kept; later ones
 // are reported as violations unless validation is off. Every parsed call is counted in
 // tempered:tool_calls_total{outcome} whatever the mode, as are blocks that did not parse ("unparsed").
-// tool_choice "required" or a named function is not enforced until generation is constrained: a named
-// function makes the other tools undeclared for the check, and an answer without calls stays content.
+// tool_choice "required" or a named function: a named function makes the other tools undeclared for the
+// check; under `constrain` the answer is forced into calls, otherwise one without calls stays content.
 #pragma once
 
 #include <memory>
@@ -42,6 +43,7 @@ struct ToolCallSetup {
     toolcalls::DeclaredTools tools;
     ToolCallValidation validation = ToolCallValidation::Constrain;
     bool parallel_tool_calls = true;
+    bool forced = false;  // tool_choice "required" or a named function: the answer must be calls
 };
 
 // nullopt when the output is plain content: no tools, tool_choice "none", or no parser for this model.

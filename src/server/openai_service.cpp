@@ -229,6 +229,18 @@ api::ApiResult<std::shared_ptr<const grammar::Constraint>> OpenAiService::respon
     return constraint;
 }
 
+api::ApiResult<std::shared_ptr<const grammar::Constraint>> OpenAiService::output_constraint(
+    const api::GenerationRequest& generation, const std::optional<ToolCallSetup>& tools) {
+    const bool forced_calls = tools && tools->forced && tools->validation == ToolCallValidation::Constrain;
+    if (!forced_calls) {
+        auto constraint = response_constraint(generation);
+        if (!constraint || *constraint || !tools) return constraint;
+    }
+    auto constraint = structured_output_.tool_call_constraint(*tools);
+    if (constraint && *constraint) metrics_.count_structured("tool_call");
+    return constraint;
+}
+
 GenerationJob OpenAiService::generation_job(const char* endpoint, const http::HttpRequest& http_request,
                                             const api::GenerationRequest& generation, const ResolvedSampling& sampling,
                                             const std::string& response_id,

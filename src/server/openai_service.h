@@ -85,6 +85,10 @@ private:
     // The grammar `generation.response_format` asks for (nullptr: none), counted by kind.
     api::ApiResult<std::shared_ptr<const grammar::Constraint>> response_constraint(
         const api::GenerationRequest& generation);
+    // A chat answer's grammar: the tool-call grammar when tool_choice forces calls (it wins over
+    // response_format), else response_format's, else the lazy tool-call grammar of tool_choice auto.
+    api::ApiResult<std::shared_ptr<const grammar::Constraint>> output_constraint(
+        const api::GenerationRequest& generation, const std::optional<ToolCallSetup>& tools);
     // What every generation request's loop needs from the request: streaming, the request id, sampling.
     GenerationJob generation_job(const char* endpoint, const http::HttpRequest& http_request,
                                  const api::GenerationRequest& generation, const ResolvedSampling& sampling,

@@ -66,7 +66,7 @@ ServingMetrics::ServingMetrics(std::string model_name, std::string kv_cache_dtyp
     aborted_.get();
     failed_.get();
     grammar_mask_.get();
-    for (const char* kind : {"json_object", "json_schema"}) structured_requests_.with({kind});
+    for (const char* kind : {"json_object", "json_schema", "tool_call"}) structured_requests_.with({kind});
     for (const char* reason : {"stop", "length", "abort", "error"}) request_success_.with({model_name_, reason});
     for (const char* outcome : {"valid", "rejected_unknown_name", "rejected_bad_arguments", "unparsed"})
         tool_calls_.with({outcome});

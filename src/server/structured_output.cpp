@@ -1,6 +1,8 @@
 #include "server/structured_output.h"
 
 #include "grammar/json_schema.h"
+#include "grammar/position_masks.h"
+#include "toolcalls/tool_call_grammar.h"
 
 namespace tempered {
 
@@ -21,6 +23,9 @@ grammar::GrammarVocabulary grammar_vocabulary(const Tokenizer& tokenizer, int64_
 std::shared_ptr<const grammar::GrammarVocabulary> StructuredOutput::vocabulary() {
     std::call_once(vocabulary_built_, [this] {
         vocabulary_ = std::make_shared<const grammar::GrammarVocabulary>(grammar_vocabulary(tokenizer_, n_logits_));
+        // The token sets every JSON grammar meets (string bodies, numbers, separators), classified once
+        // here instead of inside the first constrained requests' steps.
+        grammar::prewarm_json_contexts(vocabulary_->trie);
     });
     return vocabulary_;
 }
@@ -57,6 +62,53 @@ std::shared_ptr<const grammar::Constraint> StructuredOutput::cached(const std::s
         return schema_cache_.front().second;
     }
     return nullptr;
+}
+
+namespace {
+
+// The text a family's call region opens with, "" when it has none (a Llama 3 call is a bare object).
+std::string_view opening_tag(toolcalls::ToolCallFamily family) {
+    switch (family) {
+        case toolcalls::ToolCallFamily::Hermes: return "<tool_call>";
+        case toolcalls::ToolCallFamily::Mistral: return "[TOOL_CALLS]";
+        case toolcalls::ToolCallFamily::Llama3Json: return "";
+    }
+    return "";
+}
+
+}  // namespace
+
+// The one token whose text is the family's opening tag, as the grammar sees it (a control token the
+// client never sees cannot start a grammar that spells the tag).
+std::optional<int32_t> StructuredOutput::opening_tag_token(toolcalls::ToolCallFamily family) {
+    const std::string_view tag = opening_tag(family);
+    if (tag.empty()) return std::nullopt;
+    const std::optional<int32_t> token = tokenizer_.find_token(tag);
+    if (!token || *token < 0 || static_cast<size_t>(*token) >= vocabulary()->n_tokens()) return std::nullopt;
+    if (vocabulary()->token_bytes[static_cast<size_t>(*token)] != tag) return std::nullopt;
+    return token;
+}
+
+api::ApiResult<std::shared_ptr<const grammar::Constraint>> StructuredOutput::tool_call_constraint(
+    const ToolCallSetup& setup) {
+    using Constrained = std::shared_ptr<const grammar::Constraint>;
+    if (setup.validation != ToolCallValidation::Constrain) return Constrained();
+    std::vector<int32_t> trigger;
+    if (!setup.forced) {
+        const std::optional<int32_t> tag = opening_tag_token(setup.family);
+        if (!tag) return Constrained();
+        trigger.push_back(*tag);
+    }
+    // Lazily, the grammar is one call and each trigger starts the next; forced, it holds them all.
+    const bool several_calls = setup.forced && setup.parallel_tool_calls;
+    auto grammar = toolcalls::build_tool_call_grammar({setup.family, &setup.tools, several_calls});
+    if (!grammar) {  // DeclaredTools compiled every schema already, so this is a tool-less named choice
+        return api::invalid_request("tools: " + grammar.error().message, "tools", "invalid_value");
+    }
+    const auto after = setup.forced || !setup.parallel_tool_calls ? grammar::AfterComplete::EndGeneration
+                                                                   : grammar::AfterComplete::FreeText;
+    return Constrained(
+        std::make_shared<const grammar::Constraint>(std::move(grammar).value(), vocabulary(), std::move(trigger), after));
 }
 
 }  // namespace tempered

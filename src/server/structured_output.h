@@ -8,12 +8,14 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 
 #include "api/errors.h"
 #include "api/response_format.h"
 #include "grammar/constraint.h"
+#include "server/chat_tool_calls.h"
 #include "tokenizer/tokenizer.h"
 
 namespace tempered {
@@ -27,6 +29,14 @@ public:
     // pointer, with param "response_format". `strict: false` is constrained all the same: an answer that
     // is valid by construction is what either setting asks for.
     api::ApiResult<std::shared_ptr<const grammar::Constraint>> constraint_for(const api::ResponseFormat& format);
+
+    // Tool calls under --tool-call-validation constrain. tool_choice "required" or named: the answer is
+    // the family's call syntax from its first token (several calls unless parallel_tool_calls is false).
+    // "auto": free text until the family's opening tag is drawn as one token (Qwen's `<tool_call>`), then
+    // one call, a declared name with valid arguments; then free again, or the end when only one call may
+    // be made. nullptr when nothing applies: another validation mode, or auto in a family whose calls
+    // open with no tag token (those calls are still checked after the fact, as under `flag`).
+    api::ApiResult<std::shared_ptr<const grammar::Constraint>> tool_call_constraint(const ToolCallSetup& setup);
 
     // Built on first use; thread-safe.
     std::shared_ptr<const grammar::GrammarVocabulary> vocabulary();
@@ -42,6 +52,7 @@ private:
     using CachedSchema = std::pair<std::string, std::shared_ptr<const grammar::Constraint>>;  // (schema text, ...)
     static constexpr size_t kCachedSchemas = 32;
     std::shared_ptr<const grammar::Constraint> cached(const std::string& schema_text);
+    std::optional<int32_t> opening_tag_token(toolcalls::ToolCallFamily family);
     std::mutex schema_cache_mutex_;
     std::list<CachedSchema> schema_cache_;  // most recently used first
 };

@@ -6,8 +6,10 @@ and validate with `jsonschema` (an independent validator), streamed or whole, gr
 SCHEMAS is the one list to swap for a larger corpus (tests/fixtures/grammar/ after the merge): each entry
 is (id, schema, what to ask for). Strings carry maxLength and arrays maxItems so that a sampled answer
 ends well inside max_tokens."""
+import concurrent.futures
 import copy
 import json
+import pathlib
 import re
 
 import jsonschema
@@ -234,3 +236,28 @@ def test_a_forced_token_is_reported_in_logprobs_as_the_model_scored_it(qwen):
     assert max(alternatives.values()) > first, alternatives  # the model preferred something else
     free = qwen.post("/v1/completions", {**body, "response_format": {"type": "text"}}).json()
     assert not free["choices"][0]["text"].startswith("{")
+
+
+CORPUS = json.loads((pathlib.Path(__file__).parents[1] / "fixtures" / "grammar" / "schemas.json").read_text())
+
+
+def test_the_sixty_seven_schema_corpus_validates_on_qwen(qwen):
+    """Every corpus schema (tests/fixtures/grammar/schemas.json) once, greedy, whole: each answer that ends
+    on its own parses and validates; an answer cut at max_tokens (a model that keeps nesting a recursive
+    schema) is counted, and may be at most a few."""
+    def one(entry):
+        texts, reasons = ask(qwen, QWEN2_NAME, "chat", False, 0.0, response_format(entry["schema"]),
+                             f"a value named {entry['name']}")
+        return texts[0], reasons[0]
+
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(one, CORPUS))
+    cut = 0
+    for entry, (text, reason) in zip(CORPUS, answers):
+        if reason == "length":
+            cut += 1
+            continue
+        assert_valid(text, reason, entry["schema"])
+    print(f"\ncorpus: {len(CORPUS)} schemas, {len(CORPUS) - cut} answers ended and validated, {cut} cut at "
+          f"max_tokens")
+    assert len(CORPUS) >= 60 and cut <= 3

@@ -10,6 +10,10 @@
   under `flag` (and counted in tempered:tool_calls_total), and `flag` never returns one. The counts are
   printed (pytest -s) and asserted against each other.
 - The 400s that name the parameter, tool_choice none, parallel_tool_calls false.
+- `constrain` (the default): tool_choice "required" and a named function force calls, each declared and
+  valid, whole and streamed alike, even on prompts that invite an undeclared tool; under "auto" no
+  undeclared or invalid call is ever returned (a call opened with <tool_call> is held to the grammar; an
+  untagged one is checked as under `flag`).
 
 The 0.5B model mostly writes calls without the <tool_call> tags (bare JSON lines, or a ```json fence);
 the Hermes parser reads those too. Requests run a few at a time: the server batches them, which keeps the
@@ -195,6 +199,12 @@ def flag_server():
 
 
 @pytest.fixture(scope="module")
+def constrain_server():
+    with running_server(qwen2_args(), name="tool-calls-constrain") as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
 def off_server(tmp_path_factory):
     # `off` comes from the config file here (the flag is used for `flag`), so both ways are exercised.
     config = tmp_path_factory.mktemp("tool-calls") / "serve.json"
@@ -295,3 +305,39 @@ def test_bad_tool_call_flag_stops_serve_naming_it(flag, value):
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 1
     assert flag in result.stderr and value in result.stderr, result.stderr
+
+
+def test_constrain_forces_declared_valid_calls_when_required_or_named(constrain_server):
+    required = [request_fields(messages_for(q), tool_choice="required")
+                for q in SINGLE[:6] + UNDECLARED[:6] if isinstance(q, str)]
+    named = [request_fields(messages_for(q), tool_choice={"type": "function", "function": {"name": "get_time"}})
+             for q in UNDECLARED[6:10]]
+    asks = required + named
+    before = constrain_server.metrics()
+    wholes = run_all(lambda fields: ask_whole(constrain_server, fields), asks)
+    streams = run_all(lambda fields: ask_streamed(constrain_server, fields), asks)
+    after = constrain_server.metrics()
+    for fields, whole, streamed in zip(asks, wholes, streams):
+        check_calls(whole)
+        assert whole["calls"] and not whole["violations"], (fields["messages"][-1], whole)
+        assert whole["finish_reason"] == "tool_calls", whole
+        for key in ("content", "calls", "violations", "finish_reason"):
+            assert streamed[key] == whole[key], (key, whole, streamed)
+    for whole in wholes[len(required):]:
+        assert {name for name, _ in whole["calls"]} == {"get_time"}, whole
+    structured = (after.value("tempered:structured_requests_total", kind="tool_call") -
+                  before.value("tempered:structured_requests_total", kind="tool_call"))
+    assert structured == 2 * len(asks)
+    print(f"\nconstrain, required/named: {len(asks)} prompts x 2, "
+          f"{sum(len(r['calls']) for r in wholes)} calls, all declared and valid")
+
+
+def test_constrain_auto_never_returns_an_undeclared_or_invalid_call(constrain_server):
+    asks = [request_fields(messages_for(q)) for q in UNDECLARED]
+    answers = run_all(lambda fields: ask_whole(constrain_server, fields), asks)
+    for answer in answers:
+        check_calls(answer)
+        assert all(name in SCHEMAS for name, _ in answer["calls"]), answer
+    print(f"\nconstrain, auto: {len(UNDECLARED)} prompts inviting an undeclared tool: returned "
+          f"{sum(len(r['calls']) for r in answers)} declared valid calls, reported "
+          f"{sum(len(r['violations']) for r in answers)} untagged violations")
