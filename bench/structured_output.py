@@ -15,9 +15,11 @@ Usage: bench/structured_output.py [--bin build/tempered] [--model qwen2.5-coder-
 Needs `openai` and `jsonschema` (tests/requirements.txt) and the model (scripts/pull_model.py).
 """
 import argparse
+import copy
 import json
 import os
 import platform
+import re
 import signal
 import socket
 import statistics
@@ -30,6 +32,14 @@ import urllib.request
 import jsonschema
 from openai import OpenAI
 
+# Draft 2020-12's checkers (a bare FormatChecker() would also apply draft 3's "time", %H:%M:%S, which
+# refuses RFC 3339 times), with RFC 3339 `time` / `date-time` checked by regex: jsonschema checks those
+# only when rfc3339-validator is installed.
+_TIME = r"([01]\d|2[0-3]):[0-5]\d:([0-5]\d|60)(\.\d+)?([Zz]|[+-]([01]\d|2[0-3]):[0-5]\d)"
+FORMATS = copy.deepcopy(jsonschema.Draft202012Validator.FORMAT_CHECKER)
+FORMATS.checks("time")(lambda value: not isinstance(value, str) or re.fullmatch(_TIME, value) is not None)
+FORMATS.checks("date-time")(lambda value: not isinstance(value, str) or re.fullmatch(
+    r"\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])[Tt]" + _TIME, value) is not None)
 CORPUS = os.path.join(os.path.dirname(__file__), "..", "tests", "fixtures", "grammar", "schemas.json")
 UNSUPPORTED = {"not": {"type": "string", "not": {"const": "a"}},
                "allOf": {"allOf": [{"type": "string"}, {"minLength": 2}]},
@@ -130,7 +140,7 @@ def main():
                                                    {"response_format": format_})
             row = {"name": name, "tokens": tokens, "decode_tok_s": rate, "seconds": round(seconds, 3)}
             try:
-                jsonschema.validate(json.loads(text), schema, format_checker=jsonschema.FormatChecker())
+                jsonschema.validate(json.loads(text), schema, format_checker=FORMATS)
                 row["valid"] = True
             except (ValueError, jsonschema.ValidationError) as error:
                 row["valid"], row["error"], row["text"] = False, str(error)[:200], text[:300]
@@ -147,11 +157,19 @@ def main():
     constrained = [r["decode_tok_s"] for r in rows if r["decode_tok_s"]]
     free = [r["free_decode_tok_s"] for r in rows if r["free_decode_tok_s"]]
     count = mask.get("tempered:grammar_mask_seconds_count", 0)
+
+    def pooled(tokens_key, rate_key):  # all decoded tokens over all decoding time, so long answers weigh more
+        spans = [((r[tokens_key] - 1), (r[tokens_key] - 1) / r[rate_key]) for r in rows if r[rate_key]]
+        return sum(t for t, _ in spans) / sum(s for _, s in spans)
+
     report = {
         "model": args.model, "schemas": len(rows), "max_tokens": args.max_tokens,
         "valid": sum(r["valid"] for r in rows), "hit_max_tokens": sum(r["tokens"] >= args.max_tokens for r in rows),
         "median_decode_tok_s": {"constrained": statistics.median(constrained), "free": statistics.median(free),
                                 "ratio": statistics.median(constrained) / statistics.median(free)},
+        "pooled_decode_tok_s": {"constrained": pooled("tokens", "decode_tok_s"),
+                                "free": pooled("free_tokens", "free_decode_tok_s"),
+                                "ratio": pooled("tokens", "decode_tok_s") / pooled("free_tokens", "free_decode_tok_s")},
         "grammar_mask": {"count": count,
                          "mean_us": 1e6 * mask.get("tempered:grammar_mask_seconds_sum", 0) / count if count else None},
         "unsupported_keyword_400_naming_it": errors,

@@ -14,10 +14,12 @@ double build_allowed_tokens(grammar::ConstraintState& state, size_t n_logits, Co
     // An empty mask (nothing allowed) is passed on as is: the draw then yields a token the state
     // refuses, and the engine ends the choice there.
     state.fill_mask(*constrained.mask);
-    constrained.allowed.assign((n_logits + 63) / 64, 0);  // logits past the vocabulary stay disallowed
-    for (size_t token = 0; token < std::min(n_tokens, n_logits); ++token)
-        if (constrained.mask->allows(static_cast<uint32_t>(token)))
-            constrained.allowed[token >> 6] |= uint64_t{1} << (token & 63);
+    // The same bit layout: copy whole words. Logits past the vocabulary stay disallowed.
+    constrained.allowed.assign((n_logits + 63) / 64, 0);
+    const std::span<const uint64_t> words = constrained.mask->words();
+    std::copy_n(words.begin(), std::min(words.size(), constrained.allowed.size()), constrained.allowed.begin());
+    if (n_tokens > n_logits && n_logits % 64 != 0)  // tokens past the logits: no bit may name them
+        constrained.allowed.back() &= (uint64_t{1} << (n_logits % 64)) - 1;
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 

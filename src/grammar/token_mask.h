@@ -26,6 +26,8 @@ public:
         for (size_t i = 0; i < words_.size(); ++i) words_[i] |= other.words_[i];
     }
     size_t size() const { return n_tokens_; }
+    // Bit (token & 63) of word (token >> 6); bits past size() are zero.
+    std::span<const uint64_t> words() const { return words_; }
     size_t count() const;
 
 private:
