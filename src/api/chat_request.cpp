@@ -158,9 +158,10 @@ FieldError parse_tool_choice(const Json* field, const Json& tools, Json& out) {
     if (field == nullptr || field->is_null()) return std::nullopt;
     if ((tools.is_null() || tools.empty()) && !(field->is_string() && field->get<std::string>() == "required")) {
         // As OpenAI: any tool_choice needs tools ("required" keeps its own, more specific message).
-        return invalid_request("Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' are "
-                               "specified.",
-                               "tool_choice", "invalid_value");
+        return invalid_request(
+            "Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' are "
+            "specified.",
+            "tool_choice", "invalid_value");
     }
     if (field->is_string()) {
         const std::string& choice = field->get_ref<const std::string&>();

@@ -53,10 +53,9 @@ Expr unsigned_range(uint64_t low, std::optional<uint64_t> high) {
     options.push_back(same_length_range(low_text, std::string(low_length, '9')));
     const Expr leading = Expr::byte_set(ByteSet::range('1', '9'));
     if (!high) {
-        options.push_back(
-            Expr::sequence({leading, Expr::repeat(digit(), static_cast<uint32_t>(low_length),
-                                                  std::max<uint32_t>(static_cast<uint32_t>(low_length),
-                                                                     kMaxIntegerDigits - 1))}));
+        options.push_back(Expr::sequence(
+            {leading, Expr::repeat(digit(), static_cast<uint32_t>(low_length),
+                                   std::max<uint32_t>(static_cast<uint32_t>(low_length), kMaxIntegerDigits - 1))}));
         return Expr::choice(std::move(options));
     }
     for (size_t length = low_length + 1; length < high_length; ++length) {

@@ -40,7 +40,7 @@ private:
     const Tokenizer& tokenizer_;
     api::ResponseMeta meta_;
     Shape shape_;
-    std::vector<api::ChatChoice> choices_;  // whole responses: each choice so far
+    std::vector<api::ChatChoice> choices_;            // whole responses: each choice so far
     std::unique_ptr<ToolCallSetup> tool_call_setup_;  // null: output is content only
     std::vector<ChoiceToolCalls> tool_call_readers_;  // one per choice, with tool_call_setup_
 };

@@ -6,8 +6,8 @@
 // arguments valid for its schema?) and returns only the valid ones, reporting the others as
 // tool_call_violations; `constrain` also constrains generation (StructuredOutput::tool_call_constraint)
 // and checks what was written all the same, so a call the grammar could not reach (an untagged one under
-// tool_choice auto) is still never returned unless valid. With parallel_tool_calls false only the first returned call is kept; later ones
-// are reported as violations unless validation is off. Every parsed call is counted in
+// tool_choice auto) is still never returned unless valid. With parallel_tool_calls false only the first returned call
+// is kept; later ones are reported as violations unless validation is off. Every parsed call is counted in
 // tempered:tool_calls_total{outcome} whatever the mode, as are blocks that did not parse ("unparsed").
 // tool_choice "required" or a named function: a named function makes the other tools undeclared for the
 // check; under `constrain` the answer is forced into calls, otherwise one without calls stays content.
@@ -54,8 +54,8 @@ api::ApiResult<std::optional<ToolCallSetup>> tool_call_setup(const api::ChatRequ
 // What one stretch of a choice's output says.
 struct ToolCallStep {
     std::string content;
-    int first_index = 0;                // the index of calls[0] in the message's tool_calls
-    std::vector<api::ToolCall> calls;   // returned, with ids
+    int first_index = 0;               // the index of calls[0] in the message's tool_calls
+    std::vector<api::ToolCall> calls;  // returned, with ids
     std::vector<api::ToolCallViolation> violations;
 };
 

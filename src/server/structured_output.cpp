@@ -106,9 +106,9 @@ api::ApiResult<std::shared_ptr<const grammar::Constraint>> StructuredOutput::too
         return api::invalid_request("tools: " + grammar.error().message, "tools", "invalid_value");
     }
     const auto after = setup.forced || !setup.parallel_tool_calls ? grammar::AfterComplete::EndGeneration
-                                                                   : grammar::AfterComplete::FreeText;
-    return Constrained(
-        std::make_shared<const grammar::Constraint>(std::move(grammar).value(), vocabulary(), std::move(trigger), after));
+                                                                  : grammar::AfterComplete::FreeText;
+    return Constrained(std::make_shared<const grammar::Constraint>(std::move(grammar).value(), vocabulary(),
+                                                                   std::move(trigger), after));
 }
 
 }  // namespace tempered

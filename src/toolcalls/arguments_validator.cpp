@@ -64,10 +64,8 @@ private:
     }
     std::optional<std::string> check_generic(const json& schema, const json& instance, const std::string& at,
                                              int depth);
-    std::optional<std::string> check_object(const json& schema, const json& instance, const std::string& at,
-                                            int depth);
-    std::optional<std::string> check_array(const json& schema, const json& instance, const std::string& at,
-                                           int depth);
+    std::optional<std::string> check_object(const json& schema, const json& instance, const std::string& at, int depth);
+    std::optional<std::string> check_array(const json& schema, const json& instance, const std::string& at, int depth);
     std::optional<std::string> check_string(const json& schema, const json& instance, const std::string& at);
     std::optional<std::string> check_number(const json& schema, const json& instance, const std::string& at);
     std::optional<std::string> check_alternatives(const json& schema, const json& instance, const std::string& at,

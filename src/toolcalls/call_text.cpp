@@ -9,8 +9,10 @@ using json = nlohmann::ordered_json;
 
 std::optional<std::string> arguments_text(const json& object) {
     const json* arguments = nullptr;
-    if (auto it = object.find("arguments"); it != object.end()) arguments = &*it;
-    else if (auto it2 = object.find("parameters"); it2 != object.end()) arguments = &*it2;
+    if (auto it = object.find("arguments"); it != object.end())
+        arguments = &*it;
+    else if (auto it2 = object.find("parameters"); it2 != object.end())
+        arguments = &*it2;
     if (arguments == nullptr) return "{}";
     if (arguments->is_object()) return arguments->dump();
     if (!arguments->is_string()) return std::nullopt;
@@ -55,8 +57,7 @@ std::optional<std::vector<ParsedToolCall>> parse_call_json(std::string_view text
     return calls;
 }
 
-std::optional<std::vector<ParsedToolCall>> parse_call_sequence(std::string_view text, char separator,
-                                                               CallShape shape) {
+std::optional<std::vector<ParsedToolCall>> parse_call_sequence(std::string_view text, char separator, CallShape shape) {
     std::vector<ParsedToolCall> calls;
     while (true) {
         const JsonValueEnd end = find_json_value_end(text);
@@ -82,14 +83,20 @@ JsonValueEnd find_json_value_end(std::string_view text) {
     for (; i < text.size(); ++i) {
         const char c = text[i];
         if (in_string) {
-            if (escaped) escaped = false;
-            else if (c == '\\') escaped = true;
-            else if (c == '"') in_string = false;
+            if (escaped)
+                escaped = false;
+            else if (c == '\\')
+                escaped = true;
+            else if (c == '"')
+                in_string = false;
             continue;
         }
-        if (c == '"') in_string = true;
-        else if (c == '{' || c == '[') ++depth;
-        else if ((c == '}' || c == ']') && --depth == 0) return {JsonValueEnd::State::Complete, i + 1};
+        if (c == '"')
+            in_string = true;
+        else if (c == '{' || c == '[')
+            ++depth;
+        else if ((c == '}' || c == ']') && --depth == 0)
+            return {JsonValueEnd::State::Complete, i + 1};
     }
     return {};
 }

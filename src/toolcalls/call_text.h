@@ -22,8 +22,7 @@ enum class CallShape { Loose, Exact };
 std::optional<std::vector<ParsedToolCall>> parse_call_json(std::string_view text, CallShape shape);
 
 // `text` as one or more call JSON values separated by whitespace or `separator` (Llama's ';'), or nullopt.
-std::optional<std::vector<ParsedToolCall>> parse_call_sequence(std::string_view text, char separator,
-                                                               CallShape shape);
+std::optional<std::vector<ParsedToolCall>> parse_call_sequence(std::string_view text, char separator, CallShape shape);
 
 // Where the JSON object or array that starts `text` (after whitespace) ends, one past its closing
 // bracket. Incomplete: not closed yet. NotJson: the first non-space character opens no object or array.

@@ -36,9 +36,9 @@ Result<grammar::Grammar, grammar::SchemaError> build_tool_call_grammar(const Too
         if (!arguments) return arguments.error();
         // The name as a JSON string literal, escaped as json.dumps would.
         const std::string name = nlohmann::ordered_json(tool.name).dump();
-        calls.push_back(Expr::sequence({Expr::literal(syntax.call_open + "{\"name\": " + name + ", \"" +
-                                                      syntax.arguments_key + "\": "),
-                                        Expr::reference(*arguments), Expr::literal(syntax.call_close)}));
+        calls.push_back(Expr::sequence(
+            {Expr::literal(syntax.call_open + "{\"name\": " + name + ", \"" + syntax.arguments_key + "\": "),
+             Expr::reference(*arguments), Expr::literal(syntax.call_close)}));
     }
     const grammar::RuleId call = builder.add_rule();
     builder.define(call, Expr::choice(std::move(calls)));

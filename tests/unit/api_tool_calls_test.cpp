@@ -9,10 +9,10 @@ namespace tempered::api {
 namespace {
 
 TEST(ApiToolCalls, AnyToolChoiceWithoutToolsIsRefusedNamingIt) {
-    for (const std::string choice : {R"("auto")", R"("none")", R"("required")",
-                                     R"({"type": "function", "function": {"name": "f"}})"}) {
-        auto parsed = parse_chat_request(R"({"messages": [{"role": "user", "content": "hi"}], "tool_choice": )" +
-                                         choice + "}");
+    for (const std::string choice :
+         {R"("auto")", R"("none")", R"("required")", R"({"type": "function", "function": {"name": "f"}})"}) {
+        auto parsed =
+            parse_chat_request(R"({"messages": [{"role": "user", "content": "hi"}], "tool_choice": )" + choice + "}");
         ASSERT_FALSE(parsed) << choice;
         EXPECT_EQ(parsed.error().param, "tool_choice") << choice;
         EXPECT_NE(parsed.error().message.find("tools"), std::string::npos) << parsed.error().message;

@@ -25,7 +25,8 @@ const std::string kAnswer =
     "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"zone\": \"CET\"}}\n</tool_call>";
 
 api::ChatRequest chat_request(const std::string& extra) {
-    auto parsed = api::parse_chat_request(R"({"messages": [{"role": "user", "content": "hi"}], )" + kTools + extra + "}");
+    auto parsed =
+        api::parse_chat_request(R"({"messages": [{"role": "user", "content": "hi"}], )" + kTools + extra + "}");
     EXPECT_TRUE(parsed) << (parsed ? "" : parsed.error().message);
     return std::move(parsed).value();
 }
@@ -182,9 +183,10 @@ TEST(ChatToolCalls, NoReadingWithoutToolsOrWithToolChoiceNoneOrWithoutAParser) {
 
 TEST(ChatToolCalls, NamedToolChoiceMakesOtherToolsUndeclared) {
     ServingMetrics metrics("m", "f16");
-    const nlohmann::json choice = whole_message(
-        setup_for(R"(, "tool_choice": {"type": "function", "function": {"name": "get_time"}})", ToolCallValidation::Flag),
-        metrics, kAnswer);
+    const nlohmann::json choice =
+        whole_message(setup_for(R"(, "tool_choice": {"type": "function", "function": {"name": "get_time"}})",
+                                ToolCallValidation::Flag),
+                      metrics, kAnswer);
     ASSERT_EQ(choice["message"]["tool_calls"].size(), 1u);
     EXPECT_EQ(choice["message"]["tool_calls"][0]["function"]["name"], "get_time");
 }

@@ -35,7 +35,8 @@ TEST(ToolCallTemplates, FamilyChosenFromEachTemplatesMarkers) {
         {"mistralai-Mistral-Nemo-Instruct-2407.jinja", ToolCallFamily::Mistral},
         {"HuggingFaceTB-SmolLM2-135M-Instruct.jinja", std::nullopt},
     };
-    for (const auto& [name, family] : cases) EXPECT_EQ(toolcalls::detect_family(fixture_template(name)), family) << name;
+    for (const auto& [name, family] : cases)
+        EXPECT_EQ(toolcalls::detect_family(fixture_template(name)), family) << name;
 }
 
 TEST(ToolCallTemplates, QwenRendersCallHistoryWithObjectArgumentsAndToolResponses) {

@@ -29,7 +29,8 @@ grammar::Grammar call_grammar(ToolCallFamily family, const DeclaredTools& tools,
     return built ? std::move(built.value()) : grammar::Grammar{};
 }
 
-const std::string kWeather = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}\n</tool_call>";
+const std::string kWeather =
+    "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}\n</tool_call>";
 const std::string kAdd = "<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 1, \"b\": -2}}\n</tool_call>";
 
 TEST(ToolCallGrammar, HermesAcceptsDeclaredCallsWithValidArguments) {
@@ -85,12 +86,16 @@ TEST(ToolCallGrammar, LlamaAndMistralSyntax) {
     ASSERT_TRUE(tools);
     const grammar::Grammar llama = call_grammar(ToolCallFamily::Llama3Json, *tools, true);
     EXPECT_TRUE(accepts(llama, R"({"name": "add", "parameters": {"a": 1, "b": 2}})"));
-    EXPECT_TRUE(accepts(llama, R"({"name": "add", "parameters": {"a": 1, "b": 2}}; {"name": "get_weather", "parameters": {"city": "x"}})"));
+    EXPECT_TRUE(accepts(
+        llama,
+        R"({"name": "add", "parameters": {"a": 1, "b": 2}}; {"name": "get_weather", "parameters": {"city": "x"}})"));
     EXPECT_FALSE(accepts(llama, R"({"name": "add", "arguments": {"a": 1, "b": 2}})"));
     EXPECT_FALSE(accepts(llama, R"({"name": "mul", "parameters": {"a": 1, "b": 2}})"));
     const grammar::Grammar mistral = call_grammar(ToolCallFamily::Mistral, *tools, true);
     EXPECT_TRUE(accepts(mistral, R"([TOOL_CALLS][{"name": "add", "arguments": {"a": 1, "b": 2}}])"));
-    EXPECT_TRUE(accepts(mistral, R"([TOOL_CALLS][{"name": "add", "arguments": {"a": 1, "b": 2}}, {"name": "get_weather", "arguments": {"city": "x"}}])"));
+    EXPECT_TRUE(accepts(
+        mistral,
+        R"([TOOL_CALLS][{"name": "add", "arguments": {"a": 1, "b": 2}}, {"name": "get_weather", "arguments": {"city": "x"}}])"));
     EXPECT_FALSE(accepts(mistral, R"([TOOL_CALLS][])"));
     EXPECT_FALSE(accepts(mistral, R"([TOOL_CALLS][{"name": "add", "arguments": {"a": 1}}])"));
 }
@@ -101,7 +106,8 @@ TEST(ToolCallGrammar, AcceptedCallsParseBackAsValidCalls) {
     ASSERT_TRUE(tools);
     const std::vector<std::pair<ToolCallFamily, std::string>> cases = {
         {ToolCallFamily::Hermes, kWeather + "\n" + kAdd},
-        {ToolCallFamily::Llama3Json, R"({"name": "add", "parameters": {"a": 1, "b": 2}}; {"name": "add", "parameters": {"a": 3, "b": 4}})"},
+        {ToolCallFamily::Llama3Json,
+         R"({"name": "add", "parameters": {"a": 1, "b": 2}}; {"name": "add", "parameters": {"a": 3, "b": 4}})"},
         {ToolCallFamily::Mistral, R"([TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "x", "unit": "f"}}])"},
     };
     for (const auto& [family, text] : cases) {

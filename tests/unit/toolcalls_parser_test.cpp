@@ -46,8 +46,9 @@ TEST(HermesParser, OneBlockIsOneCallWithCompactArguments) {
 }
 
 TEST(HermesParser, ParallelBlocksAndTheNewlinesBetweenThem) {
-    const std::string text = kWeatherCall + "\n" +
-                             "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"zone\": \"CET\"}}\n</tool_call>\n";
+    const std::string text =
+        kWeatherCall + "\n" +
+        "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"zone\": \"CET\"}}\n</tool_call>\n";
     const ParsedText parsed = parse_tool_calls(ToolCallFamily::Hermes, text);
     EXPECT_EQ(parsed.content, "");
     ASSERT_EQ(parsed.calls.size(), 2u);
@@ -114,9 +115,9 @@ TEST(HermesParser, StreamsContentUntilAPossibleTagAndHoldsOnlyThat) {
 
 // What Qwen2.5-Coder-0.5B actually writes at temperature 0 when given tools: no tags.
 TEST(HermesParser, UntaggedCallsAtALineStartOrInAJsonFenceAreCalls) {
-    const ParsedText bare = parse_tool_calls(
-        ToolCallFamily::Hermes, "{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n"
-                                "{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Tokyo\"}}");
+    const ParsedText bare = parse_tool_calls(ToolCallFamily::Hermes,
+                                             "{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n"
+                                             "{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Tokyo\"}}");
     EXPECT_EQ(bare.content, "");
     ASSERT_EQ(bare.calls.size(), 2u);
     EXPECT_EQ(bare.calls[1].arguments, R"({"city":"Tokyo"})");
@@ -153,8 +154,8 @@ TEST(HermesParser, JsonThatIsNoCallOrNotAtALineStartStaysContent) {
 
 TEST(LlamaJsonParser, WholeAnswerCallWithParametersWithAndWithoutPythonTag) {
     for (const std::string prefix : {"", "<|python_tag|>", "  "}) {
-        const ParsedText parsed = parse_tool_calls(ToolCallFamily::Llama3Json,
-                                                   prefix + R"({"name": "get_weather", "parameters": {"city": "Oslo"}})");
+        const ParsedText parsed = parse_tool_calls(
+            ToolCallFamily::Llama3Json, prefix + R"({"name": "get_weather", "parameters": {"city": "Oslo"}})");
         EXPECT_EQ(parsed.content, "") << prefix;
         ASSERT_EQ(parsed.calls.size(), 1u) << prefix;
         EXPECT_EQ(parsed.calls[0].name, "get_weather");
@@ -204,7 +205,8 @@ TEST(ToolCallParsers, EverySplitIntoDeltasEqualsTheWholeParse) {
         {ToolCallFamily::Hermes, "Checking.\n\n" + kWeatherCall + "\n" + kWeatherCall + "\n"},
         {ToolCallFamily::Hermes, "a <tool_c <tool_call>broken</tool_call> b\n " + kWeatherCall + " c "},
         {ToolCallFamily::Hermes, "text only \n with < and <tool and </tool_call>\n"},
-        {ToolCallFamily::Hermes, "{\"name\": \"a\", \"arguments\": {\"k\": \"}\"}}\n{\"name\": \"b\"}\nthen {\"x\": 1}"},
+        {ToolCallFamily::Hermes,
+         "{\"name\": \"a\", \"arguments\": {\"k\": \"}\"}}\n{\"name\": \"b\"}\nthen {\"x\": 1}"},
         {ToolCallFamily::Hermes, "Sure:\n```json\n{\"name\": \"a\"}\n{\"name\": \"b\", \"arguments\": {}}\n```\nok"},
         {ToolCallFamily::Hermes, "``` `` ```json\n{\"nam ```json\n{\"name\": 1}\n```\n{\"name\""},
         {ToolCallFamily::Llama3Json, R"(<|python_tag|>{"name": "a", "parameters": {"q": "x;y"}}; {"name": "b"})"},
