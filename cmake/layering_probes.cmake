@@ -31,3 +31,4 @@ tempered_layering_probe(kernels FORBIDDEN models/model_config.h ALLOWED core/dty
 tempered_layering_probe(server FORBIDDEN cli/commands.h ALLOWED runtime/loaded_model.h)
 tempered_layering_probe(grammar FORBIDDEN tokenizer/tokenizer.h ALLOWED core/result.h)
 tempered_layering_probe(toolcalls FORBIDDEN engine/engine.h ALLOWED grammar/grammar.h)
+tempered_layering_probe(reasoning FORBIDDEN tokenizer/tokenizer.h ALLOWED core/result.h)
