@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <string>
+#include <utility>
 
 namespace tempered {
 
@@ -12,13 +13,14 @@ namespace {
 // a real token matches it and a period cannot count tokens the sequence does not have.
 constexpr int32_t kNoToken = -1;
 
-Error field_error(const std::string& field, const std::string& rule) {
-    return Error{"repetition_detection." + field + " " + rule};
+InvalidRepetitionParam field_error(std::string field, std::string rule) {
+    return InvalidRepetitionParam{std::move(field), std::move(rule)};
 }
 
 }  // namespace
 
-Result<RepetitionDetectionParams> validate_repetition_detection(RepetitionDetectionParams params) {
+Result<RepetitionDetectionParams, InvalidRepetitionParam> validate_repetition_detection(
+    RepetitionDetectionParams params) {
     if (params.max_pattern_size < 0) return field_error("max_pattern_size", "must be >= 0 (0 turns detection off)");
     if (params.min_pattern_size < 0) return field_error("min_pattern_size", "must be >= 0 (0 means 1)");
     if (params.max_pattern_size > kMaxRepetitionPatternSize) {

@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "core/result.h"
@@ -34,10 +35,17 @@ struct RepetitionDetectionParams {
 // The longest period a detector may watch: it bounds the per-token cost and the per-sequence memory.
 inline constexpr int32_t kMaxRepetitionPatternSize = 1024;
 
-// The params as a detector takes them (min_pattern_size 0 becomes 1), or an error that names the field at
-// fault: negative sizes, min_pattern_size > max_pattern_size, max_pattern_size above the limit, or
-// min_count < 2 while detection is on.
-Result<RepetitionDetectionParams> validate_repetition_detection(RepetitionDetectionParams params);
+// Which of the params is wrong and the rule it breaks, so the API can name the field in its 400.
+struct InvalidRepetitionParam {
+    std::string field;  // "max_pattern_size", "min_pattern_size" or "min_count"
+    std::string rule;   // "must be >= 2 when max_pattern_size is set"
+};
+
+// The params as a detector takes them (min_pattern_size 0 becomes 1), or the field at fault: negative
+// sizes, min_pattern_size > max_pattern_size, max_pattern_size above the limit, or min_count < 2 while
+// detection is on.
+Result<RepetitionDetectionParams, InvalidRepetitionParam> validate_repetition_detection(
+    RepetitionDetectionParams params);
 
 // One detected loop.
 struct RepetitionEvent {

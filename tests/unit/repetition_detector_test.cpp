@@ -12,7 +12,7 @@ namespace {
 
 RepetitionDetectionParams params(int32_t min_size, int32_t max_size, int32_t min_count) {
     auto valid = validate_repetition_detection({max_size, min_size, min_count});
-    EXPECT_TRUE(valid.ok()) << valid.error().message;
+    EXPECT_TRUE(valid.ok()) << valid.error().field << " " << valid.error().rule;
     return *valid;
 }
 
@@ -237,15 +237,16 @@ TEST(RepetitionDetectionParams, ValidationFollowsVllmAndNamesTheField) {
     EXPECT_EQ(defaulted->min_pattern_size, 1);
     EXPECT_TRUE(validate_repetition_detection({0, 0, 0}).ok());  // off
 
-    const auto message = [](RepetitionDetectionParams p) {
+    const auto field_at_fault = [](RepetitionDetectionParams p) {
         auto result = validate_repetition_detection(p);
-        return result.ok() ? std::string("ok") : result.error().message;
+        return result.ok() ? std::string("ok") : result.error().field;
     };
-    EXPECT_NE(message({-1, 0, 3}).find("max_pattern_size"), std::string::npos);
-    EXPECT_NE(message({8, -1, 3}).find("min_pattern_size"), std::string::npos);
-    EXPECT_NE(message({4, 5, 3}).find("min_pattern_size"), std::string::npos);
-    EXPECT_NE(message({8, 1, 1}).find("min_count"), std::string::npos);
-    EXPECT_NE(message({kMaxRepetitionPatternSize + 1, 1, 2}).find("max_pattern_size"), std::string::npos);
+    EXPECT_EQ(field_at_fault({-1, 0, 3}), "max_pattern_size");
+    EXPECT_EQ(field_at_fault({8, -1, 3}), "min_pattern_size");
+    EXPECT_EQ(field_at_fault({4, 5, 3}), "min_pattern_size");
+    EXPECT_EQ(field_at_fault({8, 1, 1}), "min_count");
+    EXPECT_EQ(field_at_fault({kMaxRepetitionPatternSize + 1, 1, 2}), "max_pattern_size");
+    EXPECT_EQ(field_at_fault({0, 0, 1}), "ok");  // off: min_count is not looked at, as in vLLM
 }
 
 TEST(RepetitionDetector, HugeMinCountIsUnreachableRatherThanWrapping) {
