@@ -150,6 +150,9 @@ FieldError parse_generation_fields(const Json& body, int64_t max_tokens_min, Gen
     RequestedValue<bool> ignore_eos;
     if (auto e = read_bool(find_field(body, "ignore_eos"), "ignore_eos", ignore_eos)) return e;
     out.ignore_eos = ignore_eos.value_or(false);
+    if (auto e = parse_repetition_detection(find_field(body, "repetition_detection"), out.repetition_detection)) {
+        return e;
+    }
     return parse_response_format(find_field(body, "response_format"), out.response_format);
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -11,6 +12,7 @@
 
 #include "api/errors.h"
 #include "api/json_fields.h"
+#include "api/repetition_detection.h"
 #include "api/requested_value.h"
 #include "api/response_format.h"
 #include "sampling/sampling_values.h"
@@ -47,6 +49,7 @@ struct GenerationRequest {
     std::string user;
     bool ignore_eos = false;
     ResponseFormat response_format;  // chat and completions alike
+    std::optional<RepetitionDetectionParams> repetition_detection;  // validated; empty when not sent
 };
 
 inline constexpr int kMaxChoices = 16;
