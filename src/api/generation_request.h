@@ -48,7 +48,7 @@ struct GenerationRequest {
     std::vector<std::pair<int64_t, double>> logit_bias;  // (token id, bias in [-100, 100]), by id
     std::string user;
     bool ignore_eos = false;
-    ResponseFormat response_format;  // chat and completions alike
+    ResponseFormat response_format;                                 // chat and completions alike
     std::optional<RepetitionDetectionParams> repetition_detection;  // validated; empty when not sent
 };
 

@@ -86,10 +86,10 @@ private:
     int32_t min_count_ = 0;
     // Indexed by lag slot j = P - p, so that slot j of every array concerns period p = P - j and the
     // token p steps back is recent_[ring_position + j]: one contiguous, ascending window per step.
-    std::vector<int32_t> recent_;         // (2P) the last P tokens written twice (ring slot s at s and s + P)
-    std::vector<int32_t> run_by_slot_;    // (P) consecutive matches token[i] == token[i - p] ending now
-    std::vector<int32_t> fire_at_run_;    // (P) (min_count - 1) * p for p in range, INT32_MAX outside it
-    size_t ring_position_ = 0;  // tokens_observed_ mod P: where the next token is written
+    std::vector<int32_t> recent_;       // (2P) the last P tokens written twice (ring slot s at s and s + P)
+    std::vector<int32_t> run_by_slot_;  // (P) consecutive matches token[i] == token[i - p] ending now
+    std::vector<int32_t> fire_at_run_;  // (P) (min_count - 1) * p for p in range, INT32_MAX outside it
+    size_t ring_position_ = 0;          // tokens_observed_ mod P: where the next token is written
     int64_t tokens_observed_ = 0;
     std::optional<RepetitionEvent> detection_;
 };

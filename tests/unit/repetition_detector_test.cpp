@@ -53,7 +53,8 @@ std::optional<Fired> brute_force_first_loop(const std::vector<int32_t>& stream, 
             for (size_t i = end - span + static_cast<size_t>(period); i < end && equal_blocks; ++i) {
                 equal_blocks = stream[i] == stream[i - static_cast<size_t>(period)];
             }
-            if (equal_blocks) return Fired{static_cast<int64_t>(end - 1), {static_cast<int64_t>(end - 1), period, p.min_count}};
+            if (equal_blocks)
+                return Fired{static_cast<int64_t>(end - 1), {static_cast<int64_t>(end - 1), period, p.min_count}};
         }
     }
     return std::nullopt;
@@ -162,9 +163,9 @@ TEST(RepetitionDetector, OneCopyShortOfMinCountNeverFires) {
     for (int32_t period = 1; period <= 64; ++period) {
         const auto block = distinct_tokens(0, static_cast<size_t>(period), rng);
         std::vector<int32_t> stream = distinct_tokens(100000, 30, rng);
-        append_copies(stream, block, 3);  // min_count - 1 whole copies ...
+        append_copies(stream, block, 3);                              // min_count - 1 whole copies ...
         stream.insert(stream.end(), block.begin(), block.end() - 1);  // ... and all but the last token
-        stream.push_back(99999);  // which is wrong: the fourth copy never completes
+        stream.push_back(99999);                                      // which is wrong: the fourth copy never completes
         append_copies(stream, block, 3);  // the loop starts over and again falls one copy short
 
         RepetitionDetector detector(params(1, 64, 4));
