@@ -1,5 +1,5 @@
-// One sequence's next token from its logits: repetition penalties over what it has seen (DRY will go
-// here, after them), the tokens it may not draw yet masked, then the draw (sampler.h: logit bias, the
+// One sequence's next token from its logits: repetition penalties over what it has seen, then DRY over the
+// same history (dry.h), the tokens it may not draw yet masked, then the draw (sampler.h: logit bias, the
 // allowed-token mask of a grammar, temperature, truncation); with the token's logprobs when asked, taken from
 // the raw logits as OpenAI reports them. Everything else about a generated token (timing, text, stop
 // strings, finish reasons) is the engine's.
@@ -10,16 +10,20 @@
 #include <span>
 #include <vector>
 
+#include "sampling/dry.h"
 #include "sampling/logprobs.h"
 #include "sampling/penalties.h"
 #include "sampling/sampler.h"
 
 namespace tempered {
 
+inline const DryParams kDryOff{};
+
 struct NextTokenParams {
     const SamplingParams& sampling;
     const PenaltyParams& penalties;
     int top_logprobs = -1;  // < 0: no logprobs; else logprobs with this many alternatives
+    const DryParams& dry = kDryOff;
 };
 
 // What the sequence has seen, and what it may not draw now (e.g. end of generation while min_tokens
@@ -33,6 +37,7 @@ struct TokenHistory {
 // Buffers reused across calls, so that a warm step allocates nothing.
 struct NextTokenWorkspace {
     std::vector<float> logits;  // (vocab): after penalties and masks
+    DryWorkspace dry;
     SamplerWorkspace sampler;
 };
 
