@@ -27,7 +27,7 @@ struct DryParams {
     float multiplier = 0.0f;  // 0: off
     float base = 1.75f;
     int32_t allowed_length = 2;
-    int32_t penalty_last_n = -1;  // -1: the whole history; 0: off
+    int32_t penalty_last_n = -1;                  // -1: the whole history; 0: off
     std::shared_ptr<const DryBreakers> breakers;  // null: none
 
     bool active() const { return multiplier != 0.0f && base >= 1.0f && penalty_last_n != 0; }
@@ -35,11 +35,11 @@ struct DryParams {
 
 // Buffers reused across calls, so that a warm step allocates nothing.
 struct DryWorkspace {
-    std::vector<int32_t> window;             // (penalty_last_n): the history DRY looks at
-    std::vector<int32_t> reversed;           // (window): the window back to front
-    std::vector<int32_t> match_length;       // (window): Z-function of `reversed`
-    std::vector<int32_t> longest_by_token;   // (vocab): longest repeat a token would extend, -1 none
-    std::vector<int32_t> touched;            // tokens whose entry above is set
+    std::vector<int32_t> window;            // (penalty_last_n): the history DRY looks at
+    std::vector<int32_t> reversed;          // (window): the window back to front
+    std::vector<int32_t> match_length;      // (window): Z-function of `reversed`
+    std::vector<int32_t> longest_by_token;  // (vocab): longest repeat a token would extend, -1 none
+    std::vector<int32_t> touched;           // tokens whose entry above is set
 };
 
 void apply_dry(std::span<float> logits, const DryParams& params, std::span<const int32_t> prompt,
