@@ -18,13 +18,11 @@ import json
 import os
 import platform
 import signal
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
 
 from openai import OpenAI
+
+from local_server import start_server
 
 TOPICS = ["the water cycle", "how a bicycle works", "why the sky is blue", "photosynthesis", "the moon's phases",
           "how to boil an egg", "what a compiler does", "the French revolution", "how vaccines work",
@@ -41,27 +39,6 @@ def prompts():
             out.append(form.format(topic))
     return out[:60]
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start_server(binary, extra):
-    port = free_port()
-    process = subprocess.Popen([binary, "serve", "--model", "smollm2-135m-instruct", "--port", str(port), *extra],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1) as r:
-                if r.status == 200:
-                    return process, port
-        except OSError:
-            time.sleep(0.2)
-    process.kill()
-    sys.exit("server did not start")
 
 
 def looped(tokens_text):
@@ -128,7 +105,7 @@ def main():
     for name, flags, temperature in (("A_greedy_clients", [], 0.0),
                                      ("B_server_default_0.6", ["--preferred-sampling-params",
                                                                '{"temperature":0.6}'], None)):
-        process, port = start_server(args.bin, flags)
+        process, port = start_server(args.bin, "smollm2-135m-instruct", flags, timeout=60)
         try:
             client = OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="unused", max_retries=0, timeout=600)
             started = time.time()

@@ -21,9 +21,7 @@ import os
 import platform
 import re
 import signal
-import socket
 import statistics
-import subprocess
 import sys
 import time
 import urllib.error
@@ -31,6 +29,8 @@ import urllib.request
 
 import jsonschema
 from openai import OpenAI
+
+from local_server import start_server
 
 # Draft 2020-12's checkers (a bare FormatChecker() would also apply draft 3's "time", %H:%M:%S, which
 # refuses RFC 3339 times), with RFC 3339 `time` / `date-time` checked by regex: jsonschema checks those
@@ -47,27 +47,6 @@ UNSUPPORTED = {"not": {"type": "string", "not": {"const": "a"}},
                "uniqueItems": {"type": "array", "items": {"type": "integer"}, "uniqueItems": True},
                "patternProperties": {"type": "object", "patternProperties": {"^x": {"type": "integer"}}}}
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start_server(binary, model):
-    port = free_port()
-    process = subprocess.Popen([binary, "serve", "--model", model, "--port", str(port)],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 120
-    while time.time() < deadline:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1) as r:
-                if r.status == 200:
-                    return process, port
-        except OSError:
-            time.sleep(0.2)
-    process.kill()
-    sys.exit("server did not start")
 
 
 def mask_histogram(port):
