@@ -8,14 +8,12 @@ Needs `jsonschema` importable; skipped otherwise.
 """
 
 import json
-import os
-import subprocess
 
 import pytest
 
 jsonschema = pytest.importorskip("jsonschema")
 
-BIN = os.environ.get("GRAMMAR_SAMPLE_BIN", "build/tempered_grammar_sample")
+from grammar_bridge import engine_binary, run_engine  # noqa: F401 (engine_binary: an autouse fixture)
 SAMPLES_PER_SCHEMA = 250
 
 # (schema, valid instances in any layout; they are re-rendered canonically before the check)
@@ -87,20 +85,10 @@ UNSUPPORTED = [
 ]
 
 
-def run_engine(requests):
-    text = "".join(json.dumps(r) + "\n" for r in requests)
-    out = subprocess.run([BIN], input=text, capture_output=True, text=True, check=True, timeout=300).stdout
-    return [json.loads(line) for line in out.split("\n") if line]
-
 
 def canonical(value):
     return json.dumps(value, ensure_ascii=False)
 
-
-@pytest.fixture(scope="module", autouse=True)
-def engine_binary():
-    if not os.path.exists(BIN):
-        pytest.skip(f"{BIN} not built")
 
 
 def test_every_sampled_sentence_parses_and_validates():

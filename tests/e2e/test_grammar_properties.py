@@ -18,7 +18,6 @@ import collections
 import json
 import os
 import re
-import subprocess
 import warnings
 
 import pytest
@@ -30,27 +29,17 @@ hypothesis_jsonschema = pytest.importorskip("hypothesis_jsonschema")
 from hypothesis import HealthCheck, Phase, given, seed, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-BIN = os.environ.get("GRAMMAR_SAMPLE_BIN", "build/tempered_grammar_sample")
+from grammar_bridge import engine_binary, run_engine  # noqa: F401 (engine_binary: an autouse fixture)
 CORPUS_PATH = os.path.join(os.path.dirname(__file__), "..", "fixtures", "grammar", "schemas.json")
 CASES = int(os.environ.get("GRAMMAR_PROPERTY_CASES", "25"))
 CORPUS = json.load(open(CORPUS_PATH, encoding="utf-8"))
 FORMATS = jsonschema.Draft202012Validator.FORMAT_CHECKER
 
 
-def run_engine(requests):
-    text = "".join(json.dumps(r) + "\n" for r in requests)
-    out = subprocess.run([BIN], input=text, capture_output=True, text=True, check=True, timeout=600).stdout
-    return [json.loads(line) for line in out.split("\n") if line]
-
 
 def validator(schema):
     return jsonschema.Draft202012Validator(schema, format_checker=FORMATS)
 
-
-@pytest.fixture(scope="module", autouse=True)
-def engine_binary():
-    if not os.path.exists(BIN):
-        pytest.skip(f"{BIN} not built")
 
 
 def test_corpus_has_sixty_schemas_that_all_compile():
