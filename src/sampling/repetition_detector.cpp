@@ -26,6 +26,7 @@ Result<RepetitionDetectionParams, InvalidRepetitionParam> validate_repetition_de
     if (params.max_pattern_size > kMaxRepetitionPatternSize) {
         return field_error("max_pattern_size", "must be <= " + std::to_string(kMaxRepetitionPatternSize));
     }
+    if (params.min_loop_tokens < 0) return field_error("min_loop_tokens", "must be >= 0 (0: no minimum)");
     if (params.min_pattern_size > params.max_pattern_size) {
         return field_error("min_pattern_size", "must be <= max_pattern_size");
     }
@@ -49,7 +50,8 @@ RepetitionDetector::RepetitionDetector(const RepetitionDetectionParams& params) 
     for (int32_t period = min_period_; period <= max_period_; ++period) {
         // A huge min_count would overflow int32; clamped, the threshold stays unreachable instead of
         // wrapping negative and firing at once.
-        const int64_t run = static_cast<int64_t>(min_count_ - 1) * period;
+        const int64_t run =
+            std::max(static_cast<int64_t>(min_count_ - 1) * period, static_cast<int64_t>(valid->min_loop_tokens) - period);
         fire_at_run_[static_cast<size_t>(max_period_ - period)] =
             static_cast<int32_t>(std::min<int64_t>(run, std::numeric_limits<int32_t>::max()));
     }

@@ -28,6 +28,9 @@ struct RepetitionDetectionParams {
     int32_t max_pattern_size = 0;  // longest block looked for, in tokens; 0 turns detection off
     int32_t min_pattern_size = 0;  // shortest block; 0 means 1
     int32_t min_count = 0;         // whole copies of the block in a row that count as a loop; >= 2 when on
+    // Not vLLM's: the loop must also cover at least this many tokens (0: no minimum). One min_count cannot
+    // both catch a 4-token phrase after a few copies and spare 3 dashes of a table rule; a length can.
+    int32_t min_loop_tokens = 0;
 
     bool enabled() const { return max_pattern_size > 0; }
 };
@@ -37,13 +40,13 @@ inline constexpr int32_t kMaxRepetitionPatternSize = 1024;
 
 // Which of the params is wrong and the rule it breaks, so the API can name the field in its 400.
 struct InvalidRepetitionParam {
-    std::string field;  // "max_pattern_size", "min_pattern_size" or "min_count"
+    std::string field;  // "max_pattern_size", "min_pattern_size", "min_count" or "min_loop_tokens"
     std::string rule;   // "must be >= 2 when max_pattern_size is set"
 };
 
 // The params as a detector takes them (min_pattern_size 0 becomes 1), or the field at fault: negative
-// sizes, min_pattern_size > max_pattern_size, max_pattern_size above the limit, or min_count < 2 while
-// detection is on.
+// sizes, min_pattern_size > max_pattern_size, max_pattern_size above the limit, min_count < 2 while
+// detection is on, or a negative min_loop_tokens.
 Result<RepetitionDetectionParams, InvalidRepetitionParam> validate_repetition_detection(
     RepetitionDetectionParams params);
 
@@ -51,7 +54,7 @@ Result<RepetitionDetectionParams, InvalidRepetitionParam> validate_repetition_de
 struct RepetitionEvent {
     int64_t detected_at_token = 0;  // 0-based index of the observed token that completed the min_count-th copy
     int32_t period = 0;             // the block's length in tokens: the smallest period in range that fired
-    int32_t repeats = 0;            // whole copies of the block ending at that token (min_count when it fires)
+    int32_t repeats = 0;  // whole copies of the block ending at that token (min_count, or more under min_loop_tokens)
 };
 
 class RepetitionDetector {
@@ -88,7 +91,9 @@ private:
     // token p steps back is recent_[ring_position + j]: one contiguous, ascending window per step.
     std::vector<int32_t> recent_;       // (2P) the last P tokens written twice (ring slot s at s and s + P)
     std::vector<int32_t> run_by_slot_;  // (P) consecutive matches token[i] == token[i - p] ending now
-    std::vector<int32_t> fire_at_run_;  // (P) (min_count - 1) * p for p in range, INT32_MAX outside it
+    // (P) for p in range, the run that fires: max((min_count - 1) * p, min_loop_tokens - p), the run being
+    // the loop's length less one copy; INT32_MAX outside the range.
+    std::vector<int32_t> fire_at_run_;
     size_t ring_position_ = 0;          // tokens_observed_ mod P: where the next token is written
     int64_t tokens_observed_ = 0;
     std::optional<RepetitionEvent> detection_;
