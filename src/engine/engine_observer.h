@@ -9,7 +9,7 @@
 
 namespace tempered {
 
-enum class RequestOutcome { Stop, Length, Abort, Error };
+enum class RequestOutcome { Stop, Length, Abort, Error, Repetition };
 const char* request_outcome_name(RequestOutcome outcome);
 
 struct RequestTimings {
@@ -27,6 +27,8 @@ public:
     virtual void on_preemption() = 0;
     // A grammar's token mask took `seconds` to build (one per constrained step that needed one).
     virtual void on_grammar_mask(double /*seconds*/) {}
+    // The degeneration guard saw a loop of `period` tokens in one choice and took `action` (once per loop).
+    virtual void on_degeneration(DegenerationAction /*action*/, DegenerationPhase /*phase*/, int32_t /*period*/) {}
     // A finished request (its first choice's reason, an error, or abandoned by its client), with the
     // tokens it used so far and its timings. Called before the client sees the request's last event,
     // so metrics read right after a response already include it.

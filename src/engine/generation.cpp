@@ -4,7 +4,14 @@
 
 namespace tempered {
 
-const char* finish_reason_name(FinishReason reason) { return reason == FinishReason::Stop ? "stop" : "length"; }
+const char* finish_reason_name(FinishReason reason) {
+    switch (reason) {
+        case FinishReason::Stop: return "stop";
+        case FinishReason::Length: return "length";
+        case FinishReason::Repetition: return "repetition";
+    }
+    return "stop";
+}
 
 const char* request_outcome_name(RequestOutcome outcome) {
     switch (outcome) {
@@ -12,6 +19,7 @@ const char* request_outcome_name(RequestOutcome outcome) {
         case RequestOutcome::Length: return "length";
         case RequestOutcome::Abort: return "abort";
         case RequestOutcome::Error: return "error";
+        case RequestOutcome::Repetition: return "repetition";
     }
     return "error";
 }

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/degeneration_guard.h"
 #include "sampling/logprobs.h"
 #include "sampling/penalties.h"
 #include "sampling/sampler.h"
@@ -34,9 +35,11 @@ struct GenerationOptions {
     int top_logprobs = -1;  // < 0: no logprobs; else logprobs with this many alternatives
     // A grammar every choice follows (response_format, tool calls), shared by them; nullptr: free.
     std::shared_ptr<const grammar::Constraint> constraint;
+    DegenerationGuard guard;  // loop detection and what a loop does; off unless the server sets it
 };
 
-enum class FinishReason { Stop, Length };
+// Repetition: the degeneration guard (action stop, or the request's repetition_detection) ended it.
+enum class FinishReason { Stop, Length, Repetition };
 const char* finish_reason_name(FinishReason reason);
 
 struct ChoiceDelta {
@@ -45,6 +48,8 @@ struct ChoiceDelta {
     std::vector<TokenLogprob> logprobs;  // of the tokens generated since the last delta (if asked)
     std::vector<int32_t> tokens;         // those tokens
     std::optional<FinishReason> finish;
+    // The choice's loop report: on the delta where the loop is detected, and on its finishing delta.
+    std::optional<DegenerationReport> degeneration;
 };
 
 struct GenerationUsage {

@@ -77,9 +77,11 @@ ChoiceDelta Postprocessor::sample(Request& request, Sequence& sequence, const fl
         tokens.first(prompt_length), tokens.subspan(prompt_length),
         end_masked ? std::span<const int32_t>(end_of_generation_tokens_) : std::span<const int32_t>()};
     grammar::ConstraintState* constraint = sequence.constraint ? &*sequence.constraint : nullptr;
-    ConstrainedToken drawn = next_constrained_token(
-        {logits, static_cast<size_t>(config_.vocab_size)}, {options.sampling, options.penalties, options.top_logprobs},
-        history, constraint, sequence.rng, workspace_, constrained_workspace_);
+    // The request's sampling, or the guard's fallback once it resampled this choice.
+    const NextTokenParams params{sequence_sampling(options, sequence), options.penalties, options.top_logprobs,
+                                 sequence_dry(options, sequence)};
+    ConstrainedToken drawn = next_constrained_token({logits, static_cast<size_t>(config_.vocab_size)}, params, history,
+                                                    constraint, sequence.rng, workspace_, constrained_workspace_);
     if (observer_ && drawn.mask_seconds) observer_->on_grammar_mask(*drawn.mask_seconds);
     SampledToken& next = drawn.sampled;
     ChoiceDelta delta;
@@ -94,6 +96,8 @@ ChoiceDelta Postprocessor::sample(Request& request, Sequence& sequence, const fl
     ++request.usage.completion_tokens;
     record_token_time(request, sequence);
     append_text(request, sequence, next.token, delta);
+    if (guard_generated_token(options, sequence, next.token, delta, observer_))
+        end_where_it_is(sequence, delta, FinishReason::Repetition);
     return delta;
 }
 
@@ -139,9 +143,14 @@ void Postprocessor::append_text(const Request& request, Sequence& sequence, int3
 // The grammar allowed no token the draw could take (a grammar the vocabulary cannot continue, or its
 // only continuations masked, e.g. end of generation under min_tokens): the choice ends where it is.
 void Postprocessor::end_refused_by_grammar(Sequence& sequence, ChoiceDelta& delta) {
+    end_where_it_is(sequence, delta, FinishReason::Stop);
+}
+
+// Nothing more will be generated: what the detokenizer and the stop matcher held back is released.
+void Postprocessor::end_where_it_is(Sequence& sequence, ChoiceDelta& delta, FinishReason reason) {
     delta.text += sequence.stop_matcher.push(sequence.detokenizer.flush()).text;
     delta.text += sequence.stop_matcher.flush();
-    sequence.finish_reason = FinishReason::Stop;
+    sequence.finish_reason = reason;
     sequence.finished = true;
     delta.finish = sequence.finish_reason;
     kv_.release(sequence.id);
@@ -152,7 +161,9 @@ void Postprocessor::finish(Request& request, std::optional<std::string> error) {
     RequestOutcome outcome = RequestOutcome::Error;
     if (!error) {
         const auto reason = request.sequences.front()->finish_reason;
-        outcome = reason == FinishReason::Length ? RequestOutcome::Length : RequestOutcome::Stop;
+        outcome = reason == FinishReason::Length       ? RequestOutcome::Length
+                  : reason == FinishReason::Repetition ? RequestOutcome::Repetition
+                                                       : RequestOutcome::Stop;
     }
     report_finished(request, outcome);
     GenerationEvent event;

@@ -45,6 +45,7 @@ private:
     void record_token_time(Request& request, Sequence& sequence);
     void append_text(const Request& request, Sequence& sequence, int32_t token, ChoiceDelta& delta);
     void end_refused_by_grammar(Sequence& sequence, ChoiceDelta& delta);
+    void end_where_it_is(Sequence& sequence, ChoiceDelta& delta, FinishReason reason);
     void report_finished(Request& request, RequestOutcome outcome);
 
     const Tokenizer& tokenizer_;

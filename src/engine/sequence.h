@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/degeneration_guard.h"
 #include "engine/generation.h"
 #include "engine/stop_matcher.h"
 #include "grammar/constraint.h"
@@ -33,6 +34,7 @@ struct Sequence {
     // Where the choice is in its request's grammar; it advances only with a token appended to `tokens`,
     // so recomputing after a preemption neither loses nor repeats a step.
     std::optional<grammar::ConstraintState> constraint;
+    SequenceGuard guard;  // watches the output for loops (degeneration_guard.h)
     bool finished = false;
     std::optional<FinishReason> finish_reason;
     EngineClock::time_point last_token_time;

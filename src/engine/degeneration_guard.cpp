@@ -1,0 +1,139 @@
+#include "engine/degeneration_guard.h"
+
+#include <algorithm>
+
+#include "engine/engine_observer.h"
+#include "engine/sequence.h"
+#include "sampling/next_token.h"
+
+namespace tempered {
+
+const char* degeneration_action_name(DegenerationAction action) {
+    switch (action) {
+        case DegenerationAction::Off: return "off";
+        case DegenerationAction::Flag: return "flag";
+        case DegenerationAction::Stop: return "stop";
+        case DegenerationAction::Resample: return "resample";
+    }
+    return "off";
+}
+
+std::optional<DegenerationAction> degeneration_action_from_name(std::string_view name) {
+    for (auto action : {DegenerationAction::Off, DegenerationAction::Flag, DegenerationAction::Stop,
+                        DegenerationAction::Resample})
+        if (name == degeneration_action_name(action)) return action;
+    return std::nullopt;
+}
+
+const char* degeneration_phase_name(DegenerationPhase phase) {
+    return phase == DegenerationPhase::Reasoning ? "reasoning" : "content";
+}
+
+SamplingParams FallbackSampling::applied_to(const SamplingParams& request) const {
+    SamplingParams out = request;
+    if (temperature) out.temperature = *temperature;
+    if (top_p) out.top_p = *top_p;
+    if (top_k) out.top_k = *top_k;
+    if (min_p) out.min_p = *min_p;
+    return out;
+}
+
+DegenerationGuard default_degeneration_guard() {
+    DegenerationGuard guard;
+    guard.action = DegenerationAction::Flag;
+    guard.detector.min_pattern_size = 1;
+    guard.detector.max_pattern_size = 64;
+    guard.detector.min_count = 3;
+    guard.detector.min_loop_tokens = 20;
+    return guard;
+}
+
+SequenceGuard::Outcome SequenceGuard::observe(int32_t token, const Step& step) {
+    Outcome outcome;
+    if (!detector_) {
+        if (!step.guard.active()) return outcome;
+        detector_.emplace(step.guard.detector);
+    }
+    const std::optional<RepetitionEvent> event = detector_->observe(token);
+    if (event && !report_) {
+        on_first_loop(*event, step, outcome);
+    } else if (event) {
+        on_loop_after_resample(*event, outcome);
+    } else if (loop_running_ && report_) {
+        follow_loop(report_->after_resample ? *report_->after_resample : report_->loop);
+    }
+    // The finishing delta carries the report again, with the repeats the loop reached.
+    if (step.finishing && report_ && !outcome.send) outcome.send = report_;
+    return outcome;
+}
+
+void SequenceGuard::on_first_loop(const RepetitionEvent& event, const Step& step, Outcome& outcome) {
+    DegenerationReport report;
+    report.loop = {event.detected_at_token, event.period, event.repeats};
+    report.phase = step.phase;
+    report.action = step.guard.action;
+    loop_running_ = true;
+    if (step.guard.action == DegenerationAction::Stop) outcome.stop_choice = !step.finishing;
+    if (step.guard.action == DegenerationAction::Resample) {
+        sampling_ = step.guard.fallback.applied_to(step.request_sampling);
+        dry_ = step.guard.fallback.dry;
+        report.resampled = SamplingSwitch{step.request_sampling, step.request_dry, *sampling_, *dry_};
+        // The new sampling gets a fresh look; the tokens drawn under the old one are not held against it.
+        detector_->reset();
+        loop_running_ = false;
+    }
+    report_ = report;
+    outcome.detected = NewLoop{report.action, report.phase, report.loop.period};
+    outcome.send = report_;
+}
+
+void SequenceGuard::on_loop_after_resample(const RepetitionEvent& event, Outcome& outcome) {
+    // Only a resample resets the detector, so a second event always follows one; it is only flagged, and
+    // its index counts from the output's start like the first's.
+    const int64_t reset_at = report_->loop.detected_at_token + 1;
+    report_->after_resample = LoopSighting{reset_at + event.detected_at_token, event.period, event.repeats};
+    loop_running_ = true;
+    outcome.detected = NewLoop{DegenerationAction::Flag, report_->phase, event.period};
+    outcome.send = report_;
+}
+
+void SequenceGuard::follow_loop(LoopSighting& loop) {
+    const int32_t repeats = detector_->current_repeats(loop.period);
+    if (repeats < loop.repeats) {
+        loop_running_ = false;  // broken: a later run of the same period is another matter
+        return;
+    }
+    loop.repeats = repeats;
+}
+
+namespace {
+
+// TODO(merge, dryapi): the request's DRY, options.dry, once GenerationOptions has it.
+const DryParams& request_dry(const GenerationOptions& /*options*/) { return kDryOff; }
+
+// TODO(merge, reason): DegenerationPhase::Reasoning while the sequence is inside its reasoning (and a
+// loop there then ends the reasoning by force, reason "loop"), once Sequence can say so.
+DegenerationPhase phase_of(const Sequence& /*sequence*/) { return DegenerationPhase::Content; }
+
+}  // namespace
+
+bool guard_generated_token(const GenerationOptions& options, Sequence& sequence, int32_t token, ChoiceDelta& delta,
+                           EngineObserver* observer) {
+    const SequenceGuard::Step step{options.guard, options.sampling, request_dry(options), phase_of(sequence),
+                                   sequence.finished};
+    SequenceGuard::Outcome outcome = sequence.guard.observe(token, step);
+    if (outcome.detected && observer)
+        observer->on_degeneration(outcome.detected->action, outcome.detected->phase, outcome.detected->period);
+    if (outcome.send) delta.degeneration = std::move(outcome.send);
+    return outcome.stop_choice;
+}
+
+const SamplingParams& sequence_sampling(const GenerationOptions& options, const Sequence& sequence) {
+    return sequence.guard.sampling(options.sampling);
+}
+
+const DryParams& sequence_dry(const GenerationOptions& options, const Sequence& sequence) {
+    return sequence.guard.dry(request_dry(options));
+}
+
+}  // namespace tempered

@@ -1,0 +1,155 @@
+// The degeneration guard: every choice's output watched for loops as it is generated (one
+// RepetitionDetector per sequence, fed each generated token, never the prompt), and what happens when one
+// is seen. The actions:
+//   - flag: nothing changes; the choice reports the loop (and how long it went on) and the metrics count it;
+//   - stop: the choice ends there with FinishReason::Repetition, as vLLM's repetition_detection does;
+//   - resample: the rest of that choice is drawn with the guard's fallback sampling (DRY on), and the
+//     report says what it replaced. The detector starts over; a second loop is only flagged.
+//   - off: no detection.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sampling/dry.h"
+#include "sampling/repetition_detector.h"
+#include "sampling/sampler.h"
+
+namespace tempered {
+
+class EngineObserver;
+struct ChoiceDelta;
+struct GenerationOptions;
+struct Sequence;
+
+enum class DegenerationAction { Off, Flag, Stop, Resample };
+const char* degeneration_action_name(DegenerationAction action);
+std::optional<DegenerationAction> degeneration_action_from_name(std::string_view name);
+
+// Where in the output the loop was: the answer, or a reasoning model's thinking.
+enum class DegenerationPhase { Content, Reasoning };
+const char* degeneration_phase_name(DegenerationPhase phase);
+
+// llama.cpp's DRY values (common/common.h; off there unless dry_multiplier is set), as the fallback turns
+// them on. penalty_last_n -1, the whole history, is llama.cpp's default too, and needed here: the loop the
+// guard just saw may be min_count copies of a 64-token block, longer than a 64-token window could match.
+inline constexpr float kFallbackDryMultiplier = 0.8f;
+inline constexpr float kFallbackDryBase = 1.75f;
+inline constexpr int32_t kFallbackDryAllowedLength = 2;
+inline constexpr int32_t kFallbackDryPenaltyLastN = -1;
+// llama.cpp's default sequence breakers; the server turns them into tokens once, at start-up.
+inline const std::vector<std::string> kFallbackDryBreakers = {"\n", ":", "\"", "*"};
+
+// What `resample` switches a looping choice to. An empty value keeps the request's; logit bias is always
+// the request's.
+struct FallbackSampling {
+    std::optional<float> temperature = 0.7f;
+    std::optional<float> top_p;
+    std::optional<int32_t> top_k;
+    std::optional<float> min_p;
+    DryParams dry{kFallbackDryMultiplier, kFallbackDryBase, kFallbackDryAllowedLength, kFallbackDryPenaltyLastN,
+                  nullptr};
+
+    // `request` with the fallback's values in place of its own.
+    SamplingParams applied_to(const SamplingParams& request) const;
+};
+
+// The guard one request runs under (GenerationOptions::guard): the server's, or the request's own
+// repetition_detection with action stop. The engine's default is off.
+struct DegenerationGuard {
+    DegenerationAction action = DegenerationAction::Off;
+    RepetitionDetectionParams detector;  // validated (validate_repetition_detection)
+    FallbackSampling fallback;
+
+    bool active() const { return action != DegenerationAction::Off && detector.enabled(); }
+};
+
+// The server's guard when the operator sets nothing: flag, periods 1..64, at least 3 copies covering at
+// least 20 tokens. "la Femme, " (4 tokens) is caught at its 5th copy, a 10-token sentence at its 3rd;
+// a run of one token needs 20, so a table rule or an indent never fires (tests/unit/engine_degeneration_
+// guard_test.cpp holds ordinary answers to that).
+DegenerationGuard default_degeneration_guard();
+
+// One loop seen in a choice's output.
+struct LoopSighting {
+    int64_t detected_at_token = 0;  // index in the choice's output (0: its first generated token)
+    int32_t period = 0;             // the repeated block's length in tokens
+    int32_t repeats = 0;            // whole copies in a row: at detection, then as far as the loop went on
+};
+
+// What resample changed: the values before (the request's) and after.
+struct SamplingSwitch {
+    SamplingParams replaced_sampling;
+    DryParams replaced_dry;
+    SamplingParams sampling;
+    DryParams dry;
+};
+
+// A choice's loop report, sent on the delta where the loop is detected and again, with its final repeats,
+// on the choice's finishing delta.
+struct DegenerationReport {
+    LoopSighting loop;  // the first loop, the one the action was taken on
+    DegenerationPhase phase = DegenerationPhase::Content;
+    DegenerationAction action = DegenerationAction::Flag;
+    std::optional<SamplingSwitch> resampled;      // action resample
+    std::optional<LoopSighting> after_resample;  // a later loop in the resampled output (only flagged)
+};
+
+// One sequence's guard: its detector (started with the request's guard at the first generated token),
+// the report so far and, after a resample, the sampling it draws with instead of the request's.
+class SequenceGuard {
+public:
+    // The sampling (and DRY) to draw the next token with: the request's, or the fallback after a resample.
+    const SamplingParams& sampling(const SamplingParams& request) const { return sampling_ ? *sampling_ : request; }
+    const DryParams& dry(const DryParams& request) const { return dry_ ? *dry_ : request; }
+    const std::optional<DegenerationReport>& report() const { return report_; }
+
+    struct Step {
+        const DegenerationGuard& guard;
+        const SamplingParams& request_sampling;
+        const DryParams& request_dry;
+        DegenerationPhase phase = DegenerationPhase::Content;
+        bool finishing = false;  // the token already ends the choice (stop string, length, end of generation)
+    };
+    // A loop first seen with this token, as the metrics count it.
+    struct NewLoop {
+        DegenerationAction action = DegenerationAction::Flag;  // flag for a loop after a resample
+        DegenerationPhase phase = DegenerationPhase::Content;
+        int32_t period = 0;
+    };
+    struct Outcome {
+        std::optional<NewLoop> detected;
+        bool stop_choice = false;                // action stop: end the choice here with FinishReason::Repetition
+        std::optional<DegenerationReport> send;  // the report to put on this token's delta
+    };
+    // Feeds one generated token.
+    Outcome observe(int32_t token, const Step& step);
+
+private:
+    void on_first_loop(const RepetitionEvent& event, const Step& step, Outcome& outcome);
+    void on_loop_after_resample(const RepetitionEvent& event, Outcome& outcome);
+    void follow_loop(LoopSighting& loop);
+
+    std::optional<RepetitionDetector> detector_;
+    std::optional<DegenerationReport> report_;
+    bool loop_running_ = false;  // the loop last seen is still going on, so its repeats still grow
+    std::optional<SamplingParams> sampling_;
+    std::optional<DryParams> dry_;
+};
+
+// The hook postprocess calls once a generated token is in the sequence and its text appended: feeds the
+// sequence's guard, puts any report on `delta`, tells `observer` (may be null) of a new loop. Returns
+// whether the guard ends the choice here (action stop); the caller then finishes it with
+// FinishReason::Repetition.
+bool guard_generated_token(const GenerationOptions& options, Sequence& sequence, int32_t token, ChoiceDelta& delta,
+                           EngineObserver* observer);
+
+// What the sequence draws its next token with: the request's sampling and DRY, or the fallback's once the
+// guard resampled it.
+const SamplingParams& sequence_sampling(const GenerationOptions& options, const Sequence& sequence);
+const DryParams& sequence_dry(const GenerationOptions& options, const Sequence& sequence);
+
+}  // namespace tempered
