@@ -71,6 +71,7 @@ std::string_view finish_reason_name(FinishReason reason) {
         case FinishReason::Stop: return "stop";
         case FinishReason::Length: return "length";
         case FinishReason::ToolCalls: return "tool_calls";
+        case FinishReason::Repetition: return "repetition";
     }
     return "stop";
 }
@@ -97,6 +98,23 @@ BodyJson usage_json(const Usage& usage) {
             {"completion_tokens", usage.completion_tokens},
             {"total_tokens", usage.prompt_tokens + usage.completion_tokens},
             {"prompt_tokens_details", {{"cached_tokens", usage.cached_tokens}}}};
+}
+
+namespace {
+
+BodyJson loop_sighting_json(const LoopSighting& loop) {
+    return {{"detected_at_token", loop.detected_at_token}, {"period", loop.period}, {"repeats", loop.repeats}};
+}
+
+}  // namespace
+
+BodyJson degeneration_json(const Degeneration& degeneration) {
+    BodyJson json = loop_sighting_json(degeneration.loop);
+    json["phase"] = degeneration.phase;
+    json["action"] = degeneration.action;
+    if (degeneration.sampling) json["sampling"] = *degeneration.sampling;
+    if (degeneration.after_resample) json["after_resample"] = loop_sighting_json(*degeneration.after_resample);
+    return json;
 }
 
 BodyJson chat_logprobs_json(const std::vector<TokenLogprob>& content) {

@@ -17,7 +17,7 @@
 
 namespace tempered::api {
 
-enum class FinishReason { Stop, Length, ToolCalls };
+enum class FinishReason { Stop, Length, ToolCalls, Repetition };
 std::string_view finish_reason_name(FinishReason reason);
 
 // What every response object carries. One ResponseMeta per request: all chunks of a stream share it.
@@ -39,6 +39,26 @@ struct Usage {
     int64_t cached_tokens = 0;  // prompt tokens served from the prefix cache
 };
 nlohmann::json usage_json(const Usage& usage);
+
+// --- degeneration (the loop guard) ---
+
+// A loop the server's degeneration guard saw in a choice: rendered as the choice's "degeneration" object
+// {"detected_at_token", "period", "repeats", "phase", "action"}, plus "sampling" (the values a resample
+// switched to, each with source "guard" and what it replaced) and "after_resample" (a later loop, only
+// flagged) when they apply. Absent from a choice with no loop.
+struct LoopSighting {
+    int64_t detected_at_token = 0;  // index in the choice's output tokens
+    int32_t period = 0;
+    int32_t repeats = 0;
+};
+struct Degeneration {
+    LoopSighting loop;
+    std::string phase;   // "content" | "reasoning"
+    std::string action;  // "flag" | "stop" | "resample"
+    std::optional<nlohmann::json> sampling;
+    std::optional<LoopSighting> after_resample;
+};
+nlohmann::json degeneration_json(const Degeneration& degeneration);
 
 // --- logprobs ---
 

@@ -17,6 +17,7 @@
 #include "kv/kv_dtype_name.h"
 #include "runtime/loaded_model.h"
 #include "runtime/model_names.h"
+#include "server/degeneration_settings.h"
 #include "server/openai_service.h"
 #include "server/request_log.h"
 #include "server/sampling_settings.h"
@@ -46,6 +47,7 @@ struct ServeOptions {
     std::string log_format = "text";
     std::string tool_call_parser;      // "" = the config file's, else auto
     std::string tool_call_validation;  // "" = the config file's, else constrain
+    std::string degeneration_guard;    // "" = the config file's, else flag
 };
 
 // The two tool-call settings (flag, else config file, else default) checked and put into the service's
@@ -134,6 +136,14 @@ int serve(const ServeOptions& options) {
         std::fprintf(stderr, "tempered serve: %s\n", applied.error().message.c_str());
         return 1;
     }
+    auto guard = choose_degeneration_guard(options.degeneration_guard, sampling->degeneration_guard);
+    if (!guard) {
+        std::fprintf(stderr, "tempered serve: %s\n", guard.error().message.c_str());
+        return 1;
+    }
+    settings.degeneration = std::move(guard).value();
+    settings.degeneration.build_breakers(*bundle.tokenizer);
+    log.info("degeneration guard: " + settings.degeneration.describe().dump());
     for (const auto& note : sampling->notes) log.info(note);
     log.info("sampling defaults for requests that set nothing: " +
              describe_sampling_defaults(settings.sampling).dump());
@@ -221,7 +231,8 @@ void add_serve_command(CLI::App& app, int& exit_code) {
     command->add_option("--sampling-policy", options->sampling.policy_json,
                         "JSON: rules applied to every request, e.g. '{\"temperature\":{\"min\":0.3}}'");
     command->add_option("--config", options->sampling.config_file,
-                        "a JSON file with the sampling settings (and tool_call_parser, tool_call_validation)");
+                        "a JSON file with the sampling settings (and tool_call_parser, tool_call_validation, "
+                        "degeneration_guard)");
     command->add_flag("--no-report-sampling", options->no_report_sampling,
                       "do not add the \"sampling\" report to responses");
     command->add_option("--log-format", options->log_format, "text or json")->capture_default_str();
@@ -231,6 +242,10 @@ void add_serve_command(CLI::App& app, int& exit_code) {
     command->add_option("--tool-call-validation", options->tool_call_validation,
                         "off: return calls as parsed; flag: report undeclared or invalid calls instead of "
                         "returning them; constrain (default): also constrain generation (for now as flag)");
+    command->add_option("--degeneration-guard", options->degeneration_guard,
+                        "what a loop in the output does: flag (default), stop, resample or off; or a JSON object "
+                        "{\"action\", \"max_pattern_size\", \"min_pattern_size\", \"min_count\", "
+                        "\"min_loop_tokens\", \"fallback\": {\"temperature\", \"dry_multiplier\", ...}}");
     command->callback([options, &exit_code] { exit_code = serve(*options); });
 }
 

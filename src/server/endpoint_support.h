@@ -7,7 +7,12 @@
 namespace tempered {
 
 inline api::FinishReason to_api_finish_reason(FinishReason reason) {
-    return reason == FinishReason::Length ? api::FinishReason::Length : api::FinishReason::Stop;
+    switch (reason) {
+        case FinishReason::Stop: return api::FinishReason::Stop;
+        case FinishReason::Length: return api::FinishReason::Length;
+        case FinishReason::Repetition: return api::FinishReason::Repetition;
+    }
+    return api::FinishReason::Stop;
 }
 
 }  // namespace tempered

@@ -4,6 +4,7 @@
 
 #include "api/errors.h"
 #include "api/sse.h"
+#include "server/degeneration_response.h"
 
 namespace tempered {
 namespace {
@@ -13,7 +14,7 @@ using Clock = std::chrono::steady_clock;
 class GenerationLoop {
 public:
     GenerationLoop(GenerationJob job, ServingMetrics& metrics, RequestLog& log)
-        : job_(std::move(job)), metrics_(metrics), log_(log), outcome_(job_.outcome) {}
+        : job_(std::move(job)), metrics_(metrics), log_(log), outcome_(job_.outcome), degeneration_(job_.sampling) {}
 
     void stream(http::StreamWriter& writer);
     http::HttpResponse whole(const http::HttpRequest& request);
@@ -39,6 +40,7 @@ private:
     std::string outcome_;
     double first_token_s_ = -1;  // -1 until a token arrives
     std::string engine_error_;
+    DegenerationReports degeneration_;  // each choice's loop report, shown in its chunks and in the body
 };
 
 GenerationLoop::End GenerationLoop::pump(const std::function<bool()>& client_alive,
@@ -66,6 +68,7 @@ void GenerationLoop::note(const ChoiceDelta& delta) {
     if (first_token_s_ < 0 && !delta.tokens.empty()) first_token_s_ = seconds_since_received();
     // With n > 1 the request's outcome is its first choice's.
     if (delta.finish && delta.index == 0) outcome_ = finish_reason_name(*delta.finish);
+    degeneration_.note(delta);
 }
 
 void GenerationLoop::abort() {
@@ -100,7 +103,8 @@ void GenerationLoop::stream(http::StreamWriter& writer) {
 
     const End end = pump([&writer] { return writer.is_connection_alive(); },
                          [&](const ChoiceDelta& delta) {
-                             const std::optional<nlohmann::json> chunk = job_.builder->on_delta(delta);
+                             std::optional<nlohmann::json> chunk = job_.builder->on_delta(delta);
+                             if (chunk) degeneration_.attach_to_chunk(*chunk, delta.index);
                              return !chunk || writer.write(api::sse_json(*chunk));
                          });
     if (end == End::ClientGone) return abort();
@@ -130,6 +134,7 @@ http::HttpResponse GenerationLoop::whole(const http::HttpRequest& request) {
     }
     nlohmann::json body = job_.builder->final_body(usage());
     if (job_.report_sampling) body["sampling"] = job_.sampling;
+    degeneration_.attach_to_body(body);
     log_finished(outcome_);
     return http::HttpResponse::json(200, api::dump_json(body));
 }

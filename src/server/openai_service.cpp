@@ -167,6 +167,7 @@ http::HttpResponse OpenAiService::server_info(const http::HttpRequest&) const {
                           {"kv_block_size", stats.kv_block_size},
                           {"kv_blocks_total", stats.kv_blocks_total},
                           {"sampling_defaults", describe_sampling_defaults(settings_.sampling)},
+                          {"degeneration_guard", settings_.degeneration.describe()},
                           {"version", "tempered 0.1"}});
 }
 
@@ -208,6 +209,7 @@ api::ApiResult<GenerationOptions> OpenAiService::generation_options(const api::G
     options.penalties = sampling.penalty_params();
     options.seed = static_cast<uint64_t>(sampling.seed.value);
     options.top_logprobs = top_logprobs;
+    options.guard = guard_for_request(settings_.degeneration.guard, generation.repetition_detection);
     return options;
 }
 

@@ -16,6 +16,7 @@
 #include "models/model_config.h"
 #include "sampling/sampling_resolution.h"
 #include "server/chat_tool_calls.h"
+#include "server/degeneration_settings.h"
 #include "server/generation_loop.h"
 #include "server/request_log.h"
 #include "server/serving_metrics.h"
@@ -43,6 +44,8 @@ struct ServiceSettings {
     // or "none"; --tool-call-validation.
     std::string tool_call_parser = "auto";
     ToolCallValidation tool_call_validation = ToolCallValidation::Constrain;
+    // --degeneration-guard: loop detection for every request that does not send repetition_detection.
+    DegenerationGuardSettings degeneration;
 };
 
 class OpenAiService {

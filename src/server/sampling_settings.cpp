@@ -18,6 +18,7 @@ Result<SamplingSettings> load_sampling_settings(const SamplingFlags& flags, cons
     SamplingFlags merged = flags;
     nlohmann::json preferred_object, policy_object;
     std::string tool_call_parser, tool_call_validation;
+    std::optional<nlohmann::json> degeneration_guard;
     if (!flags.config_file.empty()) {
         std::ifstream stream(flags.config_file);
         if (!stream) return Error{"--config: cannot read '" + flags.config_file + "'"};
@@ -39,10 +40,12 @@ Result<SamplingSettings> load_sampling_settings(const SamplingFlags& flags, cons
                 tool_call_parser = value.get<std::string>();
             } else if (key == "tool_call_validation" && value.is_string()) {
                 tool_call_validation = value.get<std::string>();
+            } else if (key == "degeneration_guard") {
+                degeneration_guard = value;
             } else {
                 return Error{"--config: unknown or mistyped key '" + key +
                              "' (known: preferred_sampling_params, sampling_policy, sampling_defaults, "
-                             "generation_config, tool_call_parser, tool_call_validation)"};
+                             "generation_config, tool_call_parser, tool_call_validation, degeneration_guard)"};
             }
         }
     }
@@ -63,6 +66,7 @@ Result<SamplingSettings> load_sampling_settings(const SamplingFlags& flags, cons
     SamplingSettings settings;
     settings.tool_call_parser = std::move(tool_call_parser);
     settings.tool_call_validation = std::move(tool_call_validation);
+    settings.degeneration_guard = std::move(degeneration_guard);
     if (!preferred_object.is_null()) {
         auto preferred = parse_sampling_values(preferred_object, "preferred sampling params");
         if (!preferred) return preferred.error();

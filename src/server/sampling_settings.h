@@ -26,6 +26,9 @@ struct SamplingSettings {
     // The config file's tool-call keys ("" when absent), applied by `serve` where its flags are not given.
     std::string tool_call_parser;
     std::string tool_call_validation;
+    // The config file's degeneration_guard value, if any; --degeneration-guard wins over it
+    // (server/degeneration_settings.h reads it).
+    std::optional<nlohmann::json> degeneration_guard;
 };
 
 Result<SamplingSettings> load_sampling_settings(const SamplingFlags& flags, const GgufFile& model_file);

@@ -13,6 +13,13 @@ std::vector<double> grammar_mask_buckets() {
     return {1e-6, 2.5e-6, 5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 1e-2, 2.5e-2, 5e-2, 0.1};
 }
 
+// Loop periods in tokens, doubling up to the longest period a detector may watch.
+std::vector<double> loop_period_buckets() {
+    std::vector<double> buckets;
+    for (int32_t period = 1; period <= kMaxRepetitionPatternSize; period *= 2) buckets.push_back(period);
+    return buckets;
+}
+
 }  // namespace
 
 ServingMetrics::ServingMetrics(std::string model_name, std::string kv_cache_dtype)
@@ -60,14 +67,26 @@ ServingMetrics::ServingMetrics(std::string model_name, std::string kv_cache_dtyp
       grammar_mask_(registry_.histogram("tempered:grammar_mask_seconds",
                                         "Seconds to build one step's grammar token mask.", grammar_mask_buckets())),
       structured_requests_(registry_.counter("tempered:structured_requests_total",
-                                             "Requests whose output follows a grammar, by kind.", {"kind"})) {
+                                             "Requests whose output follows a grammar, by kind.", {"kind"})),
+      degeneration_detected_(registry_.counter("tempered:degeneration_detected_total",
+                                               "Loops the degeneration guard saw in a choice's output, by the action "
+                                               "taken and where in the output.",
+                                               {"action", "phase"})),
+      degeneration_loop_period_(registry_.histogram("tempered:degeneration_loop_period",
+                                                    "Length in tokens of the repeated block of each loop seen.",
+                                                    loop_period_buckets())) {
     kv_dtype_info_.with({kv_cache_dtype_}).set(1);
     rejected_.get();
     aborted_.get();
     failed_.get();
     grammar_mask_.get();
     for (const char* kind : {"json_object", "json_schema", "tool_call"}) structured_requests_.with({kind});
-    for (const char* reason : {"stop", "length", "abort", "error"}) request_success_.with({model_name_, reason});
+    for (const char* reason : {"stop", "length", "abort", "error", "repetition"})
+        request_success_.with({model_name_, reason});
+    for (auto action : {DegenerationAction::Flag, DegenerationAction::Stop, DegenerationAction::Resample})
+        for (auto phase : {DegenerationPhase::Content, DegenerationPhase::Reasoning})
+            degeneration_detected_.with({degeneration_action_name(action), degeneration_phase_name(phase)});
+    degeneration_loop_period_.get();
     for (const char* outcome : {"valid", "rejected_unknown_name", "rejected_bad_arguments", "unparsed"})
         tool_calls_.with({outcome});
     // Every series exists from start-up (as in vLLM), so dashboards show 0 rather than "no data".
@@ -115,6 +134,11 @@ void ServingMetrics::on_inter_token(double seconds) { inter_token_latency_.with(
 void ServingMetrics::on_preemption() { preemptions_.with({model_name_}).inc(); }
 
 void ServingMetrics::on_grammar_mask(double seconds) { grammar_mask_.get().observe(seconds); }
+
+void ServingMetrics::on_degeneration(DegenerationAction action, DegenerationPhase phase, int32_t period) {
+    degeneration_detected_.with({degeneration_action_name(action), degeneration_phase_name(phase)}).inc();
+    degeneration_loop_period_.get().observe(period);
+}
 
 void ServingMetrics::on_request_finished(RequestOutcome outcome, const GenerationUsage& usage,
                                          const RequestTimings& timings) {

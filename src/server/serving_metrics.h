@@ -37,6 +37,7 @@ public:
     void on_inter_token(double seconds) override;
     void on_preemption() override;
     void on_grammar_mask(double seconds) override;
+    void on_degeneration(DegenerationAction action, DegenerationPhase phase, int32_t period) override;
     void on_request_finished(RequestOutcome outcome, const GenerationUsage& usage,
                              const RequestTimings& timings) override;
 
@@ -68,6 +69,8 @@ private:
     metrics::CounterFamily& tool_calls_;
     metrics::HistogramFamily& grammar_mask_;
     metrics::CounterFamily& structured_requests_;
+    metrics::CounterFamily& degeneration_detected_;
+    metrics::HistogramFamily& degeneration_loop_period_;
 };
 
 }  // namespace tempered

@@ -1,0 +1,49 @@
+// How a choice's loop report (the engine's DegenerationReport) shows in responses: the choice's
+// "degeneration" object, in whole bodies and in the stream chunk of the delta that carried it.
+//
+// After a resample the object carries "sampling": only the values the guard changed, each as
+// {"value", "source": "guard", "replaced": {"value", "source"}}, the replaced source being the one the
+// request's "sampling" report gave. A whole response with one choice per prompt also shows choice 0's
+// switch in its top-level "sampling" (as the policy's changes show there); streams sent that object in
+// their first chunk, before any loop, so there it is the choice's object alone. With n > 1 (or several
+// prompts) the top level shows choice 0's switch; every choice's own object shows its own.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+#include "api/responses.h"
+#include "engine/generation.h"
+
+namespace tempered {
+
+// A float setting as JSON shows it: 0.7, not 0.699999988.
+double float_for_json(float value);
+
+// `resolved_sampling`: the request's "sampling" report ({"temperature": {"value", "source"}, ...}).
+api::Degeneration to_api_degeneration(const DegenerationReport& report, const nlohmann::json& resolved_sampling);
+
+// One request's loop reports as its deltas bring them, for the generation loop to put into what it sends.
+class DegenerationReports {
+public:
+    explicit DegenerationReports(nlohmann::json resolved_sampling) : resolved_sampling_(std::move(resolved_sampling)) {}
+
+    // Keeps the delta's report, if it has one, as its choice's latest.
+    void note(const ChoiceDelta& delta);
+    // Streams: a chunk about choice `index` carries that choice's report if one arrived since its last chunk
+    // (a delta whose text was held back sends no chunk; its report rides on the next one).
+    void attach_to_chunk(nlohmann::json& chunk, int index);
+    // Whole responses: each choice's report, and choice 0's sampling switch in body["sampling"] if the
+    // body has that report.
+    void attach_to_body(nlohmann::json& body) const;
+
+private:
+    nlohmann::json resolved_sampling_;
+    std::map<int, DegenerationReport> latest_;  // by choice index
+    std::map<int, bool> unsent_;                // streams: a report arrived since the choice's last chunk
+};
+
+}  // namespace tempered
