@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <random>
@@ -248,6 +249,96 @@ TEST(RepetitionDetectionParams, ValidationFollowsVllmAndNamesTheField) {
     EXPECT_EQ(field_at_fault({8, 1, 1}), "min_count");
     EXPECT_EQ(field_at_fault({kMaxRepetitionPatternSize + 1, 1, 2}), "max_pattern_size");
     EXPECT_EQ(field_at_fault({0, 0, 1}), "ok");  // off: min_count is not looked at, as in vLLM
+}
+
+// --- min_loop_tokens: the loop must also cover that many tokens ---
+
+RepetitionDetectionParams params_with_length(int32_t min_size, int32_t max_size, int32_t min_count, int32_t tokens) {
+    RepetitionDetectionParams p = params(min_size, max_size, min_count);
+    p.min_loop_tokens = tokens;
+    return p;
+}
+
+// The oracle for a minimum length: the first prefix whose periodic suffix, for the smallest period p in range,
+// is at least max(min_count * p, min_loop_tokens) long; its whole copies are that length / p.
+std::optional<Fired> brute_force_first_long_loop(const std::vector<int32_t>& stream, const RepetitionDetectionParams& p) {
+    for (size_t end = 1; end <= stream.size(); ++end) {
+        for (int32_t period = p.min_pattern_size; period <= p.max_pattern_size; ++period) {
+            const auto lag = static_cast<size_t>(period);
+            if (lag > end) break;
+            size_t periodic = lag;  // the suffix in which every token equals the one `period` before it
+            while (periodic < end && stream[end - 1 - (periodic - lag)] == stream[end - 1 - periodic]) ++periodic;
+            const size_t needed = std::max<size_t>(lag * static_cast<size_t>(p.min_count),
+                                                   static_cast<size_t>(p.min_loop_tokens));
+            if (periodic >= needed) {
+                const auto index = static_cast<int64_t>(end - 1);
+                return Fired{index, {index, period, static_cast<int32_t>(periodic / lag)}};
+            }
+        }
+    }
+    return std::nullopt;
+}
+
+TEST(RepetitionDetector, MinLoopTokensAgreesWithABruteForceScan) {
+    std::mt19937 rng(11);
+    const RepetitionDetectionParams cases[] = {params_with_length(1, 8, 2, 12), params_with_length(1, 16, 3, 20),
+                                               params_with_length(2, 12, 2, 9), params_with_length(1, 64, 3, 40)};
+    int loops_found = 0;
+    for (const auto& p : cases) {
+        for (int trial = 0; trial < 200; ++trial) {
+            const int32_t alphabet = 2 + static_cast<int32_t>(rng() % 3);
+            std::vector<int32_t> stream(300);
+            for (auto& token : stream) token = static_cast<int32_t>(rng() % static_cast<uint32_t>(alphabet));
+            RepetitionDetector detector(p);
+            const auto fired = feed(detector, stream);
+            const auto expected = brute_force_first_long_loop(stream, p);
+            ASSERT_EQ(fired.empty(), !expected.has_value()) << "trial " << trial;
+            if (!expected) continue;
+            ++loops_found;
+            EXPECT_EQ(fired[0].index, expected->index) << "trial " << trial;
+            EXPECT_EQ(fired[0].event.period, expected->event.period) << "trial " << trial;
+            EXPECT_EQ(fired[0].event.repeats, expected->event.repeats) << "trial " << trial;
+        }
+    }
+    EXPECT_GT(loops_found, 200);
+}
+
+TEST(RepetitionDetector, MinLoopTokensHoldsShortPeriodsBackAndLeavesLongOnesToMinCount) {
+    const RepetitionDetectionParams p = params_with_length(1, 64, 3, 20);
+    {
+        RepetitionDetector detector(p);  // one token over and over: the 20th fires, not the 3rd
+        const auto fired = feed(detector, std::vector<int32_t>(30, 5));
+        ASSERT_EQ(fired.size(), 1u);
+        EXPECT_EQ(fired[0].index, 19);
+        EXPECT_EQ(fired[0].event.period, 1);
+        EXPECT_EQ(fired[0].event.repeats, 20);
+    }
+    {
+        RepetitionDetector detector(p);  // a 4-token phrase: its 5th copy
+        std::vector<int32_t> stream;
+        for (int copy = 0; copy < 8; ++copy)
+            for (int32_t token : {1, 2, 3, 4}) stream.push_back(token);
+        const auto fired = feed(detector, stream);
+        ASSERT_EQ(fired.size(), 1u);
+        EXPECT_EQ(fired[0].index, 19);
+        EXPECT_EQ(fired[0].event.period, 4);
+        EXPECT_EQ(fired[0].event.repeats, 5);
+    }
+    {
+        RepetitionDetector detector(p);  // a 10-token sentence: min_count's 3rd copy already covers 30 tokens
+        std::vector<int32_t> stream;
+        for (int copy = 0; copy < 4; ++copy)
+            for (int32_t token = 10; token < 20; ++token) stream.push_back(token);
+        const auto fired = feed(detector, stream);
+        ASSERT_EQ(fired.size(), 1u);
+        EXPECT_EQ(fired[0].index, 29);
+        EXPECT_EQ(fired[0].event.repeats, 3);
+    }
+    RepetitionDetectionParams negative = p;
+    negative.min_loop_tokens = -1;
+    auto invalid = validate_repetition_detection(negative);
+    ASSERT_FALSE(invalid.ok());
+    EXPECT_EQ(invalid.error().field, "min_loop_tokens");
 }
 
 TEST(RepetitionDetector, HugeMinCountIsUnreachableRatherThanWrapping) {
