@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "sampling/sampling_values.h"
+#include "server/degeneration_response.h"
 
 namespace tempered {
 namespace {
@@ -183,12 +184,12 @@ nlohmann::json DegenerationGuardSettings::describe() const {
                           {"min_loop_tokens", detector.min_loop_tokens}};
     const FallbackSampling& fallback = guard.fallback;
     nlohmann::json sampling = nlohmann::json::object();
-    if (fallback.temperature) sampling["temperature"] = *fallback.temperature;
-    if (fallback.top_p) sampling["top_p"] = *fallback.top_p;
+    if (fallback.temperature) sampling["temperature"] = float_for_json(*fallback.temperature);
+    if (fallback.top_p) sampling["top_p"] = float_for_json(*fallback.top_p);
     if (fallback.top_k) sampling["top_k"] = *fallback.top_k;
-    if (fallback.min_p) sampling["min_p"] = *fallback.min_p;
-    sampling["dry_multiplier"] = fallback.dry.multiplier;
-    sampling["dry_base"] = fallback.dry.base;
+    if (fallback.min_p) sampling["min_p"] = float_for_json(*fallback.min_p);
+    sampling["dry_multiplier"] = float_for_json(fallback.dry.multiplier);
+    sampling["dry_base"] = float_for_json(fallback.dry.base);
     sampling["dry_allowed_length"] = fallback.dry.allowed_length;
     sampling["dry_penalty_last_n"] = fallback.dry.penalty_last_n;
     sampling["dry_sequence_breakers"] = dry_sequence_breakers;
