@@ -19,8 +19,8 @@ const char* degeneration_action_name(DegenerationAction action) {
 }
 
 std::optional<DegenerationAction> degeneration_action_from_name(std::string_view name) {
-    for (auto action : {DegenerationAction::Off, DegenerationAction::Flag, DegenerationAction::Stop,
-                        DegenerationAction::Resample})
+    for (auto action :
+         {DegenerationAction::Off, DegenerationAction::Flag, DegenerationAction::Stop, DegenerationAction::Resample})
         if (name == degeneration_action_name(action)) return action;
     return std::nullopt;
 }

@@ -94,7 +94,7 @@ struct DegenerationReport {
     LoopSighting loop;  // the first loop, the one the action was taken on
     DegenerationPhase phase = DegenerationPhase::Content;
     DegenerationAction action = DegenerationAction::Flag;
-    std::optional<SamplingSwitch> resampled;      // action resample
+    std::optional<SamplingSwitch> resampled;     // action resample
     std::optional<LoopSighting> after_resample;  // a later loop in the resampled output (only flagged)
 };
 

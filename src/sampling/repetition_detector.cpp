@@ -50,8 +50,8 @@ RepetitionDetector::RepetitionDetector(const RepetitionDetectionParams& params) 
     for (int32_t period = min_period_; period <= max_period_; ++period) {
         // A huge min_count would overflow int32; clamped, the threshold stays unreachable instead of
         // wrapping negative and firing at once.
-        const int64_t run =
-            std::max(static_cast<int64_t>(min_count_ - 1) * period, static_cast<int64_t>(valid->min_loop_tokens) - period);
+        const int64_t run = std::max(static_cast<int64_t>(min_count_ - 1) * period,
+                                     static_cast<int64_t>(valid->min_loop_tokens) - period);
         fire_at_run_[static_cast<size_t>(max_period_ - period)] =
             static_cast<int32_t>(std::min<int64_t>(run, std::numeric_limits<int32_t>::max()));
     }

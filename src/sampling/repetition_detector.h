@@ -94,7 +94,7 @@ private:
     // (P) for p in range, the run that fires: max((min_count - 1) * p, min_loop_tokens - p), the run being
     // the loop's length less one copy; INT32_MAX outside the range.
     std::vector<int32_t> fire_at_run_;
-    size_t ring_position_ = 0;          // tokens_observed_ mod P: where the next token is written
+    size_t ring_position_ = 0;  // tokens_observed_ mod P: where the next token is written
     int64_t tokens_observed_ = 0;
     std::optional<RepetitionEvent> detection_;
 };

@@ -102,7 +102,7 @@ Status read_object(const Reader& reader, const nlohmann::json& object) {
     RepetitionDetectionParams& detector = reader.out.guard.detector;
     for (const auto& [key, value] : object.items()) {
         Status status = Ok{};
-        int32_t* size = key == "max_pattern_size"  ? &detector.max_pattern_size
+        int32_t* size = key == "max_pattern_size"   ? &detector.max_pattern_size
                         : key == "min_pattern_size" ? &detector.min_pattern_size
                         : key == "min_count"        ? &detector.min_count
                         : key == "min_loop_tokens"  ? &detector.min_loop_tokens
@@ -116,8 +116,9 @@ Status read_object(const Reader& reader, const nlohmann::json& object) {
         } else if (key == "fallback") {
             status = read_fallback(reader, value);
         } else {
-            return reader.error(key, "is not a guard setting (known: action, max_pattern_size, min_pattern_size, "
-                                     "min_count, min_loop_tokens, fallback)");
+            return reader.error(key,
+                                "is not a guard setting (known: action, max_pattern_size, min_pattern_size, "
+                                "min_count, min_loop_tokens, fallback)");
         }
         if (!status) return status.error();
     }

@@ -146,8 +146,8 @@ TEST(SequenceGuard, ResampleSwitchesToTheFallbackAndFlagsALaterLoopOnly) {
 }
 
 TEST(SequenceGuard, ActionNamesRoundTrip) {
-    for (auto action : {DegenerationAction::Off, DegenerationAction::Flag, DegenerationAction::Stop,
-                        DegenerationAction::Resample})
+    for (auto action :
+         {DegenerationAction::Off, DegenerationAction::Flag, DegenerationAction::Stop, DegenerationAction::Resample})
         EXPECT_EQ(degeneration_action_from_name(degeneration_action_name(action)), action);
     EXPECT_FALSE(degeneration_action_from_name("halt"));
     EXPECT_STREQ(degeneration_phase_name(DegenerationPhase::Reasoning), "reasoning");

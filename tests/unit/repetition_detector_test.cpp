@@ -261,15 +261,16 @@ RepetitionDetectionParams params_with_length(int32_t min_size, int32_t max_size,
 
 // The oracle for a minimum length: the first prefix whose periodic suffix, for the smallest period p in range,
 // is at least max(min_count * p, min_loop_tokens) long; its whole copies are that length / p.
-std::optional<Fired> brute_force_first_long_loop(const std::vector<int32_t>& stream, const RepetitionDetectionParams& p) {
+std::optional<Fired> brute_force_first_long_loop(const std::vector<int32_t>& stream,
+                                                 const RepetitionDetectionParams& p) {
     for (size_t end = 1; end <= stream.size(); ++end) {
         for (int32_t period = p.min_pattern_size; period <= p.max_pattern_size; ++period) {
             const auto lag = static_cast<size_t>(period);
             if (lag > end) break;
             size_t periodic = lag;  // the suffix in which every token equals the one `period` before it
             while (periodic < end && stream[end - 1 - (periodic - lag)] == stream[end - 1 - periodic]) ++periodic;
-            const size_t needed = std::max<size_t>(lag * static_cast<size_t>(p.min_count),
-                                                   static_cast<size_t>(p.min_loop_tokens));
+            const size_t needed =
+                std::max<size_t>(lag * static_cast<size_t>(p.min_count), static_cast<size_t>(p.min_loop_tokens));
             if (periodic >= needed) {
                 const auto index = static_cast<int64_t>(end - 1);
                 return Fired{index, {index, period, static_cast<int32_t>(periodic / lag)}};

@@ -40,11 +40,11 @@ TEST(DegenerationGuardFlag, DefaultsToFlagWithTheDefaultThresholds) {
 }
 
 TEST(DegenerationGuardFlag, ABareActionNameKeepsTheDefaultThresholds) {
-    for (const auto& [name, action] : std::vector<std::pair<std::string, DegenerationAction>>{
-             {"off", DegenerationAction::Off},
-             {"flag", DegenerationAction::Flag},
-             {"stop", DegenerationAction::Stop},
-             {"resample", DegenerationAction::Resample}}) {
+    for (const auto& [name, action] :
+         std::vector<std::pair<std::string, DegenerationAction>>{{"off", DegenerationAction::Off},
+                                                                 {"flag", DegenerationAction::Flag},
+                                                                 {"stop", DegenerationAction::Stop},
+                                                                 {"resample", DegenerationAction::Resample}}) {
         const DegenerationGuardSettings settings = parsed(name);
         EXPECT_EQ(settings.guard.action, action) << name;
         EXPECT_EQ(settings.guard.detector.min_loop_tokens, 20) << name;
@@ -162,8 +162,7 @@ TEST(DegenerationResponse, TheObjectNamesTheLoopAndWhatAResampleChanged) {
     EXPECT_EQ(shown["phase"], "content");
     EXPECT_EQ(shown["action"], "resample");
     const nlohmann::json expected_sampling = {
-        {"temperature",
-         {{"value", 0.7}, {"source", "guard"}, {"replaced", {{"value", 0.0}, {"source", "request"}}}}},
+        {"temperature", {{"value", 0.7}, {"source", "guard"}, {"replaced", {{"value", 0.0}, {"source", "request"}}}}},
         {"dry_multiplier",
          {{"value", 0.8}, {"source", "guard"}, {"replaced", {{"value", 0.0}, {"source", "default"}}}}}};
     EXPECT_EQ(shown["sampling"], expected_sampling);  // only what changed: top_p and DRY's base are the same
@@ -172,11 +171,10 @@ TEST(DegenerationResponse, TheObjectNamesTheLoopAndWhatAResampleChanged) {
     DegenerationReport flagged;
     flagged.loop = {3, 1, 20};
     const nlohmann::json plain = api::degeneration_json(to_api_degeneration(flagged, kResolved));
-    EXPECT_EQ(plain, nlohmann::json({{"detected_at_token", 3},
-                                     {"period", 1},
-                                     {"repeats", 20},
-                                     {"phase", "content"},
-                                     {"action", "flag"}}));
+    EXPECT_EQ(
+        plain,
+        nlohmann::json(
+            {{"detected_at_token", 3}, {"period", 1}, {"repeats", 20}, {"phase", "content"}, {"action", "flag"}}));
 }
 
 struct ChatRun {
