@@ -75,7 +75,14 @@ void DegenerationReports::attach_to_chunk(nlohmann::json& chunk, int index) {
     }
 }
 
+std::optional<nlohmann::json> DegenerationReports::of_choice(int index) const {
+    const auto report = latest_.find(index);
+    if (report == latest_.end()) return std::nullopt;
+    return api::degeneration_json(to_api_degeneration(report->second, resolved_sampling_));
+}
+
 void DegenerationReports::attach_to_body(nlohmann::json& body) const {
+    if (latest_.empty() || !body.contains("choices")) return;
     for (auto& choice : body["choices"]) {
         const auto report = latest_.find(choice.value("index", -1));
         if (report == latest_.end()) continue;

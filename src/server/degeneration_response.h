@@ -39,6 +39,8 @@ public:
     // Whole responses: each choice's report, and choice 0's sampling switch in body["sampling"] if the
     // body has that report.
     void attach_to_body(nlohmann::json& body) const;
+    // Choice `index`'s "degeneration" object, if it had a loop (the request log shows choice 0's).
+    std::optional<nlohmann::json> of_choice(int index) const;
 
 private:
     nlohmann::json resolved_sampling_;

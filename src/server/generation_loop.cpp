@@ -84,15 +84,18 @@ api::Usage GenerationLoop::usage() const {
 
 void GenerationLoop::log_finished(const std::string& outcome) {
     const api::Usage counts = usage();
-    log_.write({{"id", job_.request_id},
-                {"endpoint", job_.endpoint},
-                {"outcome", outcome},
-                {"prompt_tokens", counts.prompt_tokens},
-                {"cached_tokens", counts.cached_tokens},
-                {"completion_tokens", counts.completion_tokens},
-                {"ttft_s", first_token_s_},
-                {"total_s", seconds_since_received()},
-                {"sampling", job_.sampling}});
+    nlohmann::json entry = {{"id", job_.request_id},
+                            {"endpoint", job_.endpoint},
+                            {"outcome", outcome},
+                            {"prompt_tokens", counts.prompt_tokens},
+                            {"cached_tokens", counts.cached_tokens},
+                            {"completion_tokens", counts.completion_tokens},
+                            {"ttft_s", first_token_s_},
+                            {"total_s", seconds_since_received()},
+                            {"sampling", job_.sampling}};
+    // Only a request whose first choice looped has the field, so other lines keep their shape.
+    if (auto loop = degeneration_.of_choice(0)) entry["degeneration"] = std::move(*loop);
+    log_.write(entry);
 }
 
 void GenerationLoop::stream(http::StreamWriter& writer) {

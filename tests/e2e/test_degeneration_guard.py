@@ -153,7 +153,8 @@ def test_server_info_shows_the_guard(default_server):
 # ---- other actions
 
 def test_stop_ends_the_answer_with_repetition():
-    with running_server(model_args() + ["--degeneration-guard", "stop"], name="guard-stop") as server:
+    args = ["--degeneration-guard", "stop", "--log-format", "json"]
+    with running_server(model_args() + args, name="guard-stop") as server:
         before = counts(server)
         body = ask(server)
         choice = body["choices"][0]
@@ -163,6 +164,10 @@ def test_stop_ends_the_answer_with_repetition():
         assert choice["degeneration"]["detected_at_token"] == body["usage"]["completion_tokens"] - 1
         assert choice["message"]["content"].endswith("la Femme, la Femme, la Femme")
         assert moved(before, counts(server)) == {"stop": 1, "periods": 1, "repetition": 1}
+    # The request log line says how it ended and shows the loop.
+    lines = [json.loads(line) for line in server.log().splitlines() if line.startswith("{") and '"outcome"' in line]
+    assert lines[-1]["outcome"] == "repetition"
+    assert lines[-1]["degeneration"] == choice["degeneration"]
 
 
 def test_resample_switches_sampling_says_what_changed_and_breaks_the_loop():
