@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/reasoning_phase.h"
 #include "sampling/logprobs.h"
 #include "sampling/penalties.h"
 #include "sampling/sampler.h"
@@ -34,6 +35,8 @@ struct GenerationOptions {
     int top_logprobs = -1;  // < 0: no logprobs; else logprobs with this many alternatives
     // A grammar every choice follows (response_format, tool calls), shared by them; nullptr: free.
     std::shared_ptr<const grammar::Constraint> constraint;
+    // <think>…</think> handling: the split, the budget and its forced end (engine/reasoning_phase.h).
+    ReasoningOptions reasoning;
 };
 
 enum class FinishReason { Stop, Length };
@@ -45,6 +48,10 @@ struct ChoiceDelta {
     std::vector<TokenLogprob> logprobs;  // of the tokens generated since the last delta (if asked)
     std::vector<int32_t> tokens;         // those tokens
     std::optional<FinishReason> finish;
+    // With reasoning handling: the text that came inside reasoning (`text` stays the content), and on
+    // the finishing delta the choice's reasoning report.
+    std::string reasoning_text;
+    std::optional<ReasoningReport> reasoning;
 };
 
 struct GenerationUsage {

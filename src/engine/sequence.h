@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/generation.h"
+#include "engine/reasoning_phase.h"
 #include "engine/stop_matcher.h"
 #include "grammar/constraint.h"
 #include "sampling/sampler.h"
@@ -33,6 +34,9 @@ struct Sequence {
     // Where the choice is in its request's grammar; it advances only with a token appended to `tokens`,
     // so recomputing after a preemption neither loses nor repeats a step.
     std::optional<grammar::ConstraintState> constraint;
+    // Inside <think>…</think> or not, and the budget's forced end; empty without reasoning handling.
+    // The degeneration guard asks in_reasoning() and calls force_reasoning_end(ForcedEnd::Loop).
+    std::optional<ReasoningPhase> reasoning;
     bool finished = false;
     std::optional<FinishReason> finish_reason;
     EngineClock::time_point last_token_time;
@@ -53,6 +57,10 @@ struct Sequence {
 
     int64_t generated() const { return static_cast<int64_t>(tokens.size()) - prompt_length; }
     int64_t pending() const { return static_cast<int64_t>(tokens.size()) - computed; }
+    bool in_reasoning() const { return reasoning && reasoning->in_reasoning(); }
+    void force_reasoning_end(ForcedEnd reason) {
+        if (reasoning) reasoning->force_end(reason);
+    }
 };
 
 struct Request {
