@@ -15,6 +15,7 @@
 #include "http/http_server.h"
 #include "kv/kv_block_pool.h"
 #include "kv/kv_dtype_name.h"
+#include "reasoning/reasoning_parser.h"
 #include "runtime/loaded_model.h"
 #include "runtime/model_names.h"
 #include "server/openai_service.h"
@@ -46,7 +47,23 @@ struct ServeOptions {
     std::string log_format = "text";
     std::string tool_call_parser;      // "" = the config file's, else auto
     std::string tool_call_validation;  // "" = the config file's, else constrain
+    std::string reasoning_parser = "auto";
+    int64_t reasoning_budget = -1;  // -1: unlimited
+    std::string reasoning_effort_budgets;
 };
+
+// The reasoning flags checked and put into the service's settings; an error names the flag.
+Status apply_reasoning_flags(const ServeOptions& options, ServiceSettings& settings) {
+    const std::string& parser = options.reasoning_parser;
+    if (parser != "auto" && parser != "none" && !reasoning::parser_from_name(parser))
+        return Error{"--reasoning-parser must be auto, deepseek_r1 or none (got '" + parser + "')"};
+    settings.reasoning.parser = parser;
+    if (options.reasoning_budget >= 0) settings.reasoning.budget = options.reasoning_budget;
+    auto budgets = parse_effort_budgets(options.reasoning_effort_budgets);
+    if (!budgets) return budgets.error();
+    settings.reasoning.effort_budgets = *budgets;
+    return Ok{};
+}
 
 // The two tool-call settings (flag, else config file, else default) checked and put into the service's
 // settings; an error names the flag.
@@ -131,6 +148,10 @@ int serve(const ServeOptions& options) {
     settings.report_sampling = !options.no_report_sampling;
     settings.created = static_cast<int64_t>(std::time(nullptr));
     if (auto applied = apply_tool_call_flags(options, *sampling, settings); !applied) {
+        std::fprintf(stderr, "tempered serve: %s\n", applied.error().message.c_str());
+        return 1;
+    }
+    if (auto applied = apply_reasoning_flags(options, settings); !applied) {
         std::fprintf(stderr, "tempered serve: %s\n", applied.error().message.c_str());
         return 1;
     }
@@ -231,6 +252,16 @@ void add_serve_command(CLI::App& app, int& exit_code) {
     command->add_option("--tool-call-validation", options->tool_call_validation,
                         "off: return calls as parsed; flag: report undeclared or invalid calls instead of "
                         "returning them; constrain (default): also constrain generation (for now as flag)");
+    command->add_option("--reasoning-parser", options->reasoning_parser,
+                        "how chat answers are split into reasoning_content and content: auto (from the chat "
+                        "template; default), deepseek_r1 or none")
+        ->capture_default_str();
+    command->add_option("--reasoning-budget", options->reasoning_budget,
+                        "tokens a chat answer may think before </think> is forced (default: unlimited); "
+                        "requests override it with thinking_token_budget or reasoning_effort")
+        ->check(CLI::Range(int64_t{0}, int64_t{1} << 31));
+    command->add_option("--reasoning-effort-budgets", options->reasoning_effort_budgets,
+                        "budgets for reasoning_effort, e.g. low=256,medium=1024,high=4096 (the defaults)");
     command->callback([options, &exit_code] { exit_code = serve(*options); });
 }
 

@@ -17,6 +17,7 @@
 #include "sampling/sampling_resolution.h"
 #include "server/chat_tool_calls.h"
 #include "server/generation_loop.h"
+#include "server/reasoning_settings.h"
 #include "server/request_log.h"
 #include "server/serving_metrics.h"
 #include "server/stream_set.h"
@@ -43,6 +44,8 @@ struct ServiceSettings {
     // or "none"; --tool-call-validation.
     std::string tool_call_parser = "auto";
     ToolCallValidation tool_call_validation = ToolCallValidation::Constrain;
+    // --reasoning-parser, --reasoning-budget, --reasoning-effort-budgets (server/reasoning_settings.h).
+    ReasoningSettings reasoning;
 };
 
 class OpenAiService {
@@ -111,6 +114,7 @@ private:
     RequestLog& log_;
     ServiceSettings settings_;
     ToolCallSettings tool_calls_;  // the parser chosen for this model, and the validation mode
+    ReasoningSetup reasoning_;     // the reasoning parser chosen for this model (none: content only)
     std::string system_fingerprint_;
     StructuredOutput structured_output_;
     std::atomic<bool> draining_{false};

@@ -13,6 +13,13 @@ std::vector<double> grammar_mask_buckets() {
     return {1e-6, 2.5e-6, 5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 1e-2, 2.5e-2, 5e-2, 0.1};
 }
 
+// 16 to 32768 tokens of thinking, by doubling: budgets are set in powers of two more often than not.
+std::vector<double> reasoning_token_buckets() {
+    std::vector<double> buckets;
+    for (double bound = 16; bound <= 32768; bound *= 2) buckets.push_back(bound);
+    return buckets;
+}
+
 }  // namespace
 
 ServingMetrics::ServingMetrics(std::string model_name, std::string kv_cache_dtype)
@@ -60,13 +67,25 @@ ServingMetrics::ServingMetrics(std::string model_name, std::string kv_cache_dtyp
       grammar_mask_(registry_.histogram("tempered:grammar_mask_seconds",
                                         "Seconds to build one step's grammar token mask.", grammar_mask_buckets())),
       structured_requests_(registry_.counter("tempered:structured_requests_total",
-                                             "Requests whose output follows a grammar, by kind.", {"kind"})) {
+                                             "Requests whose output follows a grammar, by kind.", {"kind"})),
+      reasoning_tokens_(registry_.histogram("tempered:reasoning_tokens",
+                                            "Tokens a chat choice drew inside reasoning (choices that reasoned).",
+                                            reasoning_token_buckets())),
+      reasoning_forced_end_(registry_.counter("tempered:reasoning_forced_end_total",
+                                              "Reasoning ended by force, by why: budget, max_tokens or loop.",
+                                              {"reason"})),
+      empty_content_(registry_.counter("tempered:empty_content_total",
+                                       "Chat choices that finished with empty content and no tool calls.")) {
     kv_dtype_info_.with({kv_cache_dtype_}).set(1);
     rejected_.get();
     aborted_.get();
     failed_.get();
     grammar_mask_.get();
     for (const char* kind : {"json_object", "json_schema", "tool_call"}) structured_requests_.with({kind});
+    reasoning_tokens_.get();
+    empty_content_.get();
+    for (ForcedEnd reason : {ForcedEnd::Budget, ForcedEnd::MaxTokens, ForcedEnd::Loop})
+        reasoning_forced_end_.with({forced_end_name(reason)});
     for (const char* reason : {"stop", "length", "abort", "error"}) request_success_.with({model_name_, reason});
     for (const char* outcome : {"valid", "rejected_unknown_name", "rejected_bad_arguments", "unparsed"})
         tool_calls_.with({outcome});
@@ -115,6 +134,11 @@ void ServingMetrics::on_inter_token(double seconds) { inter_token_latency_.with(
 void ServingMetrics::on_preemption() { preemptions_.with({model_name_}).inc(); }
 
 void ServingMetrics::on_grammar_mask(double seconds) { grammar_mask_.get().observe(seconds); }
+
+void ServingMetrics::count_reasoning(const ReasoningReport& report) {
+    reasoning_tokens_.get().observe(static_cast<double>(report.tokens));
+    if (report.forced_end) reasoning_forced_end_.with({forced_end_name(*report.forced_end)}).inc();
+}
 
 void ServingMetrics::on_request_finished(RequestOutcome outcome, const GenerationUsage& usage,
                                          const RequestTimings& timings) {
