@@ -97,7 +97,7 @@ nlohmann::json reasoning_budget_json(const ReasoningBudget& budget);
 
 struct ChatChoice {
     int index = 0;
-    std::optional<std::string> content;            // null when the answer is only tool calls
+    std::optional<std::string> content;  // null when the answer is only tool calls
     // Split off by a reasoning parser; omitted if unset, else also rendered as "reasoning" (vLLM's newer name).
     std::optional<std::string> reasoning_content;
     std::optional<ReasoningBudget> reasoning_budget;  // omitted if unset

@@ -252,13 +252,15 @@ void add_serve_command(CLI::App& app, int& exit_code) {
     command->add_option("--tool-call-validation", options->tool_call_validation,
                         "off: return calls as parsed; flag: report undeclared or invalid calls instead of "
                         "returning them; constrain (default): also constrain generation (for now as flag)");
-    command->add_option("--reasoning-parser", options->reasoning_parser,
-                        "how chat answers are split into reasoning_content and content: auto (from the chat "
-                        "template; default), deepseek_r1 or none")
+    command
+        ->add_option("--reasoning-parser", options->reasoning_parser,
+                     "how chat answers are split into reasoning_content and content: auto (from the chat "
+                     "template; default), deepseek_r1 or none")
         ->capture_default_str();
-    command->add_option("--reasoning-budget", options->reasoning_budget,
-                        "tokens a chat answer may think before </think> is forced (default: unlimited); "
-                        "requests override it with thinking_token_budget or reasoning_effort")
+    command
+        ->add_option("--reasoning-budget", options->reasoning_budget,
+                     "tokens a chat answer may think before </think> is forced (default: unlimited); "
+                     "requests override it with thinking_token_budget or reasoning_effort")
         ->check(CLI::Range(int64_t{0}, int64_t{1} << 31));
     command->add_option("--reasoning-effort-budgets", options->reasoning_effort_budgets,
                         "budgets for reasoning_effort, e.g. low=256,medium=1024,high=4096 (the defaults)");

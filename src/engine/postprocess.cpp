@@ -125,8 +125,8 @@ ChoiceDelta Postprocessor::sample(Request& request, Sequence& sequence, const fl
 
 // The reasoning's forced end, when due, instead of a draw; its logprob is the model's own for that token
 // (so a choice's logprobs stay one per token), and it advances neither the rng nor the grammar.
-std::optional<SampledToken> Postprocessor::forced_reasoning_token(const GenerationOptions& options,
-                                                                  Sequence& sequence, std::span<const float> logits) {
+std::optional<SampledToken> Postprocessor::forced_reasoning_token(const GenerationOptions& options, Sequence& sequence,
+                                                                  std::span<const float> logits) {
     if (!sequence.reasoning) return std::nullopt;
     const std::optional<int32_t> token = sequence.reasoning->forced_token(sequence.generated(), options.max_tokens);
     if (!token) return std::nullopt;

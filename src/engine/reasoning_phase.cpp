@@ -56,9 +56,7 @@ std::optional<int32_t> ReasoningPhase::forced_token(int64_t generated, int64_t m
     return forced_end_[forced_position_];
 }
 
-bool ReasoningPhase::masks_end_of_generation() const {
-    return in_reasoning() || (reasoned_ && content_drawn_ == 0);
-}
+bool ReasoningPhase::masks_end_of_generation() const { return in_reasoning() || (reasoned_ && content_drawn_ == 0); }
 
 ReasoningText ReasoningPhase::on_token(int32_t token, bool forced, std::string_view text) {
     const bool was_reasoning = in_reasoning();

@@ -50,11 +50,11 @@ struct ReasoningOptions {
 
 // A choice's reasoning, reported on its finishing delta when reasoning handling is on.
 struct ReasoningReport {
-    bool reasoned = false;                 // the choice was inside reasoning at some point
-    int64_t tokens = 0;                    // drawn reasoning tokens
-    std::optional<int64_t> budget;         // the budget it ran under
-    std::optional<ForcedEnd> forced_end;   // nullopt: reasoning ended by itself (or never began)
-    int64_t reasoning_tokens = 0;          // for usage: every token inside reasoning, markers included
+    bool reasoned = false;                // the choice was inside reasoning at some point
+    int64_t tokens = 0;                   // drawn reasoning tokens
+    std::optional<int64_t> budget;        // the budget it ran under
+    std::optional<ForcedEnd> forced_end;  // nullopt: reasoning ended by itself (or never began)
+    int64_t reasoning_tokens = 0;         // for usage: every token inside reasoning, markers included
 };
 
 // Text that arrived with a token, split by side.
@@ -94,8 +94,8 @@ private:
     reasoning::ReasoningSplitter splitter_;
     std::vector<int32_t> forced_end_;
     bool reasoned_ = false;
-    int64_t drawn_ = 0;                  // drawn reasoning tokens
-    int64_t content_drawn_ = 0;          // content tokens drawn after reasoning ended
+    int64_t drawn_ = 0;          // drawn reasoning tokens
+    int64_t content_drawn_ = 0;  // content tokens drawn after reasoning ended
     std::optional<ForcedEnd> forced_reason_;
     size_t forced_position_ = 0;  // the next forced token's index in forced_end_
 };

@@ -53,8 +53,8 @@ private:
     std::unique_ptr<ToolCallSetup> tool_call_setup_;  // null: output is content only
     std::vector<ChoiceToolCalls> tool_call_readers_;  // one per choice, with tool_call_setup_
     ServingMetrics* answer_metrics_ = nullptr;
-    std::vector<bool> content_seen_;                   // per choice: some content (not only "") came
-    std::optional<int64_t> reasoning_tokens_;          // summed over choices; set once a report arrives
+    std::vector<bool> content_seen_;           // per choice: some content (not only "") came
+    std::optional<int64_t> reasoning_tokens_;  // summed over choices; set once a report arrives
 };
 
 }  // namespace tempered

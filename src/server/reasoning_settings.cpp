@@ -34,8 +34,7 @@ Result<ReasoningEffortBudgets> parse_effort_budgets(std::string_view text) {
         const auto parsed = std::from_chars(number.data(), number.data() + number.size(), tokens);
         if (!effort || number.empty() || parsed.ec != std::errc{} || parsed.ptr != number.data() + number.size() ||
             tokens < 0)
-            return Error{"--reasoning-effort-budgets: '" + std::string(part) +
-                         "' is not low|medium|high=<tokens>"};
+            return Error{"--reasoning-effort-budgets: '" + std::string(part) + "' is not low|medium|high=<tokens>"};
         budgets.set(*effort, tokens);
     }
     return budgets;
@@ -51,7 +50,8 @@ ReasoningSetup choose_reasoning(const ReasoningSettings& settings, std::string_v
     }
     const auto parser = settings.parser == "auto" ? reasoning::detect_parser(chat_template)
                                                   : reasoning::parser_from_name(settings.parser);
-    const auto markers = reasoning::ThinkTokens::find([&](std::string_view text) { return tokenizer.find_token(text); });
+    const auto markers =
+        reasoning::ThinkTokens::find([&](std::string_view text) { return tokenizer.find_token(text); });
     if (!parser) {
         setup.why = "reasoning: the chat template shows none, answers are content" + flag;
         return setup;

@@ -35,8 +35,8 @@ Result<ReasoningEffortBudgets> parse_effort_budgets(std::string_view text);
 
 // The operator's flags.
 struct ReasoningSettings {
-    std::string parser = "auto";          // auto | deepseek_r1 | none
-    std::optional<int64_t> budget;        // --reasoning-budget; nullopt: unlimited
+    std::string parser = "auto";    // auto | deepseek_r1 | none
+    std::optional<int64_t> budget;  // --reasoning-budget; nullopt: unlimited
     ReasoningEffortBudgets effort_budgets;
 };
 

@@ -351,8 +351,7 @@ TEST(ChatRequest, ReasoningBudgetFields) {
     const ChatRequest none = parse_ok("{" + kHello + "}");
     EXPECT_EQ(none.thinking_token_budget, std::nullopt);
     EXPECT_EQ(none.reasoning_effort, std::nullopt);
-    const ChatRequest both =
-        parse_ok("{" + kHello + R"(,"thinking_token_budget":0,"reasoning_effort":"high"})");
+    const ChatRequest both = parse_ok("{" + kHello + R"(,"thinking_token_budget":0,"reasoning_effort":"high"})");
     EXPECT_EQ(both.thinking_token_budget, 0);
     EXPECT_EQ(both.reasoning_effort, ReasoningEffort::High);
     const ChatRequest nulls = parse_ok("{" + kHello + R"(,"thinking_token_budget":null,"reasoning_effort":null})");

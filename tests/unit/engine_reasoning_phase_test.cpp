@@ -57,8 +57,8 @@ std::vector<int32_t> tokens_of(const std::vector<Step>& steps) {
 TEST(ReasoningPhase, BudgetGivesExactlyThatManyDrawnTokensThenTheForcedEndThenContent) {
     ReasoningPhase phase(options(/*prompt_opens=*/true, /*budget=*/4));
     const auto steps = run(phase, 10);
-    EXPECT_EQ(tokens_of(steps), (std::vector<int32_t>{kWord, kWord, kWord, kWord, kNewline, kEnd, kDoubleNewline,
-                                                      kWord, kWord, kWord}));
+    EXPECT_EQ(tokens_of(steps),
+              (std::vector<int32_t>{kWord, kWord, kWord, kWord, kNewline, kEnd, kDoubleNewline, kWord, kWord, kWord}));
     for (size_t i = 4; i < 7; ++i) EXPECT_TRUE(steps[i].forced) << i;
     EXPECT_FALSE(steps[7].forced);
     EXPECT_TRUE(steps[7].end_masked) << "the first content token may not end the answer";
@@ -84,8 +84,8 @@ TEST(ReasoningPhase, MaxTokensLeavesRoomForTheForcedEndAndOneContentToken) {
     ReasoningPhase phase(options(true, std::nullopt));
     const auto steps = run(phase, 10);
     // 10 = 6 drawn + 3 forced + 1 content.
-    EXPECT_EQ(tokens_of(steps), (std::vector<int32_t>{kWord, kWord, kWord, kWord, kWord, kWord, kNewline, kEnd,
-                                                      kDoubleNewline, kWord}));
+    EXPECT_EQ(tokens_of(steps),
+              (std::vector<int32_t>{kWord, kWord, kWord, kWord, kWord, kWord, kNewline, kEnd, kDoubleNewline, kWord}));
     EXPECT_TRUE(steps[9].end_masked);
     EXPECT_EQ(phase.report().tokens, 6);
     EXPECT_EQ(phase.report().forced_end, ForcedEnd::MaxTokens);

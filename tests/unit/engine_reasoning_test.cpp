@@ -83,9 +83,7 @@ GenerationOptions thinking_request(int64_t max_tokens, std::optional<int64_t> bu
 
 class EngineReasoning : public ::testing::Test {
 protected:
-    Answer run(GenerationOptions options) {
-        return collect_answer(*engine_.submit(std::move(options)).stream);
-    }
+    Answer run(GenerationOptions options) { return collect_answer(*engine_.submit(std::move(options)).stream); }
 
     Tokenizer tokenizer_ = thinking_tokenizer();
     testing::FakeModel model_{tokenizer_.vocab_size()};
