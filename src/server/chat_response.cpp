@@ -92,14 +92,13 @@ void ChatResponseBuilder::fold_whole(const ChoiceDelta& delta) {
     *choice.content += step.content;
     if (!delta.reasoning_text.empty())
         choice.reasoning_content = choice.reasoning_content.value_or("") + delta.reasoning_text;
-    if (delta.finish) {
-        choice.reasoning_budget = finish_reasoning(delta);
-        if (choice.reasoning_budget && !choice.reasoning_content) choice.reasoning_content = "";
-    }
     for (api::ToolCall& call : step.calls) choice.tool_calls.push_back(std::move(call));
     for (api::ToolCallViolation& violation : step.violations)
         choice.tool_call_violations.push_back(std::move(violation));
     if (delta.finish) {
+        // A choice that reasoned shows its reasoning_content, even an empty one.
+        choice.reasoning_budget = finish_reasoning(delta);
+        if (choice.reasoning_budget && !choice.reasoning_content) choice.reasoning_content = "";
         choice.finish_reason = finish_reason(delta);
         if (choice.content->empty() && !choice.tool_calls.empty()) choice.content.reset();  // only calls: null
     }
