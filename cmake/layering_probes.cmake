@@ -32,3 +32,4 @@ tempered_layering_probe(server FORBIDDEN cli/commands.h ALLOWED runtime/loaded_m
 tempered_layering_probe(grammar FORBIDDEN tokenizer/tokenizer.h ALLOWED core/result.h)
 tempered_layering_probe(toolcalls FORBIDDEN engine/engine.h ALLOWED grammar/grammar.h)
 tempered_layering_probe(reasoning FORBIDDEN tokenizer/tokenizer.h ALLOWED core/result.h)
+tempered_layering_probe(engine FORBIDDEN server/openai_service.h ALLOWED reasoning/reasoning_parser.h)

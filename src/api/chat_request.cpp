@@ -1,5 +1,7 @@
 #include "api/chat_request.h"
 
+#include <limits>
+
 namespace tempered::api {
 namespace {
 
@@ -197,7 +199,39 @@ FieldError parse_tool_choice(const Json* field, const Json& tools, Json& out) {
     return std::nullopt;
 }
 
+FieldError parse_reasoning_budget(const Json& json, ChatRequest& out) {
+    RequestedValue<int64_t> budget;
+    if (auto e = read_integer(find_field(json, "thinking_token_budget"), "thinking_token_budget", 0,
+                              std::numeric_limits<int32_t>::max(), budget))
+        return e;
+    out.thinking_token_budget = budget.value;
+    RequestedValue<std::string> effort;
+    if (auto e = read_string(find_field(json, "reasoning_effort"), "reasoning_effort", effort)) return e;
+    if (!effort.value) return std::nullopt;
+    out.reasoning_effort = reasoning_effort_from_name(*effort.value);
+    if (!out.reasoning_effort)
+        return invalid_request("Invalid value for 'reasoning_effort': '" + *effort.value +
+                                   "'. Supported values are: 'low', 'medium' and 'high'.",
+                               "reasoning_effort", "invalid_value");
+    return std::nullopt;
+}
+
 }  // namespace
+
+std::string_view reasoning_effort_name(ReasoningEffort effort) {
+    switch (effort) {
+        case ReasoningEffort::Low: return "low";
+        case ReasoningEffort::Medium: return "medium";
+        case ReasoningEffort::High: return "high";
+    }
+    return "medium";
+}
+
+std::optional<ReasoningEffort> reasoning_effort_from_name(std::string_view name) {
+    for (ReasoningEffort effort : {ReasoningEffort::Low, ReasoningEffort::Medium, ReasoningEffort::High})
+        if (reasoning_effort_name(effort) == name) return effort;
+    return std::nullopt;
+}
 
 std::string_view role_name(Role role) {
     switch (role) {
@@ -257,6 +291,8 @@ ApiResult<ChatRequest> parse_chat_request(std::string_view body) {
         if (!kwargs->is_object()) return wrong_type("chat_template_kwargs", "an object", *kwargs);
         request.chat_template_kwargs = *kwargs;
     }
+
+    if (auto e = parse_reasoning_budget(json, request)) return *e;
     return request;
 }
 

@@ -45,6 +45,10 @@ struct ChatMessage {
     std::vector<ToolCall> tool_calls;  // role Assistant
 };
 
+enum class ReasoningEffort { Low, Medium, High };
+std::string_view reasoning_effort_name(ReasoningEffort effort);  // "low" | "medium" | "high"
+std::optional<ReasoningEffort> reasoning_effort_from_name(std::string_view name);
+
 struct ChatRequest {
     GenerationRequest generation;
     std::vector<ChatMessage> messages;
@@ -55,6 +59,11 @@ struct ChatRequest {
     Json tool_choice;  // "none" | "auto" | "required" | {"type":"function","function":{"name"}}
     bool parallel_tool_calls = true;
     Json chat_template_kwargs;  // extra template variables (e.g. enable_thinking); object or null
+    // The reasoning budget (models whose template thinks in <think>…</think>; ignored by others, as vLLM
+    // does): vLLM's thinking_token_budget (tokens, >= 0) wins over reasoning_effort (a budget the
+    // operator set per level).
+    std::optional<int64_t> thinking_token_budget;
+    std::optional<ReasoningEffort> reasoning_effort;
 };
 
 inline constexpr int kMaxTopLogprobs = 20;

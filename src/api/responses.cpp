@@ -117,6 +117,16 @@ BodyJson degeneration_json(const Degeneration& degeneration) {
     return json;
 }
 
+void add_reasoning_tokens(BodyJson& usage, int64_t reasoning_tokens) {
+    usage["completion_tokens_details"] = {{"reasoning_tokens", reasoning_tokens}};
+}
+
+BodyJson reasoning_budget_json(const ReasoningBudget& budget) {
+    return {{"tokens", budget.tokens},
+            {"budget", budget.budget ? BodyJson(*budget.budget) : BodyJson(nullptr)},
+            {"forced_end", optional_json(budget.forced_end)}};
+}
+
 BodyJson chat_logprobs_json(const std::vector<TokenLogprob>& content) {
     BodyJson tokens = BodyJson::array();
     for (const TokenLogprob& token : content) {
@@ -160,7 +170,10 @@ BodyJson chat_completion_json(const ResponseMeta& meta, const std::vector<ChatCh
     BodyJson array = BodyJson::array();
     for (const ChatChoice& choice : choices) {
         BodyJson message = {{"role", "assistant"}, {"content", optional_json(choice.content)}, {"refusal", nullptr}};
-        if (choice.reasoning_content) message["reasoning_content"] = *choice.reasoning_content;
+        if (choice.reasoning_content) {
+            message["reasoning_content"] = *choice.reasoning_content;
+            message["reasoning"] = *choice.reasoning_content;
+        }
         if (!choice.tool_calls.empty()) {
             BodyJson calls = BodyJson::array();
             for (const ToolCall& call : choice.tool_calls) calls.push_back(tool_call_json(call));
@@ -172,6 +185,7 @@ BodyJson chat_completion_json(const ResponseMeta& meta, const std::vector<ChatCh
                          {"finish_reason", finish_reason_name(choice.finish_reason)}});
         if (!choice.tool_call_violations.empty())
             array.back()["tool_call_violations"] = violations_json(choice.tool_call_violations);
+        if (choice.reasoning_budget) array.back()["reasoning_budget"] = reasoning_budget_json(*choice.reasoning_budget);
     }
     json["choices"] = std::move(array);
     json["usage"] = usage_json(usage);
@@ -186,7 +200,10 @@ BodyJson chat_chunk_json(const ResponseMeta& meta, const std::vector<ChatChunkCh
         BodyJson delta = BodyJson::object();
         if (choice.delta.include_role) delta["role"] = "assistant";
         if (choice.delta.content) delta["content"] = *choice.delta.content;
-        if (choice.delta.reasoning_content) delta["reasoning_content"] = *choice.delta.reasoning_content;
+        if (choice.delta.reasoning_content) {
+            delta["reasoning_content"] = *choice.delta.reasoning_content;
+            delta["reasoning"] = *choice.delta.reasoning_content;
+        }
         if (!choice.delta.tool_calls.empty()) {
             BodyJson calls = BodyJson::array();
             for (const ToolCallDelta& call : choice.delta.tool_calls) calls.push_back(tool_call_delta_json(call));
@@ -198,6 +215,7 @@ BodyJson chat_chunk_json(const ResponseMeta& meta, const std::vector<ChatChunkCh
                          {"finish_reason", finish_reason_json(choice.finish_reason)}});
         if (!choice.tool_call_violations.empty())
             array.back()["tool_call_violations"] = violations_json(choice.tool_call_violations);
+        if (choice.reasoning_budget) array.back()["reasoning_budget"] = reasoning_budget_json(*choice.reasoning_budget);
     }
     json["choices"] = std::move(array);
     if (include_usage_field) json["usage"] = nullptr;

@@ -39,6 +39,9 @@ struct Usage {
     int64_t cached_tokens = 0;  // prompt tokens served from the prefix cache
 };
 nlohmann::json usage_json(const Usage& usage);
+// Chat answers of a model that reasons: of the completion tokens, those inside reasoning, as OpenAI's
+// usage.completion_tokens_details.reasoning_tokens (added to a usage_json object).
+void add_reasoning_tokens(nlohmann::json& usage, int64_t reasoning_tokens);
 
 // --- degeneration (the loop guard) ---
 
@@ -102,10 +105,22 @@ struct ToolCallViolation {
     std::string reason;
 };
 
+// How a choice's reasoning went under its budget: "reasoning_budget": {"tokens", "budget", "forced_end"}
+// (tokens drawn inside reasoning; the budget, null when unlimited; "budget" | "max_tokens" | "loop", or
+// null when the model ended its reasoning itself).
+struct ReasoningBudget {
+    int64_t tokens = 0;
+    std::optional<int64_t> budget;
+    std::optional<std::string> forced_end;
+};
+nlohmann::json reasoning_budget_json(const ReasoningBudget& budget);
+
 struct ChatChoice {
     int index = 0;
-    std::optional<std::string> content;            // null when the answer is only tool calls
-    std::optional<std::string> reasoning_content;  // split off by a reasoning parser; omitted if unset
+    std::optional<std::string> content;  // null when the answer is only tool calls
+    // Split off by a reasoning parser; omitted if unset, else also rendered as "reasoning" (vLLM's newer name).
+    std::optional<std::string> reasoning_content;
+    std::optional<ReasoningBudget> reasoning_budget;  // omitted if unset
     std::vector<ToolCall> tool_calls;
     std::vector<ToolCallViolation> tool_call_violations;  // omitted when empty
     FinishReason finish_reason = FinishReason::Stop;
@@ -128,7 +143,7 @@ struct ToolCallDelta {
 struct ChatDelta {
     bool include_role = false;  // the first chunk of each choice says "role": "assistant"
     std::optional<std::string> content;
-    std::optional<std::string> reasoning_content;
+    std::optional<std::string> reasoning_content;  // also rendered as "reasoning"
     std::vector<ToolCallDelta> tool_calls;
 };
 
@@ -138,6 +153,7 @@ struct ChatChunkChoice {
     std::optional<FinishReason> finish_reason;  // set on the choice's last chunk
     std::optional<std::vector<TokenLogprob>> logprobs;
     std::vector<ToolCallViolation> tool_call_violations;  // found in this chunk's text; omitted when empty
+    std::optional<ReasoningBudget> reasoning_budget;      // on the choice's last chunk, when it reasoned
 };
 
 // `include_usage_field`: the request set stream_options.include_usage, so every chunk has

@@ -15,6 +15,7 @@
 #include "http/http_server.h"
 #include "kv/kv_block_pool.h"
 #include "kv/kv_dtype_name.h"
+#include "reasoning/reasoning_parser.h"
 #include "runtime/loaded_model.h"
 #include "runtime/model_names.h"
 #include "server/degeneration_settings.h"
@@ -48,7 +49,23 @@ struct ServeOptions {
     std::string tool_call_parser;      // "" = the config file's, else auto
     std::string tool_call_validation;  // "" = the config file's, else constrain
     std::string degeneration_guard;    // "" = the config file's, else flag
+    std::string reasoning_parser = "auto";
+    int64_t reasoning_budget = -1;  // -1: unlimited
+    std::string reasoning_effort_budgets;
 };
+
+// The reasoning flags checked and put into the service's settings; an error names the flag.
+Status apply_reasoning_flags(const ServeOptions& options, ServiceSettings& settings) {
+    const std::string& parser = options.reasoning_parser;
+    if (parser != "auto" && parser != "none" && !reasoning::parser_from_name(parser))
+        return Error{"--reasoning-parser must be auto, deepseek_r1 or none (got '" + parser + "')"};
+    settings.reasoning.parser = parser;
+    if (options.reasoning_budget >= 0) settings.reasoning.budget = options.reasoning_budget;
+    auto budgets = parse_effort_budgets(options.reasoning_effort_budgets);
+    if (!budgets) return budgets.error();
+    settings.reasoning.effort_budgets = *budgets;
+    return Ok{};
+}
 
 // The two tool-call settings (flag, else config file, else default) checked and put into the service's
 // settings; an error names the flag.
@@ -144,6 +161,10 @@ int serve(const ServeOptions& options) {
     settings.degeneration = std::move(guard).value();
     settings.degeneration.build_breakers(*bundle.tokenizer);
     log.info("degeneration guard: " + settings.degeneration.describe().dump());
+    if (auto applied = apply_reasoning_flags(options, settings); !applied) {
+        std::fprintf(stderr, "tempered serve: %s\n", applied.error().message.c_str());
+        return 1;
+    }
     for (const auto& note : sampling->notes) log.info(note);
     log.info("sampling defaults for requests that set nothing: " +
              describe_sampling_defaults(settings.sampling).dump());
@@ -246,6 +267,18 @@ void add_serve_command(CLI::App& app, int& exit_code) {
                         "what a loop in the output does: flag (default), stop, resample or off; or a JSON object "
                         "{\"action\", \"max_pattern_size\", \"min_pattern_size\", \"min_count\", "
                         "\"min_loop_tokens\", \"fallback\": {\"temperature\", \"dry_multiplier\", ...}}");
+    command
+        ->add_option("--reasoning-parser", options->reasoning_parser,
+                     "how chat answers are split into reasoning_content and content: auto (from the chat "
+                     "template; default), deepseek_r1 or none")
+        ->capture_default_str();
+    command
+        ->add_option("--reasoning-budget", options->reasoning_budget,
+                     "tokens a chat answer may think before </think> is forced (default: unlimited); "
+                     "requests override it with thinking_token_budget or reasoning_effort")
+        ->check(CLI::Range(int64_t{0}, int64_t{1} << 31));
+    command->add_option("--reasoning-effort-budgets", options->reasoning_effort_budgets,
+                        "budgets for reasoning_effort, e.g. low=256,medium=1024,high=4096 (the defaults)");
     command->callback([options, &exit_code] { exit_code = serve(*options); });
 }
 

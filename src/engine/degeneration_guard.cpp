@@ -111,20 +111,28 @@ namespace {
 // TODO(merge, dryapi): the request's DRY, options.dry, once GenerationOptions has it.
 const DryParams& request_dry(const GenerationOptions& /*options*/) { return kDryOff; }
 
-// TODO(merge, reason): DegenerationPhase::Reasoning while the sequence is inside its reasoning (and a
-// loop there then ends the reasoning by force, reason "loop"), once Sequence can say so.
-DegenerationPhase phase_of(const Sequence& /*sequence*/) { return DegenerationPhase::Content; }
+DegenerationPhase phase_of(const Sequence& sequence) {
+    const bool reasoning = sequence.reasoning && sequence.reasoning->in_reasoning();
+    return reasoning ? DegenerationPhase::Reasoning : DegenerationPhase::Content;
+}
 
 }  // namespace
 
 bool guard_generated_token(const GenerationOptions& options, Sequence& sequence, int32_t token, ChoiceDelta& delta,
                            EngineObserver* observer) {
-    const SequenceGuard::Step step{options.guard, options.sampling, request_dry(options), phase_of(sequence),
-                                   sequence.finished};
+    const DegenerationPhase phase = phase_of(sequence);
+    const SequenceGuard::Step step{options.guard, options.sampling, request_dry(options), phase, sequence.finished};
     SequenceGuard::Outcome outcome = sequence.guard.observe(token, step);
     if (outcome.detected && observer)
         observer->on_degeneration(outcome.detected->action, outcome.detected->phase, outcome.detected->period);
     if (outcome.send) delta.degeneration = std::move(outcome.send);
+    // A loop inside reasoning that would stop (or resample) the choice ends the reasoning by force instead,
+    // so the answer still comes; a flag only reports it.
+    const bool acts = outcome.detected && outcome.detected->action != DegenerationAction::Flag;
+    if (acts && phase == DegenerationPhase::Reasoning) {
+        sequence.reasoning->force_end(ForcedEnd::Loop);
+        return false;
+    }
     return outcome.stop_choice;
 }
 

@@ -6,6 +6,8 @@
 //   - resample: the rest of that choice is drawn with the guard's fallback sampling (DRY on), and the
 //     report says what it replaced. The detector starts over; a second loop is only flagged.
 //   - off: no detection.
+// Inside a reasoning model's <think>, stop and resample end the reasoning by force instead (reasoning_phase.h,
+// forced_end "loop"), so the answer still comes; flag only reports.
 #pragma once
 
 #include <cstdint>

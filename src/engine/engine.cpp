@@ -85,6 +85,8 @@ void Engine::take_new_requests() {
         request->sequences.push_back(std::make_unique<Sequence>(
             sequence_ids_.next(), 0, request->options.prompt, static_cast<int64_t>(request->options.prompt.size()),
             request->options.seed, tokenizer_, request->options.stop, request->options.constraint));
+        if (request->options.reasoning.enabled())
+            request->sequences.back()->reasoning.emplace(request->options.reasoning);
         scheduler_.add(std::move(request));
     }
 }

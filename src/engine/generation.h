@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "engine/degeneration_guard.h"
+#include "engine/reasoning_phase.h"
 #include "sampling/logprobs.h"
 #include "sampling/penalties.h"
 #include "sampling/sampler.h"
@@ -36,6 +37,8 @@ struct GenerationOptions {
     // A grammar every choice follows (response_format, tool calls), shared by them; nullptr: free.
     std::shared_ptr<const grammar::Constraint> constraint;
     DegenerationGuard guard;  // loop detection and what a loop does; off unless the server sets it
+    // <think>…</think> handling: the split, the budget and its forced end (engine/reasoning_phase.h).
+    ReasoningOptions reasoning;
 };
 
 // Repetition: the degeneration guard (action stop, or the request's repetition_detection) ended it.
@@ -50,6 +53,10 @@ struct ChoiceDelta {
     std::optional<FinishReason> finish;
     // The choice's loop report: on the delta where the loop is detected, and on its finishing delta.
     std::optional<DegenerationReport> degeneration;
+    // With reasoning handling: the text that came inside reasoning (`text` stays the content), and on
+    // the finishing delta the choice's reasoning report.
+    std::string reasoning_text;
+    std::optional<ReasoningReport> reasoning;
 };
 
 struct GenerationUsage {

@@ -8,6 +8,29 @@ namespace {
 double seconds_between(EngineClock::time_point from, EngineClock::time_point to) {
     return std::chrono::duration<double>(to - from).count();
 }
+
+// A token's text, split by the reasoning phase when there is one: reasoning goes to the delta's
+// reasoning_text (stop strings do not apply there, so a stop string the model thinks about cannot cut the
+// answer off before it starts); the content is returned, for the stop matcher.
+std::string reasoning_split(Sequence& sequence, int32_t token, bool forced, const std::string& text,
+                            ChoiceDelta& delta) {
+    if (!sequence.reasoning) return text;
+    ReasoningText split = sequence.reasoning->on_token(token, forced, text);
+    delta.reasoning_text += split.reasoning;
+    return std::move(split.content);
+}
+
+// The output has ended: what the detokenizer and the stop matcher held back, on its side.
+void flush_held_text(Sequence& sequence, ChoiceDelta& delta) {
+    std::string tail = sequence.detokenizer.flush();
+    if (sequence.reasoning) {
+        ReasoningText split = sequence.reasoning->finish(tail);
+        delta.reasoning_text += split.reasoning;
+        tail = std::move(split.content);
+    }
+    delta.text += sequence.stop_matcher.push(tail).text;
+    delta.text += sequence.stop_matcher.flush();
+}
 }  // namespace
 
 Postprocessor::Postprocessor(const Tokenizer& tokenizer, const ModelConfig& config, KvBlockPool& kv,
@@ -61,6 +84,7 @@ void Postprocessor::fork_choices(Request& request) {
         auto child = std::make_unique<Sequence>(sequence_ids_.next(), choice, first.tokens, first.prompt_length,
                                                 request.options.seed, tokenizer_, request.options.stop,
                                                 request.options.constraint);
+        if (request.options.reasoning.enabled()) child->reasoning.emplace(request.options.reasoning);
         // Shares the prompt's full blocks; without room it recomputes later instead.
         child->computed = kv_.fork(first.id, child->id, first.computed) ? first.computed : 0;
         request.sequences.push_back(std::move(child));
@@ -70,35 +94,59 @@ void Postprocessor::fork_choices(Request& request) {
 
 ChoiceDelta Postprocessor::sample(Request& request, Sequence& sequence, const float* logits) {
     const GenerationOptions& options = request.options;
+    const std::span<const float> row(logits, static_cast<size_t>(config_.vocab_size));
+    ChoiceDelta delta;
+    delta.index = sequence.choice;
+    if (auto forced = forced_reasoning_token(options, sequence, row)) {
+        take_token(request, sequence, std::move(*forced), /*forced=*/true, delta);
+        return delta;
+    }
     const std::span<const int32_t> tokens(sequence.tokens);
     const auto prompt_length = static_cast<size_t>(sequence.prompt_length);
-    const bool end_masked = options.ignore_eos || sequence.generated() < options.min_tokens;
+    const bool end_masked = options.ignore_eos || sequence.generated() < options.min_tokens ||
+                            (sequence.reasoning && sequence.reasoning->masks_end_of_generation());
     const TokenHistory history{
         tokens.first(prompt_length), tokens.subspan(prompt_length),
         end_masked ? std::span<const int32_t>(end_of_generation_tokens_) : std::span<const int32_t>()};
-    grammar::ConstraintState* constraint = sequence.constraint ? &*sequence.constraint : nullptr;
+    // The grammar shapes the answer, not the thinking: it starts at the first content token.
+    const bool grammar_applies = !sequence.reasoning || sequence.reasoning->grammar_applies();
+    grammar::ConstraintState* constraint = sequence.constraint && grammar_applies ? &*sequence.constraint : nullptr;
     // The request's sampling, or the guard's fallback once it resampled this choice.
     const NextTokenParams params{sequence_sampling(options, sequence), options.penalties, options.top_logprobs,
                                  sequence_dry(options, sequence)};
-    ConstrainedToken drawn = next_constrained_token({logits, static_cast<size_t>(config_.vocab_size)}, params, history,
-                                                    constraint, sequence.rng, workspace_, constrained_workspace_);
+    ConstrainedToken drawn =
+        next_constrained_token(row, params, history, constraint, sequence.rng, workspace_, constrained_workspace_);
     if (observer_ && drawn.mask_seconds) observer_->on_grammar_mask(*drawn.mask_seconds);
-    SampledToken& next = drawn.sampled;
-    ChoiceDelta delta;
-    delta.index = sequence.choice;
-    if (constraint && !constraint->accept(next.token)) {
+    if (constraint && !constraint->accept(drawn.sampled.token)) {
         end_refused_by_grammar(sequence, delta);
         return delta;
     }
+    take_token(request, sequence, std::move(drawn.sampled), /*forced=*/false, delta);
+    return delta;
+}
+
+// The reasoning's forced end, when due, instead of a draw; its logprob is the model's own for that token
+// (so a choice's logprobs stay one per token), and it advances neither the rng nor the grammar.
+std::optional<SampledToken> Postprocessor::forced_reasoning_token(const GenerationOptions& options, Sequence& sequence,
+                                                                  std::span<const float> logits) {
+    if (!sequence.reasoning) return std::nullopt;
+    const std::optional<int32_t> token = sequence.reasoning->forced_token(sequence.generated(), options.max_tokens);
+    if (!token) return std::nullopt;
+    SampledToken forced{*token, std::nullopt};
+    if (options.top_logprobs >= 0) forced.logprob = token_logprob(logits, *token, options.top_logprobs);
+    return forced;
+}
+
+void Postprocessor::take_token(Request& request, Sequence& sequence, SampledToken next, bool forced,
+                               ChoiceDelta& delta) {
     if (next.logprob) delta.logprobs.push_back(std::move(*next.logprob));
     delta.tokens.push_back(next.token);
     sequence.tokens.push_back(next.token);
     ++request.usage.completion_tokens;
     record_token_time(request, sequence);
-    append_text(request, sequence, next.token, delta);
-    if (guard_generated_token(options, sequence, next.token, delta, observer_))
+    append_text(request, sequence, next.token, forced, delta);
+    if (guard_generated_token(request.options, sequence, next.token, delta, observer_))
         end_where_it_is(sequence, delta, FinishReason::Repetition);
-    return delta;
 }
 
 void Postprocessor::record_token_time(Request& request, Sequence& sequence) {
@@ -113,13 +161,15 @@ void Postprocessor::record_token_time(Request& request, Sequence& sequence) {
 }
 
 // The token's text (never part of a stop string), and whether the sequence ends with it.
-void Postprocessor::append_text(const Request& request, Sequence& sequence, int32_t token, ChoiceDelta& delta) {
+void Postprocessor::append_text(const Request& request, Sequence& sequence, int32_t token, bool forced,
+                                ChoiceDelta& delta) {
     const GenerationOptions& options = request.options;
     const bool end_of_generation = tokenizer_.is_end_of_generation(token);
     if (end_of_generation && !options.ignore_eos) {
         sequence.finish_reason = FinishReason::Stop;
     } else {
-        const auto out = sequence.stop_matcher.push(sequence.detokenizer.push(token));
+        const std::string text = sequence.detokenizer.push(token);
+        const auto out = sequence.stop_matcher.push(reasoning_split(sequence, token, forced, text, delta));
         delta.text += out.text;
         if (out.stopped) sequence.finish_reason = FinishReason::Stop;
     }
@@ -132,9 +182,9 @@ void Postprocessor::append_text(const Request& request, Sequence& sequence, int3
     if (!sequence.finish_reason) return;
     if (*sequence.finish_reason == FinishReason::Length || end_of_generation || grammar_complete) {
         // Nothing can follow: release what the stop matcher and detokenizer held back.
-        delta.text += sequence.stop_matcher.push(sequence.detokenizer.flush()).text;
-        delta.text += sequence.stop_matcher.flush();
+        flush_held_text(sequence, delta);
     }
+    if (sequence.reasoning) delta.reasoning = sequence.reasoning->report();
     sequence.finished = true;
     delta.finish = sequence.finish_reason;
     kv_.release(sequence.id);
@@ -148,8 +198,8 @@ void Postprocessor::end_refused_by_grammar(Sequence& sequence, ChoiceDelta& delt
 
 // Nothing more will be generated: what the detokenizer and the stop matcher held back is released.
 void Postprocessor::end_where_it_is(Sequence& sequence, ChoiceDelta& delta, FinishReason reason) {
-    delta.text += sequence.stop_matcher.push(sequence.detokenizer.flush()).text;
-    delta.text += sequence.stop_matcher.flush();
+    flush_held_text(sequence, delta);
+    if (sequence.reasoning) delta.reasoning = sequence.reasoning->report();
     sequence.finish_reason = reason;
     sequence.finished = true;
     delta.finish = sequence.finish_reason;

@@ -42,8 +42,11 @@ private:
     void emit_next_tokens(Request& request, Sequence& sequence, const float* logits);
     void fork_choices(Request& request);
     ChoiceDelta sample(Request& request, Sequence& sequence, const float* logits);
+    std::optional<SampledToken> forced_reasoning_token(const GenerationOptions& options, Sequence& sequence,
+                                                       std::span<const float> logits);
+    void take_token(Request& request, Sequence& sequence, SampledToken next, bool forced, ChoiceDelta& delta);
     void record_token_time(Request& request, Sequence& sequence);
-    void append_text(const Request& request, Sequence& sequence, int32_t token, ChoiceDelta& delta);
+    void append_text(const Request& request, Sequence& sequence, int32_t token, bool forced, ChoiceDelta& delta);
     void end_refused_by_grammar(Sequence& sequence, ChoiceDelta& delta);
     void end_where_it_is(Sequence& sequence, ChoiceDelta& delta, FinishReason reason);
     void report_finished(Request& request, RequestOutcome outcome);

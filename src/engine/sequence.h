@@ -11,6 +11,7 @@
 
 #include "engine/degeneration_guard.h"
 #include "engine/generation.h"
+#include "engine/reasoning_phase.h"
 #include "engine/stop_matcher.h"
 #include "grammar/constraint.h"
 #include "sampling/sampler.h"
@@ -35,6 +36,9 @@ struct Sequence {
     // so recomputing after a preemption neither loses nor repeats a step.
     std::optional<grammar::ConstraintState> constraint;
     SequenceGuard guard;  // watches the output for loops (degeneration_guard.h)
+    // Inside <think>…</think> or not, and the budget's forced end; empty without reasoning handling.
+    // The degeneration guard asks in_reasoning() and calls force_reasoning_end(ForcedEnd::Loop).
+    std::optional<ReasoningPhase> reasoning;
     bool finished = false;
     std::optional<FinishReason> finish_reason;
     EngineClock::time_point last_token_time;
@@ -55,6 +59,10 @@ struct Sequence {
 
     int64_t generated() const { return static_cast<int64_t>(tokens.size()) - prompt_length; }
     int64_t pending() const { return static_cast<int64_t>(tokens.size()) - computed; }
+    bool in_reasoning() const { return reasoning && reasoning->in_reasoning(); }
+    void force_reasoning_end(ForcedEnd reason) {
+        if (reasoning) reasoning->force_end(reason);
+    }
 };
 
 struct Request {

@@ -35,6 +35,7 @@ http::HttpResponse OpenAiService::chat(const http::HttpRequest& http_request) {
     auto constraint = output_constraint(request.generation, *tool_calls);
     if (!constraint) return api::to_http_response(constraint.error());
     options->constraint = std::move(constraint).value();
+    options->reasoning = reasoning_options(reasoning_, settings_.reasoning, request, options->prompt);
     const int choices = options->n;
     const auto prompt_tokens = static_cast<int64_t>(options->prompt.size());
     auto stream = submit(std::move(options).value());
@@ -47,6 +48,7 @@ http::HttpResponse OpenAiService::chat(const http::HttpRequest& http_request) {
         .choices = choices, .logprobs = request.logprobs, .stream = job.stream, .include_usage = job.include_usage};
     auto builder = std::make_unique<ChatResponseBuilder>(model_.tokenizer, meta, shape);
     if (*tool_calls) builder->read_tool_calls(std::move(**tool_calls), metrics_);
+    builder->count_answers(metrics_);
     job.builder = std::move(builder);
     return run_generation(std::move(job), http_request, metrics_, log_);
 }

@@ -6,6 +6,7 @@ namespace tempered {
 
 ChatResponseBuilder::ChatResponseBuilder(const Tokenizer& tokenizer, api::ResponseMeta meta, Shape shape)
     : tokenizer_(tokenizer), meta_(std::move(meta)), shape_(shape) {
+    content_seen_.assign(static_cast<size_t>(shape_.choices), false);
     if (shape_.stream) return;
     choices_.resize(static_cast<size_t>(shape_.choices));
     for (int i = 0; i < shape_.choices; ++i) {
@@ -43,13 +44,39 @@ std::optional<nlohmann::json> ChatResponseBuilder::on_delta(const ChoiceDelta& d
     return stream_chunk(delta);
 }
 
+// Tool calls are read from the content only: what the model writes while reasoning is never a call.
 ToolCallStep ChatResponseBuilder::read_calls(const ChoiceDelta& delta) {
-    if (!tool_call_setup_) {
-        ToolCallStep content_only;
-        content_only.content = delta.text;
-        return content_only;
-    }
-    return tool_call_readers_.at(static_cast<size_t>(delta.index)).feed(delta.text, delta.finish.has_value());
+    ToolCallStep step;
+    if (!tool_call_setup_)
+        step.content = delta.text;
+    else
+        step = tool_call_readers_.at(static_cast<size_t>(delta.index)).feed(delta.text, delta.finish.has_value());
+    if (!step.content.empty()) content_seen_.at(static_cast<size_t>(delta.index)) = true;
+    if (delta.finish) count_finished(delta);
+    return step;
+}
+
+std::optional<api::ReasoningBudget> ChatResponseBuilder::finish_reasoning(const ChoiceDelta& delta) {
+    if (!delta.reasoning) return std::nullopt;
+    const ReasoningReport& report = *delta.reasoning;
+    reasoning_tokens_ = reasoning_tokens_.value_or(0) + report.reasoning_tokens;
+    if (!report.reasoned) return std::nullopt;
+    if (answer_metrics_) answer_metrics_->count_reasoning(report);
+    api::ReasoningBudget budget{report.tokens, report.budget, std::nullopt};
+    if (report.forced_end) budget.forced_end = forced_end_name(*report.forced_end);
+    return budget;
+}
+
+// A chat choice that ended with nothing to show: no content and no calls (the seed's empty answers).
+void ChatResponseBuilder::count_finished(const ChoiceDelta& delta) {
+    const auto index = static_cast<size_t>(delta.index);
+    const bool called = tool_call_setup_ && tool_call_readers_.at(index).returned_calls();
+    if (answer_metrics_ && !content_seen_.at(index) && !called) answer_metrics_->count_empty_content();
+}
+
+nlohmann::json ChatResponseBuilder::with_reasoning(nlohmann::json body) const {
+    if (reasoning_tokens_) api::add_reasoning_tokens(body["usage"], *reasoning_tokens_);
+    return body;
 }
 
 // A choice that returned calls and stopped by itself ended "with calls"; one cut off by max_tokens did not.
@@ -63,10 +90,15 @@ void ChatResponseBuilder::fold_whole(const ChoiceDelta& delta) {
     api::ChatChoice& choice = choices_.at(static_cast<size_t>(delta.index));
     ToolCallStep step = read_calls(delta);
     *choice.content += step.content;
+    if (!delta.reasoning_text.empty())
+        choice.reasoning_content = choice.reasoning_content.value_or("") + delta.reasoning_text;
     for (api::ToolCall& call : step.calls) choice.tool_calls.push_back(std::move(call));
     for (api::ToolCallViolation& violation : step.violations)
         choice.tool_call_violations.push_back(std::move(violation));
     if (delta.finish) {
+        // A choice that reasoned shows its reasoning_content, even an empty one.
+        choice.reasoning_budget = finish_reasoning(delta);
+        if (choice.reasoning_budget && !choice.reasoning_content) choice.reasoning_content = "";
         choice.finish_reason = finish_reason(delta);
         if (choice.content->empty() && !choice.tool_calls.empty()) choice.content.reset();  // only calls: null
     }
@@ -76,12 +108,16 @@ void ChatResponseBuilder::fold_whole(const ChoiceDelta& delta) {
 
 std::optional<nlohmann::json> ChatResponseBuilder::stream_chunk(const ChoiceDelta& delta) {
     ToolCallStep step = read_calls(delta);
-    const bool says_something = !step.content.empty() || !step.calls.empty() || !step.violations.empty();
+    const bool thinks = !delta.reasoning_text.empty();
+    const bool says_something = !step.content.empty() || !step.calls.empty() || !step.violations.empty() || thinks;
     if (!says_something && !delta.finish && delta.logprobs.empty()) return std::nullopt;
     api::ChatChunkChoice chunk;
     chunk.index = delta.index;
-    // Without tool calls every chunk carries its text, even ""; with them, a chunk may carry only calls.
-    if (!tool_call_setup_ || !step.content.empty()) chunk.delta.content = std::move(step.content);
+    if (thinks) chunk.delta.reasoning_content = delta.reasoning_text;
+    if (delta.finish) chunk.reasoning_budget = finish_reasoning(delta);
+    // Without tool calls or reasoning every chunk carries its text, even ""; with them, a chunk may carry
+    // only calls or only reasoning.
+    if ((!tool_call_setup_ && !thinks) || !step.content.empty()) chunk.delta.content = std::move(step.content);
     for (size_t i = 0; i < step.calls.size(); ++i) {
         // OpenAI's shape: the call's id, type and name first (arguments ""), then its argument text.
         api::ToolCall& call = step.calls[i];
@@ -96,11 +132,11 @@ std::optional<nlohmann::json> ChatResponseBuilder::stream_chunk(const ChoiceDelt
 }
 
 nlohmann::json ChatResponseBuilder::usage_chunk(const api::Usage& usage) const {
-    return api::chat_usage_chunk_json(meta_, usage);
+    return with_reasoning(api::chat_usage_chunk_json(meta_, usage));
 }
 
 nlohmann::json ChatResponseBuilder::final_body(const api::Usage& usage) const {
-    return api::chat_completion_json(meta_, choices_, usage);
+    return with_reasoning(api::chat_completion_json(meta_, choices_, usage));
 }
 
 std::vector<api::TokenLogprob> ChatResponseBuilder::api_logprobs(const std::vector<TokenLogprob>& logprobs) const {

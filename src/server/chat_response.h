@@ -23,6 +23,9 @@ public:
     ChatResponseBuilder(const Tokenizer& tokenizer, api::ResponseMeta meta, Shape shape);
     // Reads each choice's output for tool calls (see chat_tool_calls.h) instead of passing it as content.
     void read_tool_calls(ToolCallSetup setup, ServingMetrics& metrics);
+    // Counts each finished choice's reasoning and empty answers (tempered:reasoning_tokens,
+    // tempered:reasoning_forced_end_total, tempered:empty_content_total).
+    void count_answers(ServingMetrics& metrics) { answer_metrics_ = &metrics; }
 
     std::vector<nlohmann::json> opening_chunks() override;
     std::optional<nlohmann::json> on_delta(const ChoiceDelta& delta) override;
@@ -36,6 +39,12 @@ private:
     api::FinishReason finish_reason(const ChoiceDelta& delta) const;
     void fold_whole(const ChoiceDelta& delta);
     std::optional<nlohmann::json> stream_chunk(const ChoiceDelta& delta);
+    // The finishing delta's reasoning report as the response shows it (nullopt: the choice did not reason),
+    // counted for usage and metrics.
+    std::optional<api::ReasoningBudget> finish_reasoning(const ChoiceDelta& delta);
+    void count_finished(const ChoiceDelta& delta);
+    // A usage object (whole body's or usage chunk's) with the reasoning tokens, once a report arrived.
+    nlohmann::json with_reasoning(nlohmann::json body) const;
 
     const Tokenizer& tokenizer_;
     api::ResponseMeta meta_;
@@ -43,6 +52,9 @@ private:
     std::vector<api::ChatChoice> choices_;            // whole responses: each choice so far
     std::unique_ptr<ToolCallSetup> tool_call_setup_;  // null: output is content only
     std::vector<ChoiceToolCalls> tool_call_readers_;  // one per choice, with tool_call_setup_
+    ServingMetrics* answer_metrics_ = nullptr;
+    std::vector<bool> content_seen_;           // per choice: some content (not only "") came
+    std::optional<int64_t> reasoning_tokens_;  // summed over choices; set once a report arrives
 };
 
 }  // namespace tempered

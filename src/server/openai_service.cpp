@@ -54,6 +54,8 @@ OpenAiService::OpenAiService(ServedModel model, Engine& engine, ServingMetrics& 
                   parser_flag);
     else
         log_.info("tool calls: not parsed, answers are content" + parser_flag);
+    reasoning_ = choose_reasoning(settings_.reasoning, model_.chat_template, model_.tokenizer);
+    log_.info(reasoning_.why);
     if (!chat_template_ && !model_.chat_template.empty())
         log_.info("chat requests will be refused: " + chat_template_.error().message);
 }

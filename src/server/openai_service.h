@@ -18,6 +18,7 @@
 #include "server/chat_tool_calls.h"
 #include "server/degeneration_settings.h"
 #include "server/generation_loop.h"
+#include "server/reasoning_settings.h"
 #include "server/request_log.h"
 #include "server/serving_metrics.h"
 #include "server/stream_set.h"
@@ -46,6 +47,8 @@ struct ServiceSettings {
     ToolCallValidation tool_call_validation = ToolCallValidation::Constrain;
     // --degeneration-guard: loop detection for every request that does not send repetition_detection.
     DegenerationGuardSettings degeneration;
+    // --reasoning-parser, --reasoning-budget, --reasoning-effort-budgets (server/reasoning_settings.h).
+    ReasoningSettings reasoning;
 };
 
 class OpenAiService {
@@ -114,6 +117,7 @@ private:
     RequestLog& log_;
     ServiceSettings settings_;
     ToolCallSettings tool_calls_;  // the parser chosen for this model, and the validation mode
+    ReasoningSetup reasoning_;     // the reasoning parser chosen for this model (none: content only)
     std::string system_fingerprint_;
     StructuredOutput structured_output_;
     std::atomic<bool> draining_{false};

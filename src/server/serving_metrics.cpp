@@ -20,6 +20,13 @@ std::vector<double> loop_period_buckets() {
     return buckets;
 }
 
+// 16 to 32768 tokens of thinking, by doubling: budgets are set in powers of two more often than not.
+std::vector<double> reasoning_token_buckets() {
+    std::vector<double> buckets;
+    for (double bound = 16; bound <= 32768; bound *= 2) buckets.push_back(bound);
+    return buckets;
+}
+
 }  // namespace
 
 ServingMetrics::ServingMetrics(std::string model_name, std::string kv_cache_dtype)
@@ -74,7 +81,15 @@ ServingMetrics::ServingMetrics(std::string model_name, std::string kv_cache_dtyp
                                                {"action", "phase"})),
       degeneration_loop_period_(registry_.histogram("tempered:degeneration_loop_period",
                                                     "Length in tokens of the repeated block of each loop seen.",
-                                                    loop_period_buckets())) {
+                                                    loop_period_buckets())),
+      reasoning_tokens_(registry_.histogram("tempered:reasoning_tokens",
+                                            "Tokens a chat choice drew inside reasoning (choices that reasoned).",
+                                            reasoning_token_buckets())),
+      reasoning_forced_end_(registry_.counter("tempered:reasoning_forced_end_total",
+                                              "Reasoning ended by force, by why: budget, max_tokens or loop.",
+                                              {"reason"})),
+      empty_content_(registry_.counter("tempered:empty_content_total",
+                                       "Chat choices that finished with empty content and no tool calls.")) {
     kv_dtype_info_.with({kv_cache_dtype_}).set(1);
     rejected_.get();
     aborted_.get();
@@ -87,6 +102,10 @@ ServingMetrics::ServingMetrics(std::string model_name, std::string kv_cache_dtyp
         for (auto phase : {DegenerationPhase::Content, DegenerationPhase::Reasoning})
             degeneration_detected_.with({degeneration_action_name(action), degeneration_phase_name(phase)});
     degeneration_loop_period_.get();
+    reasoning_tokens_.get();
+    empty_content_.get();
+    for (ForcedEnd reason : {ForcedEnd::Budget, ForcedEnd::MaxTokens, ForcedEnd::Loop})
+        reasoning_forced_end_.with({forced_end_name(reason)});
     for (const char* outcome : {"valid", "rejected_unknown_name", "rejected_bad_arguments", "unparsed"})
         tool_calls_.with({outcome});
     // Every series exists from start-up (as in vLLM), so dashboards show 0 rather than "no data".
@@ -138,6 +157,11 @@ void ServingMetrics::on_grammar_mask(double seconds) { grammar_mask_.get().obser
 void ServingMetrics::on_degeneration(DegenerationAction action, DegenerationPhase phase, int32_t period) {
     degeneration_detected_.with({degeneration_action_name(action), degeneration_phase_name(phase)}).inc();
     degeneration_loop_period_.get().observe(period);
+}
+
+void ServingMetrics::count_reasoning(const ReasoningReport& report) {
+    reasoning_tokens_.get().observe(static_cast<double>(report.tokens));
+    if (report.forced_end) reasoning_forced_end_.with({forced_end_name(*report.forced_end)}).inc();
 }
 
 void ServingMetrics::on_request_finished(RequestOutcome outcome, const GenerationUsage& usage,

@@ -30,6 +30,10 @@ public:
     void count_tool_call(std::string_view outcome) { tool_calls_.with({std::string(outcome)}).inc(); }
     // A request whose output follows a grammar; `kind` json_object | json_schema | tool_call.
     void count_structured(const std::string& kind) { structured_requests_.with({kind}).inc(); }
+    // A finished chat choice that reasoned: its drawn reasoning tokens, and why reasoning ended if forced.
+    void count_reasoning(const ReasoningReport& report);
+    // A finished chat choice with empty content and no tool calls.
+    void count_empty_content() { empty_content_.get().inc(); }
 
     // EngineObserver
     void on_prefix_lookup(int64_t prompt_tokens, int64_t cached_tokens) override;
@@ -71,6 +75,9 @@ private:
     metrics::CounterFamily& structured_requests_;
     metrics::CounterFamily& degeneration_detected_;
     metrics::HistogramFamily& degeneration_loop_period_;
+    metrics::HistogramFamily& reasoning_tokens_;
+    metrics::CounterFamily& reasoning_forced_end_;
+    metrics::CounterFamily& empty_content_;
 };
 
 }  // namespace tempered

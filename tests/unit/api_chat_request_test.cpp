@@ -347,5 +347,22 @@ TEST(ChatRequest, SurvivesMutatedBodies) {
     }
 }
 
+TEST(ChatRequest, ReasoningBudgetFields) {
+    const ChatRequest none = parse_ok("{" + kHello + "}");
+    EXPECT_EQ(none.thinking_token_budget, std::nullopt);
+    EXPECT_EQ(none.reasoning_effort, std::nullopt);
+    const ChatRequest both = parse_ok("{" + kHello + R"(,"thinking_token_budget":0,"reasoning_effort":"high"})");
+    EXPECT_EQ(both.thinking_token_budget, 0);
+    EXPECT_EQ(both.reasoning_effort, ReasoningEffort::High);
+    const ChatRequest nulls = parse_ok("{" + kHello + R"(,"thinking_token_budget":null,"reasoning_effort":null})");
+    EXPECT_EQ(nulls.thinking_token_budget, std::nullopt);
+    EXPECT_EQ(nulls.reasoning_effort, std::nullopt);
+    expect_invalid("{" + kHello + R"(,"thinking_token_budget":-1})", "thinking_token_budget");
+    expect_invalid("{" + kHello + R"(,"thinking_token_budget":2.5})", "thinking_token_budget");
+    expect_invalid("{" + kHello + R"(,"thinking_token_budget":"10"})", "thinking_token_budget");
+    expect_invalid("{" + kHello + R"(,"reasoning_effort":"extreme"})", "reasoning_effort");
+    expect_invalid("{" + kHello + R"(,"reasoning_effort":1})", "reasoning_effort");
+}
+
 }  // namespace
 }  // namespace tempered::api

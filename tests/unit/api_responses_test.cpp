@@ -214,5 +214,34 @@ TEST(Responses, StreamedChunkIsOneSseEvent) {
     EXPECT_EQ(event.find('\n'), event.size() - 2);  // no raw newline inside the payload
 }
 
+TEST(Responses, ReasoningUnderBothNamesWithItsBudgetAndUsage) {
+    ChatChoice choice;
+    choice.content = "Paris";
+    choice.reasoning_content = "hm";
+    choice.reasoning_budget = ReasoningBudget{8, 8, "budget"};
+    json body = chat_completion_json(meta(), {choice}, {});
+    add_reasoning_tokens(body["usage"], 11);
+    const json& c = body["choices"][0];
+    EXPECT_EQ(c["message"]["reasoning_content"], "hm");
+    EXPECT_EQ(c["message"]["reasoning"], "hm");
+    EXPECT_EQ(c["reasoning_budget"], (json{{"tokens", 8}, {"budget", 8}, {"forced_end", "budget"}}));
+    EXPECT_EQ(body["usage"]["completion_tokens_details"], (json{{"reasoning_tokens", 11}}));
+
+    choice.reasoning_budget = ReasoningBudget{3, std::nullopt, std::nullopt};
+    const json unlimited = chat_completion_json(meta(), {choice}, {})["choices"][0]["reasoning_budget"];
+    EXPECT_TRUE(unlimited["budget"].is_null());
+    EXPECT_TRUE(unlimited["forced_end"].is_null());
+    EXPECT_FALSE(chat_completion_json(meta(), {choice}, {})["usage"].contains("completion_tokens_details"));
+
+    ChatChunkChoice chunk;
+    chunk.delta.reasoning_content = "hm";
+    chunk.reasoning_budget = ReasoningBudget{1, 2, "max_tokens"};
+    const json streamed = chat_chunk_json(meta(), {chunk}, false)["choices"][0];
+    EXPECT_EQ(streamed["delta"]["reasoning_content"], "hm");
+    EXPECT_EQ(streamed["delta"]["reasoning"], "hm");
+    EXPECT_FALSE(streamed["delta"].contains("content"));
+    EXPECT_EQ(streamed["reasoning_budget"]["forced_end"], "max_tokens");
+}
+
 }  // namespace
 }  // namespace tempered::api

@@ -1,0 +1,91 @@
+#include "engine/reasoning_phase.h"
+
+#include <algorithm>
+
+namespace tempered {
+namespace {
+
+// Room kept under max_tokens for content after the forced end: one drawn token, with end of generation
+// masked for it, so the content is never empty.
+constexpr int64_t kMinContentTokens = 1;
+
+// The forced end must close reasoning; a sequence without </think> (a tokenizer that split it) would
+// never end it, so it falls back to the marker alone.
+std::vector<int32_t> closing_sequence(const ReasoningOptions& options) {
+    if (!options.markers) return {};
+    const int32_t end = options.markers->end;
+    const auto& ids = options.forced_end;
+    if (std::find(ids.begin(), ids.end(), end) == ids.end()) return {end};
+    return ids;
+}
+
+}  // namespace
+
+const char* forced_end_name(ForcedEnd reason) {
+    switch (reason) {
+        case ForcedEnd::Budget: return "budget";
+        case ForcedEnd::MaxTokens: return "max_tokens";
+        case ForcedEnd::Loop: return "loop";
+    }
+    return "budget";
+}
+
+ReasoningPhase::ReasoningPhase(ReasoningOptions options)
+    : options_(std::move(options)),
+      splitter_(options_.markers.value_or(reasoning::ThinkTokens{}), options_.prompt_opens_reasoning),
+      forced_end_(closing_sequence(options_)),
+      reasoned_(options_.prompt_opens_reasoning) {}
+
+void ReasoningPhase::force_end(ForcedEnd reason) {
+    if (!in_reasoning() || forcing()) return;
+    forced_reason_ = reason;
+    forced_position_ = 0;
+}
+
+std::optional<int32_t> ReasoningPhase::forced_token(int64_t generated, int64_t max_tokens) {
+    if (!forcing()) {
+        if (!in_reasoning()) return std::nullopt;
+        const auto room = max_tokens - generated;
+        if (options_.budget && drawn_ >= *options_.budget)
+            force_end(ForcedEnd::Budget);
+        else if (room <= static_cast<int64_t>(forced_end_.size()) + kMinContentTokens)
+            force_end(ForcedEnd::MaxTokens);
+        else
+            return std::nullopt;
+    }
+    return forced_end_[forced_position_];
+}
+
+bool ReasoningPhase::masks_end_of_generation() const { return in_reasoning() || (reasoned_ && content_drawn_ == 0); }
+
+ReasoningText ReasoningPhase::on_token(int32_t token, bool forced, std::string_view text) {
+    const bool was_reasoning = in_reasoning();
+    if (forced)
+        ++forced_position_;
+    else if (was_reasoning && token != options_.markers->end)
+        ++drawn_;
+    else if (!was_reasoning && reasoned_)
+        ++content_drawn_;
+    reasoning::SplitText split;
+    splitter_.feed(token, text, split);
+    if (in_reasoning()) reasoned_ = true;
+    return {std::move(split.reasoning), std::move(split.content)};
+}
+
+ReasoningText ReasoningPhase::finish(std::string_view tail) {
+    reasoning::SplitText split;
+    splitter_.finish(tail, split);
+    return {std::move(split.reasoning), std::move(split.content)};
+}
+
+ReasoningReport ReasoningPhase::report() const {
+    ReasoningReport report;
+    report.reasoned = reasoned_;
+    report.tokens = drawn_;
+    report.budget = options_.budget;
+    report.forced_end = forced_reason_;
+    report.reasoning_tokens = splitter_.reasoning_tokens();
+    return report;
+}
+
+}  // namespace tempered

@@ -1,0 +1,163 @@
+// Reasoning through the whole Engine over the fake model (engine_test_support.h), which never closes
+// </think> by itself, like the random-weight R1 model: the text split into reasoning_text and text, the
+// budget's forced end appended without drawing, the finishing delta's report, usage and the grammar
+// that starts at the first content token.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+#include "engine_test_support.h"
+#include "grammar/constraint.h"
+#include "grammar/json_schema.h"
+#include "server/structured_output.h"
+
+namespace tempered {
+namespace {
+
+constexpr int32_t kThinkStart = 257;
+constexpr int32_t kThinkEnd = 258;
+
+// The byte tokenizer plus <think> and </think> as user-defined tokens (their text is shown, as in R1's
+// vocabulary, so the splitter has marker text to drop).
+Tokenizer thinking_tokenizer() {
+    VocabSpec spec;
+    spec.model = TokenizerModel::kBytePairGpt2;
+    spec.pre_tokenizer = "gpt-2";
+    for (int byte = 0; byte < 256; ++byte) spec.tokens.push_back(byte_to_gpt2_char(static_cast<uint8_t>(byte)));
+    spec.tokens.insert(spec.tokens.end(), {"<|endoftext|>", "<think>", "</think>"});
+    spec.token_types.assign(256, static_cast<int32_t>(GgufTokenType::kNormal));
+    spec.token_types.push_back(static_cast<int32_t>(GgufTokenType::kControl));
+    spec.token_types.push_back(static_cast<int32_t>(GgufTokenType::kUserDefined));
+    spec.token_types.push_back(static_cast<int32_t>(GgufTokenType::kUserDefined));
+    spec.eos_id = testing::kEndOfText;
+    auto tokenizer = Tokenizer::from_spec(spec);
+    EXPECT_TRUE(tokenizer.ok());
+    return std::move(*tokenizer);
+}
+
+struct Answer {
+    std::vector<int32_t> tokens;
+    std::string reasoning;
+    std::string content;
+    std::optional<ReasoningReport> report;
+    std::optional<FinishReason> finish;
+    GenerationUsage usage;
+    size_t logprobs = 0;
+};
+
+Answer collect_answer(GenerationStream& stream) {
+    Answer out;
+    for (;;) {
+        auto event = stream.next(std::chrono::milliseconds(50));
+        if (!event) continue;
+        for (const ChoiceDelta& delta : event->deltas) {
+            out.tokens.insert(out.tokens.end(), delta.tokens.begin(), delta.tokens.end());
+            out.reasoning += delta.reasoning_text;
+            out.content += delta.text;
+            out.logprobs += delta.logprobs.size();
+            if (delta.reasoning) out.report = delta.reasoning;
+            if (delta.finish) out.finish = delta.finish;
+        }
+        if (event->done) {
+            out.usage = event->usage;
+            return out;
+        }
+    }
+}
+
+// "x<think>": a prompt whose template opened reasoning.
+GenerationOptions thinking_request(int64_t max_tokens, std::optional<int64_t> budget) {
+    GenerationOptions options;
+    options.prompt = {'x', kThinkStart};
+    options.max_tokens = max_tokens;
+    options.sampling.temperature = 0.0f;
+    options.reasoning.markers = reasoning::ThinkTokens{kThinkStart, kThinkEnd};
+    options.reasoning.prompt_opens_reasoning = true;
+    options.reasoning.budget = budget;
+    options.reasoning.forced_end = {'\n', kThinkEnd, '\n'};
+    return options;
+}
+
+class EngineReasoning : public ::testing::Test {
+protected:
+    Answer run(GenerationOptions options) { return collect_answer(*engine_.submit(std::move(options)).stream); }
+
+    Tokenizer tokenizer_ = thinking_tokenizer();
+    testing::FakeModel model_{tokenizer_.vocab_size()};
+    std::unique_ptr<KvBlockPool> pool_ = testing::tiny_pool(32);
+    Engine engine_{model_, tokenizer_, *pool_, EngineOptions{}, nullptr};
+};
+
+// The fake model follows each letter with the next; after <think> (not a letter) it starts at 'a'.
+TEST_F(EngineReasoning, ABudgetForcesTheEndAfterExactlyThatManyTokensAndContentFollows) {
+    GenerationOptions options = thinking_request(10, 3);
+    options.top_logprobs = 0;
+    const Answer answer = run(std::move(options));
+    EXPECT_EQ(answer.tokens, (std::vector<int32_t>{'a', 'b', 'c', '\n', kThinkEnd, '\n', 'a', 'b', 'c', 'd'}));
+    EXPECT_EQ(answer.reasoning, "abc\n");
+    EXPECT_EQ(answer.content, "\nabcd");
+    ASSERT_TRUE(answer.report);
+    EXPECT_TRUE(answer.report->reasoned);
+    EXPECT_EQ(answer.report->tokens, 3);
+    EXPECT_EQ(answer.report->budget, 3);
+    EXPECT_EQ(answer.report->forced_end, ForcedEnd::Budget);
+    EXPECT_EQ(answer.report->reasoning_tokens, 5);
+    EXPECT_EQ(answer.finish, FinishReason::Length);
+    EXPECT_EQ(answer.usage.completion_tokens, 10) << "forced tokens count";
+    EXPECT_EQ(answer.logprobs, 10u) << "forced tokens carry the model's logprob too";
+}
+
+TEST_F(EngineReasoning, SmallMaxTokensStillLeavesContent) {
+    const Answer answer = run(thinking_request(6, std::nullopt));
+    EXPECT_EQ(answer.tokens, (std::vector<int32_t>{'a', 'b', '\n', kThinkEnd, '\n', 'a'}));
+    EXPECT_EQ(answer.content, "\na");
+    ASSERT_TRUE(answer.report);
+    EXPECT_EQ(answer.report->forced_end, ForcedEnd::MaxTokens);
+    EXPECT_EQ(answer.report->tokens, 2);
+}
+
+TEST_F(EngineReasoning, AStreamThatEndsInsideReasoningGivesAllOfIt) {
+    const Answer answer = run(thinking_request(1, std::nullopt));
+    EXPECT_EQ(answer.tokens, (std::vector<int32_t>{'\n'}));
+    EXPECT_EQ(answer.reasoning, "\n");
+    EXPECT_EQ(answer.content, "");
+}
+
+TEST_F(EngineReasoning, StopStringsApplyToContentOnly) {
+    GenerationOptions options = thinking_request(10, 3);
+    options.stop = {"b"};
+    const Answer answer = run(std::move(options));
+    EXPECT_EQ(answer.reasoning, "abc\n") << "a stop string inside reasoning does not end the answer";
+    EXPECT_EQ(answer.content, "\na");
+    EXPECT_EQ(answer.finish, FinishReason::Stop);
+    ASSERT_TRUE(answer.report);
+}
+
+TEST_F(EngineReasoning, WithoutReasoningOptionsMarkersAreText) {
+    GenerationOptions options = thinking_request(3, 0);
+    options.reasoning = {};
+    const Answer answer = run(std::move(options));
+    EXPECT_EQ(answer.content, "abc");
+    EXPECT_FALSE(answer.report);
+}
+
+// The grammar allows only "zz" (quoted): inside reasoning the model's own letters come out; the grammar
+// takes over at the first drawn content token.
+TEST_F(EngineReasoning, TheGrammarStartsAtTheFirstContentToken) {
+    auto schema = grammar::compile_json_schema(nlohmann::ordered_json::parse(R"({"enum":["zz"]})"));
+    ASSERT_TRUE(schema);
+    auto vocabulary =
+        std::make_shared<const grammar::GrammarVocabulary>(grammar_vocabulary(tokenizer_, tokenizer_.vocab_size()));
+    GenerationOptions options = thinking_request(12, 2);
+    options.constraint = std::make_shared<const grammar::Constraint>(std::move(schema).value(), vocabulary);
+    const Answer answer = run(std::move(options));
+    EXPECT_EQ(answer.reasoning, "ab\n");
+    EXPECT_EQ(answer.content, "\n\"zz\"");
+    EXPECT_EQ(answer.finish, FinishReason::Stop);
+}
+
+}  // namespace
+}  // namespace tempered
