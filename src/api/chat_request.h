@@ -54,7 +54,9 @@ struct ChatRequest {
     Json tools;        // array of {"type":"function","function":{"name",...}}
     Json tool_choice;  // "none" | "auto" | "required" | {"type":"function","function":{"name"}}
     bool parallel_tool_calls = true;
-    Json chat_template_kwargs;  // extra template variables (e.g. enable_thinking); object or null
+    // Extra template variables (e.g. enable_thinking); object or null. They win over the server's own, as
+    // in vLLM; `messages`, `chat_template` and `tokenize` are refused.
+    Json chat_template_kwargs;
 };
 
 inline constexpr int kMaxTopLogprobs = 20;
