@@ -78,8 +78,9 @@ ChoiceDelta Postprocessor::sample(Request& request, Sequence& sequence, const fl
         end_masked ? std::span<const int32_t>(end_of_generation_tokens_) : std::span<const int32_t>()};
     grammar::ConstraintState* constraint = sequence.constraint ? &*sequence.constraint : nullptr;
     ConstrainedToken drawn = next_constrained_token(
-        {logits, static_cast<size_t>(config_.vocab_size)}, {options.sampling, options.penalties, options.top_logprobs},
-        history, constraint, sequence.rng, workspace_, constrained_workspace_);
+        {logits, static_cast<size_t>(config_.vocab_size)},
+        {options.sampling, options.penalties, options.top_logprobs, options.dry}, history, constraint, sequence.rng,
+        workspace_, constrained_workspace_);
     if (observer_ && drawn.mask_seconds) observer_->on_grammar_mask(*drawn.mask_seconds);
     SampledToken& next = drawn.sampled;
     ChoiceDelta delta;

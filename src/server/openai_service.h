@@ -16,6 +16,7 @@
 #include "models/model_config.h"
 #include "sampling/sampling_resolution.h"
 #include "server/chat_tool_calls.h"
+#include "server/dry_breaker_cache.h"
 #include "server/generation_loop.h"
 #include "server/request_log.h"
 #include "server/serving_metrics.h"
@@ -113,6 +114,7 @@ private:
     ToolCallSettings tool_calls_;  // the parser chosen for this model, and the validation mode
     std::string system_fingerprint_;
     StructuredOutput structured_output_;
+    mutable DryBreakerCache dry_breakers_;  // filled as requests name lists; generation_options() is const
     std::atomic<bool> draining_{false};
 };
 
