@@ -106,6 +106,17 @@ def test_dry_breaks_the_greedy_loop(plain_server):
         f"DRY left a repeat as long: {longest_repeated_run(text)} >= {loop_run} words\n{text!r}")
 
 
+def test_the_requests_breakers_reach_the_sampler(plain_server):
+    """With "," as the only breaker DRY cannot see a loop whose period spans a comma ("la Femme, la Femme"),
+    its known blind spot: the answer loops again, unlike with the default breakers."""
+    default_breakers = greedy_answer(plain_server, dry_multiplier=0.8)["choices"][0]["message"]["content"]
+    comma = greedy_answer(plain_server, dry_multiplier=0.8, dry_sequence_breakers=[","])
+    assert comma["sampling"]["dry_sequence_breakers"] == {"value": [","], "source": "request"}
+    text = comma["choices"][0]["message"]["content"]
+    assert text != default_breakers
+    assert longest_repeated_run(text) > longest_repeated_run(default_breakers), text
+
+
 def test_preferred_and_policy_sources(preferred_server):
     body = preferred_server.post("/v1/completions", completion_body(max_tokens=2, dry_allowed_length=5)).json()
     sampling = body["sampling"]
