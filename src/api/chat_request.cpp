@@ -216,6 +216,23 @@ FieldError parse_reasoning_budget(const Json& json, ChatRequest& out) {
     return std::nullopt;
 }
 
+// vLLM's rules: any key becomes a template variable and wins over the server's own (tools,
+// add_generation_prompt, bos_token, ...), except those that are not template variables to set:
+// `chat_template` and `tokenize` (vLLM refuses them), and `messages` (transformers refuses a second one).
+FieldError parse_chat_template_kwargs(const Json* field, Json& out) {
+    if (field == nullptr || field->is_null()) return std::nullopt;
+    if (!field->is_object()) return wrong_type("chat_template_kwargs", "an object", *field);
+    for (const char* reserved : {"messages", "chat_template", "tokenize"}) {
+        if (!field->contains(reserved)) continue;
+        const std::string param = param_path("chat_template_kwargs", std::string_view(reserved));
+        return invalid_request(
+            "Invalid '" + param + "': '" + reserved + "' is not a template variable a request may set.", param,
+            "invalid_value");
+    }
+    out = *field;
+    return std::nullopt;
+}
+
 }  // namespace
 
 std::string_view reasoning_effort_name(ReasoningEffort effort) {
@@ -286,10 +303,8 @@ ApiResult<ChatRequest> parse_chat_request(std::string_view body) {
     }
     request.parallel_tool_calls = parallel_tool_calls.value_or(true);
 
-    const Json* kwargs = find_field(json, "chat_template_kwargs");
-    if (kwargs != nullptr && !kwargs->is_null()) {
-        if (!kwargs->is_object()) return wrong_type("chat_template_kwargs", "an object", *kwargs);
-        request.chat_template_kwargs = *kwargs;
+    if (auto e = parse_chat_template_kwargs(find_field(json, "chat_template_kwargs"), request.chat_template_kwargs)) {
+        return *e;
     }
 
     if (auto e = parse_reasoning_budget(json, request)) return *e;

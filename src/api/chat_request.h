@@ -58,7 +58,9 @@ struct ChatRequest {
     Json tools;        // array of {"type":"function","function":{"name",...}}
     Json tool_choice;  // "none" | "auto" | "required" | {"type":"function","function":{"name"}}
     bool parallel_tool_calls = true;
-    Json chat_template_kwargs;  // extra template variables (e.g. enable_thinking); object or null
+    // Extra template variables (e.g. enable_thinking); object or null. They win over the server's own, as
+    // in vLLM; `messages`, `chat_template` and `tokenize` are refused.
+    Json chat_template_kwargs;
     // The reasoning budget (models whose template thinks in <think>…</think>; ignored by others, as vLLM
     // does): vLLM's thinking_token_budget (tokens, >= 0) wins over reasoning_effort (a budget the
     // operator set per level).

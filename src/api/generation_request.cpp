@@ -26,6 +26,55 @@ FieldError parse_sampling(const Json& body, SamplingRequest& out) {
                         out.seed);
 }
 
+// As llama-server: only a JSON array of strings, and not an empty one (it would mean "no breakers", which
+// llama-server does not let a request ask for either).
+FieldError parse_dry_sequence_breakers(const Json* field, RequestedValue<std::vector<std::string>>& out) {
+    const std::string name = "dry_sequence_breakers";
+    if (field == nullptr) return std::nullopt;
+    if (field->is_null()) {
+        out = RequestedValue<std::vector<std::string>>::null();
+        return std::nullopt;
+    }
+    if (!field->is_array()) return wrong_type(name, "a non-empty array of strings", *field);
+    if (field->empty() || field->size() > kMaxDrySequenceBreakers) {
+        return invalid_request("Invalid '" + name + "': expected 1 to " + std::to_string(kMaxDrySequenceBreakers) +
+                                   " strings, but got " + std::to_string(field->size()) + ".",
+                               name, "invalid_value");
+    }
+    std::vector<std::string> breakers;
+    for (size_t i = 0; i < field->size(); ++i) {
+        const Json& item = (*field)[i];
+        if (!item.is_string()) return wrong_type(param_path(name, i), "a string", item);
+        if (item.get_ref<const std::string&>().size() > kMaxDrySequenceBreakerBytes) {
+            return invalid_request("Invalid '" + param_path(name, i) + "': a sequence breaker may have at most " +
+                                       std::to_string(kMaxDrySequenceBreakerBytes) + " bytes.",
+                                   param_path(name, i), "invalid_value");
+        }
+        breakers.push_back(item.get<std::string>());
+    }
+    out = RequestedValue<std::vector<std::string>>::of(std::move(breakers));
+    return std::nullopt;
+}
+
+FieldError parse_dry(const Json& body, SamplingRequest& out) {
+    const auto field = [&](std::string_view key) { return find_field(body, key); };
+    const int64_t int32_max = std::numeric_limits<int32_t>::max();
+    const double inf = std::numeric_limits<double>::infinity();
+    if (auto e = read_number(field("dry_multiplier"), "dry_multiplier", {0.0, inf, false, true}, out.dry_multiplier)) {
+        return e;
+    }
+    if (auto e = read_number(field("dry_base"), "dry_base", {1.0, inf, false, true}, out.dry_base)) return e;
+    if (auto e = read_integer(field("dry_allowed_length"), "dry_allowed_length", 0, int32_max,
+                              out.dry_allowed_length)) {
+        return e;
+    }
+    if (auto e = read_integer(field("dry_penalty_last_n"), "dry_penalty_last_n", -1, int32_max,
+                              out.dry_penalty_last_n)) {
+        return e;
+    }
+    return parse_dry_sequence_breakers(field("dry_sequence_breakers"), out.dry_sequence_breakers);
+}
+
 FieldError parse_stop(const Json* field, std::vector<std::string>& out) {
     if (field == nullptr || field->is_null()) return std::nullopt;
     if (field->is_string()) {
@@ -106,6 +155,7 @@ FieldError parse_generation_fields(const Json& body, int64_t max_tokens_min, Gen
     out.model = model.value_or("");
 
     if (auto e = parse_sampling(body, out.sampling)) return e;
+    if (auto e = parse_dry(body, out.sampling)) return e;
 
     const int64_t unbounded = std::numeric_limits<int64_t>::max();
     // OpenAI deprecated max_tokens for chat in favour of max_completion_tokens; either works, the
@@ -166,6 +216,11 @@ SamplingValues to_sampling_values(const SamplingRequest& request) {
     values.presence_penalty = request.presence_penalty.value;
     values.frequency_penalty = request.frequency_penalty.value;
     values.seed = request.seed.value;
+    values.dry_multiplier = request.dry_multiplier.value;
+    values.dry_base = request.dry_base.value;
+    values.dry_allowed_length = request.dry_allowed_length.value;
+    values.dry_penalty_last_n = request.dry_penalty_last_n.value;
+    values.dry_sequence_breakers = request.dry_sequence_breakers.value;
     return values;
 }
 

@@ -108,8 +108,7 @@ void SequenceGuard::follow_loop(LoopSighting& loop) {
 
 namespace {
 
-// TODO(merge, dryapi): the request's DRY, options.dry, once GenerationOptions has it.
-const DryParams& request_dry(const GenerationOptions& /*options*/) { return kDryOff; }
+const DryParams& request_dry(const GenerationOptions& options) { return options.dry; }
 
 DegenerationPhase phase_of(const Sequence& sequence) {
     const bool reasoning = sequence.reasoning && sequence.reasoning->in_reasoning();

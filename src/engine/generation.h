@@ -13,6 +13,7 @@
 
 #include "engine/degeneration_guard.h"
 #include "engine/reasoning_phase.h"
+#include "sampling/dry.h"
 #include "sampling/logprobs.h"
 #include "sampling/penalties.h"
 #include "sampling/sampler.h"
@@ -32,6 +33,7 @@ struct GenerationOptions {
     std::vector<std::string> stop;
     SamplingParams sampling;  // temperature, truncation, logit bias
     PenaltyParams penalties;
+    DryParams dry;          // off unless the request's resolved sampling turns it on
     uint64_t seed = 0;      // choice i draws from a generator seeded with (seed, i)
     int top_logprobs = -1;  // < 0: no logprobs; else logprobs with this many alternatives
     // A grammar every choice follows (response_format, tool calls), shared by them; nullptr: free.

@@ -10,6 +10,7 @@ Result<SamplingPolicy> parse_sampling_policy(const nlohmann::json& object, const
     for (const auto& [name, rule] : object.items()) {
         bool known = false;
         for (auto param : kSamplingParamNames) known = known || (param == name && name != "seed");
+        for (auto param : kDrySamplingParamNames) known = known || param == name;
         if (!known) return Error{origin + ": the policy names an unknown sampling parameter '" + name + "'"};
         if (!rule.is_object()) return Error{origin + ": the policy for '" + name + "' must be an object"};
         ParamBounds bounds;

@@ -1,7 +1,8 @@
 // The operator's opt-in sampling policy, applied after resolution to every value, explicit ones too.
 // JSON form (--sampling-policy or the config file):
 //   {"temperature": {"min": 0.3, "max": 1.5, "greedy": "use_default"}, "top_p": {"min": 0.8}}
-// "min"/"max" clamp a parameter; "greedy": "use_default" (temperature only) replaces a temperature of 0
+// "min"/"max" clamp a numeric parameter (DRY's too: {"dry_multiplier": {"min": 0.8}} turns DRY on for
+// every request); "greedy": "use_default" (temperature only) replaces a temperature of 0
 // with the value the request would have had without its own temperature (preferred, model or default).
 #pragma once
 

@@ -13,6 +13,10 @@ constexpr double kDefaultMinP = 0.0;
 constexpr double kDefaultRepetitionPenalty = 1.0;
 constexpr double kDefaultPresencePenalty = 0.0;
 constexpr double kDefaultFrequencyPenalty = 0.0;
+// DRY: off, and llama.cpp's values for the rest (so turning it on with only a multiplier behaves as there).
+// penalty_last_n -1 rather than llama.cpp's 0: see dry.h.
+const DryParams kDefaultDry;
+const std::vector<std::string> kDefaultDryBreakers = {"\n", ":", "\"", "*"};
 
 template <class T>
 ResolvedValue<T> first_set(const std::optional<T>& request, const std::optional<T>& preferred,
@@ -53,6 +57,21 @@ nlohmann::json value_json(const ResolvedValue<T>& resolved) {
     return out;
 }
 
+void resolve_dry(const SamplingValues& request, const SamplingDefaultsConfig& config, ResolvedSampling& out) {
+    const SamplingValues& preferred = config.preferred;
+    const SamplingValues& model = config.model;
+    out.dry_multiplier = first_set(request.dry_multiplier, preferred.dry_multiplier, model.dry_multiplier,
+                                   static_cast<double>(kDefaultDry.multiplier));
+    out.dry_base =
+        first_set(request.dry_base, preferred.dry_base, model.dry_base, static_cast<double>(kDefaultDry.base));
+    out.dry_allowed_length = first_set(request.dry_allowed_length, preferred.dry_allowed_length,
+                                       model.dry_allowed_length, static_cast<int64_t>(kDefaultDry.allowed_length));
+    out.dry_penalty_last_n = first_set(request.dry_penalty_last_n, preferred.dry_penalty_last_n,
+                                       model.dry_penalty_last_n, static_cast<int64_t>(kDefaultDry.penalty_last_n));
+    out.dry_sequence_breakers = first_set(request.dry_sequence_breakers, preferred.dry_sequence_breakers,
+                                          model.dry_sequence_breakers, kDefaultDryBreakers);
+}
+
 }  // namespace
 
 std::string_view param_source_name(ParamSource source) {
@@ -83,6 +102,7 @@ ResolvedSampling resolve_sampling(const SamplingValues& request, const SamplingD
                                       kDefaultFrequencyPenalty);
     out.seed = first_set(request.seed, preferred.seed, model.seed,
                          static_cast<int64_t>(random_seed >> 33));  // 31 bits: exact in every JSON client
+    resolve_dry(request, config, out);
 
     if (!config.policy) return out;
     const SamplingPolicy& policy = *config.policy;
@@ -100,18 +120,37 @@ ResolvedSampling resolve_sampling(const SamplingValues& request, const SamplingD
     clamp_by_policy(policy, "repetition_penalty", out.repetition_penalty);
     clamp_by_policy(policy, "presence_penalty", out.presence_penalty);
     clamp_by_policy(policy, "frequency_penalty", out.frequency_penalty);
+    clamp_by_policy(policy, "dry_multiplier", out.dry_multiplier);
+    clamp_by_policy(policy, "dry_base", out.dry_base);
+    clamp_by_policy(policy, "dry_allowed_length", out.dry_allowed_length);
+    clamp_by_policy(policy, "dry_penalty_last_n", out.dry_penalty_last_n);
     return out;
 }
 
 nlohmann::json ResolvedSampling::to_json() const {
-    return {{"temperature", value_json(temperature)},
-            {"top_p", value_json(top_p)},
-            {"top_k", value_json(top_k)},
-            {"min_p", value_json(min_p)},
-            {"repetition_penalty", value_json(repetition_penalty)},
-            {"presence_penalty", value_json(presence_penalty)},
-            {"frequency_penalty", value_json(frequency_penalty)},
-            {"seed", value_json(seed)}};
+    nlohmann::json out = {{"temperature", value_json(temperature)},
+                          {"top_p", value_json(top_p)},
+                          {"top_k", value_json(top_k)},
+                          {"min_p", value_json(min_p)},
+                          {"repetition_penalty", value_json(repetition_penalty)},
+                          {"presence_penalty", value_json(presence_penalty)},
+                          {"frequency_penalty", value_json(frequency_penalty)},
+                          {"seed", value_json(seed)}};
+    if (!dry_reported()) return out;
+    out["dry_multiplier"] = value_json(dry_multiplier);
+    out["dry_base"] = value_json(dry_base);
+    out["dry_allowed_length"] = value_json(dry_allowed_length);
+    out["dry_penalty_last_n"] = value_json(dry_penalty_last_n);
+    out["dry_sequence_breakers"] = value_json(dry_sequence_breakers);
+    return out;
+}
+
+bool ResolvedSampling::dry_reported() const {
+    for (ParamSource source : {dry_multiplier.source, dry_base.source, dry_allowed_length.source,
+                               dry_penalty_last_n.source, dry_sequence_breakers.source}) {
+        if (source != ParamSource::Default) return true;
+    }
+    return false;
 }
 
 SamplingParams ResolvedSampling::sampler_params() const {
@@ -126,6 +165,15 @@ SamplingParams ResolvedSampling::sampler_params() const {
 PenaltyParams ResolvedSampling::penalty_params() const {
     return {static_cast<float>(repetition_penalty.value), static_cast<float>(presence_penalty.value),
             static_cast<float>(frequency_penalty.value)};
+}
+
+DryParams ResolvedSampling::dry_params() const {
+    DryParams params;
+    params.multiplier = static_cast<float>(dry_multiplier.value);
+    params.base = static_cast<float>(dry_base.value);
+    params.allowed_length = static_cast<int32_t>(dry_allowed_length.value);
+    params.penalty_last_n = static_cast<int32_t>(dry_penalty_last_n.value);
+    return params;
 }
 
 nlohmann::json describe_sampling_defaults(const SamplingDefaultsConfig& config) {

@@ -1,13 +1,35 @@
 #include "sampling/sampling_values.h"
 
 #include <cmath>
+#include <limits>
 
 namespace tempered {
 
 bool SamplingValues::empty() const {
     return !temperature && !top_p && !top_k && !min_p && !repetition_penalty && !presence_penalty &&
-           !frequency_penalty && !seed;
+           !frequency_penalty && !seed && !dry_multiplier && !dry_base && !dry_allowed_length &&
+           !dry_penalty_last_n && !dry_sequence_breakers;
 }
+
+namespace {
+
+// DRY's bounds: llama-server's where it has them (allowed_length and penalty_last_n are int32 and not
+// negative), plus -1 for "the whole history" (koboldcpp's and llama-server's older "context size"). A
+// base below 1 turns DRY off silently in llama.cpp; here it is an error, so the client learns it.
+std::optional<std::string> check_dry_range(std::string_view name, double value) {
+    const std::string key(name);
+    constexpr double kInt32Max = std::numeric_limits<int32_t>::max();
+    const bool integral = std::floor(value) == value;
+    if (name == "dry_multiplier" && !(value >= 0)) return key + " must be >= 0 (0 turns DRY off)";
+    if (name == "dry_base" && !(value >= 1)) return key + " must be >= 1";
+    if (name == "dry_allowed_length" && !(integral && value >= 0 && value <= kInt32Max))
+        return key + " must be an integer in [0, 2147483647]";
+    if (name == "dry_penalty_last_n" && !(integral && value >= -1 && value <= kInt32Max))
+        return key + " must be an integer in [-1, 2147483647] (-1: the whole history, 0: off)";
+    return std::nullopt;
+}
+
+}  // namespace
 
 std::optional<std::string> check_sampling_range(std::string_view name, double value) {
     const std::string key(name);
@@ -19,6 +41,20 @@ std::optional<std::string> check_sampling_range(std::string_view name, double va
     if ((name == "presence_penalty" || name == "frequency_penalty") && !(value >= -2 && value <= 2))
         return key + " must be in [-2, 2]";
     if (name == "repetition_penalty" && !(value > 0 && value <= 2)) return key + " must be in (0, 2]";
+    return check_dry_range(name, value);
+}
+
+std::optional<std::string> check_dry_sequence_breakers(const nlohmann::json& value) {
+    const std::string key = "dry_sequence_breakers";
+    if (!value.is_array() || value.empty()) return key + " must be a non-empty array of strings";
+    if (value.size() > kMaxDrySequenceBreakers)
+        return key + " must have at most " + std::to_string(kMaxDrySequenceBreakers) + " strings";
+    for (size_t i = 0; i < value.size(); ++i) {
+        const std::string item = key + "[" + std::to_string(i) + "]";
+        if (!value[i].is_string()) return item + " must be a string";
+        if (value[i].get_ref<const std::string&>().size() > kMaxDrySequenceBreakerBytes)
+            return item + " must be at most " + std::to_string(kMaxDrySequenceBreakerBytes) + " bytes";
+    }
     return std::nullopt;
 }
 
@@ -48,6 +84,14 @@ Status read_integer(const nlohmann::json& value, std::string_view key, std::stri
     return Ok{};
 }
 
+Status read_breakers(const nlohmann::json& value, std::string_view origin,
+                     std::optional<std::vector<std::string>>& out) {
+    if (value.is_null()) return Ok{};
+    if (auto problem = check_dry_sequence_breakers(value)) return Error{std::string(origin) + ": " + *problem};
+    out = value.get<std::vector<std::string>>();
+    return Ok{};
+}
+
 }  // namespace
 
 Result<SamplingValues> parse_sampling_values(const nlohmann::json& object, std::string_view origin) {
@@ -71,10 +115,21 @@ Result<SamplingValues> parse_sampling_values(const nlohmann::json& object, std::
             status = read_double(value, key, origin, values.frequency_penalty);
         else if (key == "seed")
             status = read_integer(value, key, origin, values.seed);
+        else if (key == "dry_multiplier")
+            status = read_double(value, key, origin, values.dry_multiplier);
+        else if (key == "dry_base")
+            status = read_double(value, key, origin, values.dry_base);
+        else if (key == "dry_allowed_length")
+            status = read_integer(value, key, origin, values.dry_allowed_length);
+        else if (key == "dry_penalty_last_n")
+            status = read_integer(value, key, origin, values.dry_penalty_last_n);
+        else if (key == "dry_sequence_breakers")
+            status = read_breakers(value, origin, values.dry_sequence_breakers);
         else
             return Error{std::string(origin) + ": unknown sampling parameter '" + key +
                          "' (known: temperature, top_p, top_k, min_p, repetition_penalty, presence_penalty, "
-                         "frequency_penalty, seed)"};
+                         "frequency_penalty, seed, dry_multiplier, dry_base, dry_allowed_length, "
+                         "dry_penalty_last_n, dry_sequence_breakers)"};
         if (!status) return status.error();
     }
     return values;

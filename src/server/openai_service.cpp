@@ -45,7 +45,8 @@ OpenAiService::OpenAiService(ServedModel model, Engine& engine, ServingMetrics& 
       metrics_(metrics),
       log_(log),
       settings_(std::move(settings)),
-      structured_output_(model_.tokenizer, model_.config.vocab_size) {
+      structured_output_(model_.tokenizer, model_.config.vocab_size),
+      dry_breakers_(dry_vocabulary(model_.tokenizer)) {
     system_fingerprint_ = "tempered-" + settings_.served_model_name;
     tool_calls_ = choose_tool_calls(settings_, model_.chat_template);
     const std::string parser_flag = " (--tool-call-parser " + settings_.tool_call_parser + ")";
@@ -209,6 +210,8 @@ api::ApiResult<GenerationOptions> OpenAiService::generation_options(const api::G
     for (const auto& [token, bias] : generation.logit_bias)
         options.sampling.logit_bias.emplace_back(static_cast<int32_t>(token), static_cast<float>(bias));
     options.penalties = sampling.penalty_params();
+    options.dry = sampling.dry_params();
+    if (options.dry.active()) options.dry.breakers = dry_breakers_.breakers_for(sampling.dry_sequence_breakers.value);
     options.seed = static_cast<uint64_t>(sampling.seed.value);
     options.top_logprobs = top_logprobs;
     options.guard = guard_for_request(settings_.degeneration.guard, generation.repetition_detection);

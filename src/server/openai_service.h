@@ -17,6 +17,7 @@
 #include "sampling/sampling_resolution.h"
 #include "server/chat_tool_calls.h"
 #include "server/degeneration_settings.h"
+#include "server/dry_breaker_cache.h"
 #include "server/generation_loop.h"
 #include "server/reasoning_settings.h"
 #include "server/request_log.h"
@@ -120,6 +121,7 @@ private:
     ReasoningSetup reasoning_;     // the reasoning parser chosen for this model (none: content only)
     std::string system_fingerprint_;
     StructuredOutput structured_output_;
+    mutable DryBreakerCache dry_breakers_;  // filled as requests name lists; generation_options() is const
     std::atomic<bool> draining_{false};
 };
 
