@@ -7,11 +7,12 @@ import platform
 import subprocess
 import time
 
-from text_measures import distinct_2, loop_suffix, repeated_ngram_share
+from text_measures import distinct_2, loop_suffix, numbers_as_one_unit, repeated_ngram_share
 
 MODEL_FILES = {"smollm2-135m-instruct": "SmolLM2-135M-Instruct.Q4_1.gguf",
                "qwen2.5-coder-0.5b-instruct": "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"}
 EXCERPT_CHARS = 160
+REPETITIVE_SHARE = 0.5  # an answer half made of 4-grams it already said: a loop that varies (paraphrase, counting)
 
 
 def answer_units(choice):
@@ -30,16 +31,26 @@ def after_switch_share(units, degeneration):
     return repeated_ngram_share(units[degeneration["detected_at_token"] + 1:])
 
 
+def token_loop(units):
+    """The looping suffix over units whose numbers count as one (text_measures.numbers_as_one_unit), with
+    its start and length converted back to tokens."""
+    collapsed, weights = numbers_as_one_unit(units)
+    loop = loop_suffix(collapsed)
+    if loop is None:
+        return None
+    start = sum(weights[:loop.start])
+    return {"period": loop.period, "tokens": len(units) - start, "start": start}
+
+
 def answer_summary(reply):
     if "error" in reply:
         return {"index": reply["index"], "kind": reply["kind"], "error": reply["error"]}
     choice = reply["choice"]
     units, unit = answer_units(choice)
-    loop = loop_suffix(units)
     degeneration = choice.get("degeneration")
     return {"index": reply["index"], "kind": reply["kind"], "finish_reason": choice.get("finish_reason"),
             "completion_tokens": reply["usage"].get("completion_tokens", len(units)), "units": unit,
-            "loop": loop and {"period": loop.period, "tokens": loop.units, "start": loop.start},
+            "loop": token_loop(units),
             "degeneration": degeneration, "repeated_4gram_share": repeated_ngram_share(units),
             "after_switch_repeated_4gram_share": after_switch_share(units, degeneration),
             "text": choice["message"].get("content") or ""}
@@ -70,6 +81,7 @@ def config_summary(answers):
         "hit_max_tokens_share": share(sum(a["finish_reason"] == "length" for a in ok), len(ok)),
         "ended_by_guard_share": share(sum(a["finish_reason"] == "repetition" for a in ok), len(ok)),
         "flagged_share": share(sum(bool(a["degeneration"]) for a in ok), len(ok)),
+        "repetitive_share": share(sum((a["repeated_4gram_share"] or 0) >= REPETITIVE_SHARE for a in ok), len(ok)),
         "ordinary_answers": len(ordinary),
         "ordinary_repeated_4gram_share": mean(a["repeated_4gram_share"] for a in ordinary),
         "switched_answers": len(switched),
@@ -131,7 +143,7 @@ def fraction(value):
     return "–" if value is None else f"{value:.3f}"
 
 
-COLUMNS = ["config", "temp", "guard", "answers", "looping", "loop tokens (of output)", "distinct-2",
+COLUMNS = ["config", "temp", "guard", "answers", "looping", "loop tokens (of output)", "repetitive", "distinct-2",
            "hit max_tokens", "ended by guard", "flagged", "rep-4 after switch / ordinary", "seconds"]
 
 
@@ -141,8 +153,10 @@ def table_row(name, result):
     s = result["summary"]
     switch = (f"{fraction(s['after_switch_repeated_4gram_share'])} (n={s['switched_answers']}) / "
               if s["switched_answers"] else "– / ")
-    return [name, f"{s['temperature']:g}", s["guard"], f"{s['answers']}" + (f" (+{s['errors']} errors)" if s["errors"] else ""),
+    answers = f"{s['answers']}" + (f" (+{s['errors']} errors)" if s["errors"] else "")
+    return [name, f"{s['temperature']:g}", s["guard"], answers,
             percent(s["looping_share"]), f"{s['loop_tokens']} ({percent(s['loop_token_share'])})",
+            percent(s["repetitive_share"]),
             fraction(s["distinct_2"]), percent(s["hit_max_tokens_share"]), percent(s["ended_by_guard_share"]),
             percent(s["flagged_share"]), switch + f"{fraction(s['ordinary_repeated_4gram_share'])} (n={s['ordinary_answers']})",
             f"{s['seconds']:.0f}"]

@@ -1,14 +1,16 @@
 """Measures of answer quality the bench scripts compute themselves (never the server's own detector).
 
-Each takes a list of units: words (`text.split()`) or tokens (the token strings a response's logprobs
+Each takes a list of units: words (`text.split()`) or tokens (the token bytes a response's logprobs
 carry). The caller says which.
 """
+import re
 from dataclasses import dataclass
 
 LOOP_MIN_REPEATS = 3  # a block seen this many times in a row (the last copy may be cut by max_tokens)
 LOOP_MIN_SHARE = 0.2  # ... covering at least this share of the answer's units
 LOOP_MIN_UNITS = 12  # ... and at least this many units: "no, no, no." is not a loop
 REPEATED_NGRAM_N = 4
+NUMBER = "<number>"
 
 
 @dataclass
@@ -47,6 +49,29 @@ def loop_suffix(units, max_period=None):
         if best is None or covered > best.units:  # ties keep the shorter period (the block, not a multiple)
             best = Loop(period=period, units=covered, start=count - covered)
     return best
+
+
+def numbers_as_one_unit(tokens):
+    """(units, tokens per unit): each run of digit tokens becomes one placeholder unit (keeping the space
+    before it), so that a numbered list going round ("7. to be\n8. to be\n...") is periodic like any other
+    loop. Tokens are bytes (tuples of ints, never equal to a placeholder) or strings."""
+    units, weights = [], []
+    for token in tokens:
+        text = bytes(token).decode("utf-8", "replace") if isinstance(token, tuple) else token
+        digits = re.fullmatch(r"(\s*)\d+", text)
+        if digits is None:
+            units.append(token)
+            weights.append(1)
+        elif units and is_number(units[-1]) and not digits.group(1):
+            weights[-1] += 1  # the same number's next digits ("1", "0" of 10 where digits are single tokens)
+        else:
+            units.append((NUMBER, digits.group(1)))
+            weights.append(1)
+    return units, weights
+
+
+def is_number(unit):
+    return isinstance(unit, tuple) and len(unit) == 2 and unit[0] == NUMBER
 
 
 def looped(text):
