@@ -19,7 +19,8 @@ def answer_units(choice):
     """The answer's tokens (their bytes, from logprobs) and "tokens"; its words and "words" without logprobs."""
     content = (choice.get("logprobs") or {}).get("content")
     if content:
-        return [tuple(entry["bytes"]) if entry.get("bytes") is not None else entry["token"] for entry in content], "tokens"
+        tokens = [tuple(e["bytes"]) if e.get("bytes") is not None else e["token"] for e in content]
+        return tokens, "tokens"
     return (choice["message"].get("content") or "").split(), "words"
 
 
@@ -158,22 +159,25 @@ def table_row(name, result):
             percent(s["looping_share"]), f"{s['loop_tokens']} ({percent(s['loop_token_share'])})",
             percent(s["repetitive_share"]),
             fraction(s["distinct_2"]), percent(s["hit_max_tokens_share"]), percent(s["ended_by_guard_share"]),
-            percent(s["flagged_share"]), switch + f"{fraction(s['ordinary_repeated_4gram_share'])} (n={s['ordinary_answers']})",
+            percent(s["flagged_share"]),
+            switch + f"{fraction(s['ordinary_repeated_4gram_share'])} (n={s['ordinary_answers']})",
             f"{s['seconds']:.0f}"]
 
 
 def markdown(report):
     env = report["environment"]
+    guard = "present" if report["binary_has_degeneration_guard"] else "absent (off = no flag)"
     lines = [f"# Seed scenario, {env['date_utc']}", "",
              f"{report['prompts']} chat prompts, max_tokens {report['max_tokens']}, {report['concurrency']} at a time, "
              f"seed = prompt index, logprobs on. Binary {env['binary']['commit']}"
              + (" (src/ modified)" if env["binary"]["src_modified"] else "")
-             + f", --degeneration-guard {'present' if report['binary_has_degeneration_guard'] else 'absent (off = no flag)'}. "
+             + f", --degeneration-guard {guard}. "
              f"Machine: {env['machine']['cpu']}, {env['machine']['cores']} cores, load average at start "
              f"{env['machine']['load_average_at_start']}. Columns: bench/README.md.", ""]
     for short, model in report["models"].items():
         facts = model["model"]
-        lines += [f"## {facts['name']}", "", f"`{facts['file']}`, {facts['bytes']} bytes, sha256 `{facts['sha256']}`", "",
+        lines += [f"## {facts['name']}", "",
+                  f"`{facts['file']}`, {facts['bytes']} bytes, sha256 `{facts['sha256']}`", "",
                   "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
         lines += ["| " + " | ".join(table_row(name, result)) + " |" for name, result in model["configs"].items()]
         lines += [""] + kind_table(model["configs"]) + [""]
@@ -185,7 +189,8 @@ def kind_table(configs):
     kinds = sorted({kind for s in ran.values() for kind in s["looping_share_by_kind"]})
     if not ran:
         return []
-    lines = ["Looping share by kind of prompt:", "", "| config | " + " | ".join(kinds) + " |", "|" + "---|" * (len(kinds) + 1)]
+    lines = ["Looping share by kind of prompt:", "",
+             "| config | " + " | ".join(kinds) + " |", "|" + "---|" * (len(kinds) + 1)]
     for name, s in ran.items():
         lines.append(f"| {name} | " + " | ".join(percent(s["looping_share_by_kind"].get(k)) for k in kinds) + " |")
     return lines
