@@ -23,6 +23,7 @@ import time
 from openai import OpenAI
 
 from local_server import start_server
+from text_measures import distinct_2, looped
 
 TOPICS = ["the water cycle", "how a bicycle works", "why the sky is blue", "photosynthesis", "the moon's phases",
           "how to boil an egg", "what a compiler does", "the French revolution", "how vaccines work",
@@ -38,37 +39,6 @@ def prompts():
         for form in FORMS:
             out.append(form.format(topic))
     return out[:60]
-
-
-
-def looped(tokens_text):
-    """A repetition loop: the answer's last 40% is made of one n-gram (3..20 words) repeated >= 3 times."""
-    words = tokens_text.split()
-    if len(words) < 12:
-        return False
-    tail = words[int(len(words) * 0.6):]
-    for n in range(1, 21):
-        if len(tail) < 3 * n:
-            break
-        unit = tail[-n:]
-        repeats = 0
-        i = len(tail)
-        while i - n >= 0 and tail[i - n:i] == unit:
-            repeats += 1
-            i -= n
-        if repeats >= 3 and repeats * n >= 0.5 * len(tail):
-            return True
-    return False
-
-
-def distinct_2(texts):
-    bigrams, total = set(), 0
-    for text in texts:
-        words = text.split()
-        for pair in zip(words, words[1:]):
-            bigrams.add(pair)
-            total += 1
-    return len(bigrams) / total if total else 0.0
 
 
 def run(client, model, prompt_list, max_tokens, temperature):
