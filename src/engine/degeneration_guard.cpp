@@ -67,9 +67,18 @@ SequenceGuard::Outcome SequenceGuard::observe(int32_t token, const Step& step) {
     return outcome;
 }
 
+void SequenceGuard::watch_again() {
+    if (detector_) {
+        watched_before_ += detector_->tokens_observed();
+        detector_->reset();
+    }
+    report_.reset();
+    loop_running_ = false;
+}
+
 void SequenceGuard::on_first_loop(const RepetitionEvent& event, const Step& step, Outcome& outcome) {
     DegenerationReport report;
-    report.loop = {event.detected_at_token, event.period, event.repeats};
+    report.loop = {watched_before_ + event.detected_at_token, event.period, event.repeats};
     report.phase = step.phase;
     report.action = step.guard.action;
     loop_running_ = true;
@@ -130,6 +139,7 @@ bool guard_generated_token(const GenerationOptions& options, Sequence& sequence,
     const bool acts = outcome.detected && outcome.detected->action != DegenerationAction::Flag;
     if (acts && phase == DegenerationPhase::Reasoning) {
         sequence.reasoning->force_end(ForcedEnd::Loop);
+        sequence.guard.watch_again();
         return false;
     }
     return outcome.stop_choice;

@@ -129,6 +129,9 @@ public:
     };
     // Feeds one generated token.
     Outcome observe(int32_t token, const Step& step);
+    // Starts over as if nothing had been seen, keeping any resampled sampling: after a loop inside reasoning
+    // ended the reasoning by force, the answer gets a watch of its own (its loop is a first loop again).
+    void watch_again();
 
 private:
     void on_first_loop(const RepetitionEvent& event, const Step& step, Outcome& outcome);
@@ -138,6 +141,8 @@ private:
     std::optional<RepetitionDetector> detector_;
     std::optional<DegenerationReport> report_;
     bool loop_running_ = false;  // the loop last seen is still going on, so its repeats still grow
+    // Output tokens observed before watch_again(), so that indices count from the output's start.
+    int64_t watched_before_ = 0;
     std::optional<SamplingParams> sampling_;
     std::optional<DryParams> dry_;
 };

@@ -159,5 +159,76 @@ TEST_F(EngineReasoning, TheGrammarStartsAtTheFirstContentToken) {
     EXPECT_EQ(answer.finish, FinishReason::Stop);
 }
 
+// The fake model thinks "abc…z" over and over (a loop of period 26) and never closes </think>. A guard
+// whose action would stop the choice ends the reasoning instead, so the answer still comes; a flag only
+// reports the loop, and the reasoning runs on until max_tokens forces its end.
+struct LoopAnswer {
+    Answer answer;
+    std::optional<DegenerationReport> degeneration;
+};
+
+LoopAnswer run_thinking_loop(Engine& engine, DegenerationAction action, int64_t max_tokens = 60) {
+    GenerationOptions options = thinking_request(max_tokens, std::nullopt);
+    options.guard.action = action;
+    options.guard.detector = {32, 1, 2};
+    auto stream = engine.submit(std::move(options)).stream;
+    LoopAnswer out;
+    for (;;) {
+        auto event = stream->next(std::chrono::milliseconds(50));
+        if (!event) continue;
+        for (const ChoiceDelta& delta : event->deltas) {
+            out.answer.tokens.insert(out.answer.tokens.end(), delta.tokens.begin(), delta.tokens.end());
+            out.answer.reasoning += delta.reasoning_text;
+            out.answer.content += delta.text;
+            if (delta.reasoning) out.answer.report = delta.reasoning;
+            if (delta.degeneration) out.degeneration = delta.degeneration;
+            if (delta.finish) out.answer.finish = delta.finish;
+        }
+        if (event->done) return out;
+    }
+}
+
+TEST_F(EngineReasoning, ALoopInsideReasoningEndsTheReasoningInsteadOfTheAnswer) {
+    for (DegenerationAction action : {DegenerationAction::Stop, DegenerationAction::Resample}) {
+        const LoopAnswer run = run_thinking_loop(engine_, action);
+        ASSERT_TRUE(run.degeneration) << degeneration_action_name(action);
+        EXPECT_EQ(run.degeneration->phase, DegenerationPhase::Reasoning);
+        EXPECT_EQ(run.degeneration->loop.period, 26);
+        EXPECT_EQ(run.degeneration->loop.detected_at_token, 51);
+        ASSERT_TRUE(run.answer.report);
+        EXPECT_EQ(run.answer.report->forced_end, ForcedEnd::Loop);
+        EXPECT_EQ(run.answer.report->tokens, 52);
+        ASSERT_GE(run.answer.tokens.size(), 55u);
+        EXPECT_EQ(std::vector<int32_t>(run.answer.tokens.begin() + 52, run.answer.tokens.begin() + 55),
+                  (std::vector<int32_t>{'\n', kThinkEnd, '\n'}));
+        // Not stopped: content follows (drawn greedily to max_tokens, or at the fallback's 0.7 until the
+        // fake model's close second, end of text, comes up).
+        EXPECT_NE(run.answer.finish, FinishReason::Repetition);
+        EXPECT_NE(run.answer.content.find_first_not_of('\n'), std::string::npos) << run.answer.content;
+    }
+}
+
+// After the reasoning's loop ended it, the answer is watched afresh: its own loop (the fake model's
+// alphabet again, from token 55) stops the choice, reported from the output's start.
+TEST_F(EngineReasoning, AfterALoopEndedTheReasoningTheAnswerIsWatchedAgain) {
+    const LoopAnswer run = run_thinking_loop(engine_, DegenerationAction::Stop, 200);
+    ASSERT_TRUE(run.answer.report);
+    EXPECT_EQ(run.answer.report->forced_end, ForcedEnd::Loop);
+    ASSERT_TRUE(run.degeneration);
+    EXPECT_EQ(run.degeneration->phase, DegenerationPhase::Content);
+    EXPECT_EQ(run.degeneration->loop.detected_at_token, 55 + 51);
+    EXPECT_EQ(run.answer.finish, FinishReason::Repetition);
+    EXPECT_EQ(run.answer.tokens.size(), 107u);
+}
+
+TEST_F(EngineReasoning, AFlaggedLoopInsideReasoningChangesNothing) {
+    const LoopAnswer run = run_thinking_loop(engine_, DegenerationAction::Flag);
+    ASSERT_TRUE(run.degeneration);
+    EXPECT_EQ(run.degeneration->phase, DegenerationPhase::Reasoning);
+    ASSERT_TRUE(run.answer.report);
+    EXPECT_EQ(run.answer.report->forced_end, ForcedEnd::MaxTokens);
+    EXPECT_EQ(run.answer.report->tokens, 56);
+}
+
 }  // namespace
 }  // namespace tempered
