@@ -64,12 +64,12 @@ FieldError parse_dry(const Json& body, SamplingRequest& out) {
         return e;
     }
     if (auto e = read_number(field("dry_base"), "dry_base", {1.0, inf, false, true}, out.dry_base)) return e;
-    if (auto e = read_integer(field("dry_allowed_length"), "dry_allowed_length", 0, int32_max,
-                              out.dry_allowed_length)) {
+    if (auto e =
+            read_integer(field("dry_allowed_length"), "dry_allowed_length", 0, int32_max, out.dry_allowed_length)) {
         return e;
     }
-    if (auto e = read_integer(field("dry_penalty_last_n"), "dry_penalty_last_n", -1, int32_max,
-                              out.dry_penalty_last_n)) {
+    if (auto e =
+            read_integer(field("dry_penalty_last_n"), "dry_penalty_last_n", -1, int32_max, out.dry_penalty_last_n)) {
         return e;
     }
     return parse_dry_sequence_breakers(field("dry_sequence_breakers"), out.dry_sequence_breakers);

@@ -31,10 +31,10 @@ struct SamplingRequest {
     RequestedValue<double> repetition_penalty;  // (0, 2]
     RequestedValue<int64_t> seed;
     // DRY, with llama-server's names; ranges as sampling_values.h checks them.
-    RequestedValue<double> dry_multiplier;                            // >= 0; 0: off
-    RequestedValue<double> dry_base;                                  // >= 1
-    RequestedValue<int64_t> dry_allowed_length;                       // [0, 2^31 - 1]
-    RequestedValue<int64_t> dry_penalty_last_n;                       // [-1, 2^31 - 1]; -1: whole history
+    RequestedValue<double> dry_multiplier;                           // >= 0; 0: off
+    RequestedValue<double> dry_base;                                 // >= 1
+    RequestedValue<int64_t> dry_allowed_length;                      // [0, 2^31 - 1]
+    RequestedValue<int64_t> dry_penalty_last_n;                      // [-1, 2^31 - 1]; -1: whole history
     RequestedValue<std::vector<std::string>> dry_sequence_breakers;  // a non-empty array of strings
 };
 

@@ -7,8 +7,8 @@ namespace tempered {
 
 bool SamplingValues::empty() const {
     return !temperature && !top_p && !top_k && !min_p && !repetition_penalty && !presence_penalty &&
-           !frequency_penalty && !seed && !dry_multiplier && !dry_base && !dry_allowed_length &&
-           !dry_penalty_last_n && !dry_sequence_breakers;
+           !frequency_penalty && !seed && !dry_multiplier && !dry_base && !dry_allowed_length && !dry_penalty_last_n &&
+           !dry_sequence_breakers;
 }
 
 namespace {

@@ -25,10 +25,10 @@ struct SamplingValues {
     std::optional<double> frequency_penalty;   // additive (OpenAI), over the output
     std::optional<int64_t> seed;
     // DRY (sampling/dry.h), with llama.cpp's names and meanings.
-    std::optional<double> dry_multiplier;      // >= 0; 0: off
-    std::optional<double> dry_base;            // >= 1
-    std::optional<int64_t> dry_allowed_length;  // >= 0
-    std::optional<int64_t> dry_penalty_last_n;  // -1: the whole history; 0: off
+    std::optional<double> dry_multiplier;                           // >= 0; 0: off
+    std::optional<double> dry_base;                                 // >= 1
+    std::optional<int64_t> dry_allowed_length;                      // >= 0
+    std::optional<int64_t> dry_penalty_last_n;                      // -1: the whole history; 0: off
     std::optional<std::vector<std::string>> dry_sequence_breakers;  // 1..kMaxDrySequenceBreakers strings
 
     bool empty() const;
@@ -44,7 +44,7 @@ inline constexpr std::string_view kSamplingParamNames[] = {
 // is reported with them.
 inline constexpr std::string_view kDrySamplingParamNames[] = {"dry_multiplier", "dry_base", "dry_allowed_length",
                                                               "dry_penalty_last_n"};
-inline constexpr size_t kMaxDrySequenceBreakers = 64;     // strings per list
+inline constexpr size_t kMaxDrySequenceBreakers = 64;       // strings per list
 inline constexpr size_t kMaxDrySequenceBreakerBytes = 256;  // per string (dry_breakers.h uses the first 40)
 
 // Reads a JSON object such as {"temperature": 0.6, "top_p": 0.95} (the --preferred-sampling-params flag,

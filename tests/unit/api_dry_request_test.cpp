@@ -78,8 +78,8 @@ TEST(DryRequest, BadValuesAre400sNamingTheField) {
 
 // The API and --preferred-sampling-params must accept exactly the same DRY values.
 TEST(DryRequest, RangesMatchTheSamplingModule) {
-    const std::vector<double> probes = {-3,  -2, -1.5, -1, -0.5, 0,   0.5,       0.99,
-                                        1,   1.5, 2,   3,  1e9,  2147483647, 2147483648};
+    const std::vector<double> probes = {-3, -2,  -1.5, -1, -0.5, 0,          0.5,       0.99,
+                                        1,  1.5, 2,    3,  1e9,  2147483647, 2147483648};
     for (const std::string_view name : kDrySamplingParamNames) {
         for (const double value : probes) {
             std::ostringstream body;
@@ -106,7 +106,8 @@ TEST(ChatTemplateKwargs, KeysThatAreNotTemplateVariablesAreRefused) {
     expect_invalid(R"("chat_template_kwargs":{"messages":[]})", "chat_template_kwargs.messages");
     expect_invalid(R"("chat_template_kwargs":{"chat_template":"{{ 1 }}"})", "chat_template_kwargs.chat_template");
     expect_invalid(R"("chat_template_kwargs":{"tokenize":false})", "chat_template_kwargs.tokenize");
-    auto overriding = parse_chat_request("{" + kHello + R"(,"chat_template_kwargs":{"add_generation_prompt":false,)"
+    auto overriding = parse_chat_request("{" + kHello +
+                                         R"(,"chat_template_kwargs":{"add_generation_prompt":false,)"
                                          R"("bos_token":"<b>","tools":[]}})");
     EXPECT_TRUE(overriding) << overriding.error().message;
 }

@@ -113,10 +113,10 @@ TEST(DryResolution, DefaultsTableShowsDryOnlyWhenTheOperatorSetsIt) {
 }
 
 TEST(DryValuesParse, ReadsTheFiveKeysAndNamesTheBadOne) {
-    auto values = parse_sampling_values(
-        nlohmann::json::parse(R"({"dry_multiplier":0.8,"dry_base":2,"dry_allowed_length":3,)"
-                              R"("dry_penalty_last_n":-1,"dry_sequence_breakers":["\n","###"]})"),
-        "--preferred-sampling-params");
+    auto values =
+        parse_sampling_values(nlohmann::json::parse(R"({"dry_multiplier":0.8,"dry_base":2,"dry_allowed_length":3,)"
+                                                    R"("dry_penalty_last_n":-1,"dry_sequence_breakers":["\n","###"]})"),
+                              "--preferred-sampling-params");
     ASSERT_TRUE(values) << values.error().message;
     EXPECT_EQ(*values->dry_multiplier, 0.8);
     EXPECT_EQ(*values->dry_base, 2.0);
