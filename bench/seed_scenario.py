@@ -72,10 +72,11 @@ def binary_has_guard(binary):
     return "--degeneration-guard" in help_text
 
 
-def guard_flags(guard, has_guard):
-    """The serve flags for one guard action; None when this binary cannot run it."""
+def guard_flags(guard, has_guard, resample_guard=None):
+    """The serve flags for one guard action; None when this binary cannot run it. `resample_guard`: a JSON
+    --degeneration-guard value for the resample configuration (to compare fallbacks)."""
     if has_guard:
-        return ["--degeneration-guard", guard]
+        return ["--degeneration-guard", resample_guard if guard == "resample" and resample_guard else guard]
     return [] if guard == "off" else None
 
 
@@ -113,7 +114,7 @@ def run_model(args, short, model, config_names, prompts, has_guard):
     """Every chosen configuration on one model: one server per guard action, its configurations in turn."""
     results = {}
     for guard in dict.fromkeys(CONFIGS[name].guard for name in config_names):
-        flags = guard_flags(guard, has_guard)
+        flags = guard_flags(guard, has_guard, args.resample_guard)
         names = [name for name in config_names if CONFIGS[name].guard == guard]
         if flags is None:
             for name in names:
@@ -138,12 +139,16 @@ def main():
     parser.add_argument("--prompts", type=int, default=None, help="the first N prompts only")
     parser.add_argument("--max-tokens", type=int, default=512)
     parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--resample-guard", default=None,
+                        help="a JSON --degeneration-guard for t0-resample, e.g. "
+                             "'{\"action\":\"resample\",\"fallback\":{\"temperature\":1.0}}'")
     parser.add_argument("--out-prefix", default=os.path.join(REPO, "bench", "results", "seed_scenario"))
     args = parser.parse_args()
     prompts = seed_prompts()[:args.prompts]
     config_names = chosen(args.configs, CONFIGS, "configuration")
     has_guard = binary_has_guard(args.bin)
     report = {"environment": environment(args.bin, REPO), "prompts": len(prompts), "max_tokens": args.max_tokens,
+              "resample_guard": args.resample_guard,
               "concurrency": args.concurrency, "binary_has_degeneration_guard": has_guard, "models": {}}
     for short in chosen(args.models, MODELS, "model"):
         report["models"][short] = {"model": model_facts(MODELS[short]),

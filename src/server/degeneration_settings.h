@@ -5,7 +5,7 @@
 //   {"action": "resample", "max_pattern_size": 64, "min_pattern_size": 1, "min_count": 3,
 //    "min_loop_tokens": 20, "fallback": {"temperature": 0.7, "top_p": .., "top_k": .., "min_p": ..,
 //    "dry_multiplier": 0.8, "dry_base": 1.75, "dry_allowed_length": 2, "dry_penalty_last_n": -1,
-//    "dry_sequence_breakers": ["\n", ":", "\"", "*"]}}
+//    "dry_sequence_breakers": []}}
 // where every key is optional and defaults to default_degeneration_guard()'s value.
 #pragma once
 

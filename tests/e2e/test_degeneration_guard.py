@@ -173,9 +173,8 @@ def test_stop_ends_the_answer_with_repetition():
 def test_resample_switches_sampling_says_what_changed_and_breaks_the_loop():
     with running_server(model_args() + ["--degeneration-guard", "resample"], name="guard-resample") as server:
         before = counts(server)
-        # A fixed seed, so the test is repeatable. Some seeds loop again after the switch, across DRY's
-        # breakers (a block with a '"' in each copy is DRY's blind spot); the guard then flags that loop
-        # as "after_resample", which the count check below allows for.
+        # A fixed seed, so the test is repeatable. Should the text loop again after the switch, the guard
+        # flags that loop as "after_resample", which the count check below allows for.
         body = ask(server, seed=11, logprobs=True)
         choice = body["choices"][0]
         degeneration = choice["degeneration"]
