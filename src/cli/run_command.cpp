@@ -1,5 +1,6 @@
 // tempered run: one generation from the command line, through the same engine the server uses,
-// streamed to stdout. The sampling values used, and where each came from, go to stderr.
+// streamed to stdout. The sampling values used, and where each came from, go to stderr, and so does the
+// degeneration guard's report when the output loops (the server's default guard, or --degeneration-guard).
 #include <cstdio>
 #include <iostream>
 #include <random>
@@ -13,6 +14,8 @@
 #include "runtime/model_names.h"
 #include "sampling/generation_config.h"
 #include "sampling/sampling_resolution.h"
+#include "server/degeneration_response.h"
+#include "server/degeneration_settings.h"
 
 namespace tempered {
 namespace {
@@ -27,9 +30,22 @@ struct RunOptions {
     std::optional<int64_t> top_k, seed;
     int threads = 0;
     std::string kv_cache_dtype = "f16";
+    std::string degeneration_guard;  // "" = the server's default (flag)
 };
 
+// The guard's report on stderr, as the server's "degeneration" object; each time it changes.
+void report_loop(const ChoiceDelta& delta, const nlohmann::json& sampling) {
+    if (!delta.degeneration) return;
+    const nlohmann::json loop = api::degeneration_json(to_api_degeneration(*delta.degeneration, sampling));
+    std::fprintf(stderr, "\ndegeneration: %s\n", loop.dump().c_str());
+}
+
 int run(const RunOptions& options) {
+    auto guard = choose_degeneration_guard(options.degeneration_guard, std::nullopt);
+    if (!guard) {
+        std::fprintf(stderr, "tempered run: %s\n", guard.error().message.c_str());
+        return 1;
+    }
     auto kv_type = parse_kv_dtype(options.kv_cache_dtype);
     if (!kv_type) {
         std::fprintf(stderr, "tempered run: %s\n", kv_type.error().message.c_str());
@@ -79,7 +95,8 @@ int run(const RunOptions& options) {
     requested.min_p = options.min_p;
     requested.seed = options.seed;
     const ResolvedSampling sampling = resolve_sampling(requested, defaults, std::random_device{}());
-    std::fprintf(stderr, "sampling: %s\n", sampling.to_json().dump().c_str());
+    const nlohmann::json sampling_report = sampling.to_json();
+    std::fprintf(stderr, "sampling: %s\n", sampling_report.dump().c_str());
 
     GenerationOptions generation;
     generation.prompt = prompt;
@@ -87,6 +104,8 @@ int run(const RunOptions& options) {
     generation.sampling = sampling.sampler_params();
     generation.penalties = sampling.penalty_params();
     generation.seed = static_cast<uint64_t>(sampling.seed.value);
+    guard->build_breakers(*bundle.tokenizer);
+    generation.guard = guard->guard;
 
     const KvCacheShape shape = kv_cache_shape(bundle.model->config(), *kv_type);
     const int64_t positions = static_cast<int64_t>(prompt.size()) + generation.max_tokens + 1;
@@ -100,8 +119,11 @@ int run(const RunOptions& options) {
     while (true) {
         auto event = submitted.stream->next(std::chrono::milliseconds(1000));
         if (!event) continue;
-        for (const auto& delta : event->deltas) std::fwrite(delta.text.data(), 1, delta.text.size(), stdout);
-        std::fflush(stdout);
+        for (const auto& delta : event->deltas) {
+            std::fwrite(delta.text.data(), 1, delta.text.size(), stdout);
+            std::fflush(stdout);
+            report_loop(delta, sampling_report);
+        }
         if (event->error) {
             std::fprintf(stderr, "\ntempered run: %s\n", event->error->c_str());
             return 1;
@@ -133,6 +155,9 @@ void add_run_command(CLI::App& app, int& exit_code) {
     command->add_option("--seed,-s", options->seed);
     command->add_option("--threads", options->threads, "0: every core")->capture_default_str();
     command->add_option("--kv-cache-dtype", options->kv_cache_dtype, "f16, bf16 or f32")->capture_default_str();
+    command->add_option("--degeneration-guard", options->degeneration_guard,
+                        "what a loop in the output does: flag (default: reported on stderr), stop, resample or off; "
+                        "or a JSON object as `serve` takes it");
     command->callback([options, command, &exit_code] {
         if (options->prompt.empty() && options->chat.empty()) {
             std::fprintf(stderr, "tempered run: give --prompt TEXT or --chat TEXT\n");
