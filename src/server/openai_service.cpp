@@ -80,8 +80,12 @@ void OpenAiService::register_routes(http::HttpServer& server) {
     server.route("POST", "/tokenize", bind(&OpenAiService::tokenize));
     server.route("POST", "/detokenize", bind(&OpenAiService::detokenize));
     server.route("GET", "/get_load", bind(&OpenAiService::get_load));
+    server.route("GET", "/health_generate", bind(&OpenAiService::health_generate));
     server.route("GET", "/server_info", bind(&OpenAiService::server_info));
     server.route("GET", "/model_info", bind(&OpenAiService::server_info));
+    // SGLang's names, which sgl-model-gateway probes at registration.
+    server.route("GET", "/get_server_info", bind(&OpenAiService::server_info));
+    server.route("GET", "/get_model_info", bind(&OpenAiService::server_info));
     server.route("GET", "/metrics", bind(&OpenAiService::metrics));
 }
 
@@ -108,6 +112,28 @@ http::HttpResponse OpenAiService::model(const http::HttpRequest& request) const 
 http::HttpResponse OpenAiService::health(const http::HttpRequest&) const {
     if (draining_) return json_response({{"status", "draining"}}, 503);
     return json_response({{"status", "ok"}});
+}
+
+// SGLang's deeper probe: /health says the process answers, this says the engine still generates. One greedy
+// token from a one-token prompt, through the same queue as every request (so a full queue is a 503 too).
+http::HttpResponse OpenAiService::health_generate(const http::HttpRequest&) {
+    if (draining_) return json_response({{"status", "draining"}}, 503);
+    GenerationOptions options;
+    options.prompt = model_.tokenizer.encode("ping", /*add_special_tokens=*/true, /*parse_special=*/false);
+    options.prompt.resize(1);
+    options.max_tokens = 1;
+    options.sampling.temperature = 0.0f;
+    SubmitResult submitted = engine_.submit(std::move(options));
+    if (!submitted.stream) return json_response({{"status", "unavailable"}}, 503);
+    const auto deadline = std::chrono::steady_clock::now() + kHealthGenerateTimeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+        auto event = submitted.stream->next(kStreamPollInterval);
+        if (!event || !event->done) continue;
+        if (event->error) return json_response({{"status", "error"}, {"error", *event->error}}, 503);
+        return json_response({{"status", "ok"}});
+    }
+    submitted.stream->cancel();
+    return json_response({{"status", "timeout"}}, 503);
 }
 
 http::HttpResponse OpenAiService::tokenize(const http::HttpRequest& request) const {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <string>
 
@@ -52,6 +53,9 @@ struct ServiceSettings {
     ReasoningSettings reasoning;
 };
 
+// How long /health_generate waits for its one token before it calls the engine stuck.
+inline constexpr std::chrono::seconds kHealthGenerateTimeout{20};
+
 class OpenAiService {
 public:
     OpenAiService(ServedModel model, Engine& engine, ServingMetrics& metrics, RequestLog& log,
@@ -73,6 +77,7 @@ private:
     http::HttpResponse models(const http::HttpRequest& request) const;
     http::HttpResponse model(const http::HttpRequest& request) const;
     http::HttpResponse health(const http::HttpRequest& request) const;
+    http::HttpResponse health_generate(const http::HttpRequest& request);
     http::HttpResponse tokenize(const http::HttpRequest& request) const;
     http::HttpResponse detokenize(const http::HttpRequest& request) const;
     http::HttpResponse get_load(const http::HttpRequest& request) const;

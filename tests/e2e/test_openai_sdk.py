@@ -190,11 +190,14 @@ def test_request_id_is_echoed(http, case):
     assert response.headers.get("x-request-id") == request_id, dict(response.headers)
 
 
-@pytest.mark.parametrize("path", ["/health", "/get_load", "/server_info", "/model_info"])
+@pytest.mark.parametrize("path", ["/health", "/health_generate", "/get_load", "/server_info", "/model_info",
+                                  "/get_server_info", "/get_model_info"])
 def test_info_endpoints_answer(http, path):
     response = http.get(path)
     assert response.status_code == 200, response.text
-    if path != "/health":
+    if path.startswith("/health"):
+        assert response.json()["status"] == "ok"
+    else:
         assert isinstance(response.json(), (dict, list))
 
 
