@@ -168,6 +168,11 @@ DegenerationGuard guard_for_request(const DegenerationGuard& server,
 }
 
 void DegenerationGuardSettings::build_breakers(const Tokenizer& tokenizer) {
+    // The default list is empty: no reason to decode the whole vocabulary at start-up for it.
+    if (dry_sequence_breakers.empty()) {
+        guard.fallback.dry.breakers = std::make_shared<const DryBreakers>();
+        return;
+    }
     std::vector<std::string> token_texts;
     token_texts.reserve(static_cast<size_t>(tokenizer.vocab_size()));
     for (int32_t id = 0; id < tokenizer.vocab_size(); ++id) token_texts.push_back(tokenizer.decode({&id, 1}));
