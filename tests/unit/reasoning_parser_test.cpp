@@ -12,6 +12,7 @@
 #include "formats/gguf.h"
 #include "model_test_support.h"
 #include "reasoning/reasoning_parser.h"
+#include "tiny_r1_model.h"
 #include "tokenizer/streaming_detokenizer.h"
 #include "tokenizer/tokenizer.h"
 
@@ -172,18 +173,11 @@ TEST(ReasoningParserChoice, ThinkTokensNeedBothMarkers) {
 class R1Vocabulary : public ::testing::Test {
 protected:
     void load(const std::string& name) {
-        const std::filesystem::path path = std::filesystem::path(TEMPERED_SOURCE_DIR) / "build" / "tiny-models" / name;
-        if (!std::filesystem::exists(path)) {
-            if (testing::models_required()) FAIL() << "missing " << path << " (scripts/fixtures/make_tiny_models.py)";
-            GTEST_SKIP() << path << " not found: scripts/fixtures/make_tiny_models.py writes it";
-        }
-        auto file = GgufFile::open(path.string());
-        ASSERT_TRUE(file.ok()) << file.error().message;
-        file_ = std::make_unique<GgufFile>(std::move(file.value()));
-        auto tokenizer = Tokenizer::from_gguf(*file_);
-        ASSERT_TRUE(tokenizer.ok()) << tokenizer.error().message;
-        tokenizer_ = std::make_unique<Tokenizer>(std::move(tokenizer.value()));
-        chat_template_ = file_->get_string("tokenizer.chat_template").value_or("");
+        testing::TinyR1Model model;
+        testing::load_tiny_r1_model(name, model);
+        file_ = std::move(model.file);
+        tokenizer_ = std::move(model.tokenizer);
+        chat_template_ = model.chat_template;
     }
 
     std::vector<int32_t> prompt_tokens() const {
