@@ -24,6 +24,9 @@ class Constraint;
 
 namespace tempered {
 
+class KvImport;
+class KvExport;
+
 struct GenerationOptions {
     std::vector<int32_t> prompt;  // token ids, already templated and tokenized
     int n = 1;                    // choices, sharing one prefill
@@ -41,6 +44,11 @@ struct GenerationOptions {
     DegenerationGuard guard;  // loop detection and what a loop does; off unless the server sets it
     // <think>…</think> handling: the split, the budget and its forced end (engine/reasoning_phase.h).
     ReasoningOptions reasoning;
+    // Prefill/decode disaggregation (kv_transfer.h), set by a server in one of those roles: the prompt's
+    // KV comes from a prefill server (decode side), or goes to the decode server that claims it (prefill
+    // side). At most one of them; both empty when one server does everything.
+    std::shared_ptr<KvImport> kv_import;
+    std::shared_ptr<KvExport> kv_export;
 };
 
 // Repetition: the degeneration guard (action stop, or the request's repetition_detection) ended it.
