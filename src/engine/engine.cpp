@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "engine/kv_transfer.h"
+
 namespace tempered {
 
 Engine::Engine(Model& model, const Tokenizer& tokenizer, KvBlockPool& kv, EngineOptions options,
@@ -12,7 +14,7 @@ Engine::Engine(Model& model, const Tokenizer& tokenizer, KvBlockPool& kv, Engine
       options_(options),
       observer_(observer),
       scheduler_(kv, SchedulerOptions{options.max_running, options.step_token_budget}),
-      postprocess_(tokenizer, model.config(), kv, observer, sequence_ids_) {
+      postprocess_(tokenizer, model.config(), kv, observer, sequence_ids_, [this] { wake_for_transfer(); }) {
     publish_stats();
     thread_ = std::thread([this] { loop(); });
 }
@@ -49,14 +51,30 @@ EngineStats Engine::stats() const {
 
 bool Engine::idle() const {
     std::lock_guard lock(mutex_);
-    return queued_count_ == 0 && stats_.running_requests == 0;
+    return queued_count_ == 0 && stats_.running_requests == 0 && stats_.exporting_requests == 0;
+}
+
+// Called by a transfer's own thread, never while the engine holds mutex_.
+void Engine::wake_for_transfer() {
+    {
+        std::lock_guard lock(mutex_);
+        transfer_news_ = true;
+    }
+    wake_.notify_one();
 }
 
 void Engine::loop() {
     while (true) {
         {
             std::unique_lock lock(mutex_);
-            wake_.wait(lock, [&] { return stopping_ || !incoming_.empty() || scheduler_.has_work(); });
+            const auto has_news = [&] {
+                return stopping_ || !incoming_.empty() || scheduler_.has_work() || transfer_news_;
+            };
+            // A request waiting on a transfer whose reader leaves must not wait for the transfer's timeout.
+            if (importing_.empty() && exporting_.empty())
+                wake_.wait(lock, has_news);
+            else
+                wake_.wait_for(lock, std::chrono::milliseconds(100), has_news);
             if (stopping_) break;
         }
         step();
@@ -66,28 +84,88 @@ void Engine::loop() {
 
 void Engine::step() {
     take_new_requests();
+    settle_kv_transfers();
     drop_cancelled();
     const StepPlan& plan = scheduler_.schedule();
     report_plan(plan);
     if (!plan.chunks.empty()) {
         build_batch(plan);
         const Status forward = model_.forward(batch_, kv_, logits_.data());
-        scheduler_.retire(postprocess_.apply(plan, forward, logits_.data()));
+        const Postprocessor::Applied applied = postprocess_.apply(plan, forward, logits_.data());
+        for (Request* request : applied.awaiting_export) exporting_.push_back(scheduler_.take_running(request));
+        scheduler_.retire(applied.finished);
     }
     publish_stats();
 }
 
 void Engine::take_new_requests() {
-    std::lock_guard lock(mutex_);
-    while (!incoming_.empty()) {
-        auto request = std::move(incoming_.front());
-        incoming_.pop_front();
+    std::deque<std::unique_ptr<Request>> arrived;
+    {
+        std::lock_guard lock(mutex_);
+        arrived.swap(incoming_);
+    }
+    for (auto& request : arrived) {
         request->sequences.push_back(std::make_unique<Sequence>(
             sequence_ids_.next(), 0, request->options.prompt, static_cast<int64_t>(request->options.prompt.size()),
             request->options.seed, tokenizer_, request->options.stop, request->options.constraint));
         if (request->options.reasoning.enabled())
             request->sequences.back()->reasoning.emplace(request->options.reasoning);
-        scheduler_.add(std::move(request));
+        if (request->options.kv_import) {  // decode side: ask for only what the prefix cache lacks
+            const auto& prompt = request->options.prompt;
+            request->options.kv_import->start(prompt, kv_.cached_prefix_positions(prompt),
+                                              [this] { wake_for_transfer(); });
+            importing_.push_back(std::move(request));
+        } else {
+            scheduler_.add(std::move(request));
+        }
+    }
+}
+
+void Engine::settle_kv_transfers() {
+    {
+        std::lock_guard lock(mutex_);
+        transfer_news_ = false;
+    }
+    settle_imports();
+    settle_exports();
+}
+
+// A request whose KV arrived joins the queue; one whose transfer failed ends with that error.
+void Engine::settle_imports() {
+    for (auto it = importing_.begin(); it != importing_.end();) {
+        Request& request = **it;
+        if (request.cancelled()) {
+            postprocess_.abandon(request);
+        } else if (auto result = request.options.kv_import->poll()) {
+            if (!*result) {
+                postprocess_.finish(request, "KV transfer failed: " + result->error().message);
+            } else {
+                request.imported_kv = std::move(result->value());
+                scheduler_.add(std::move(*it));
+            }
+        } else {
+            ++it;
+            continue;
+        }
+        it = importing_.erase(it);
+    }
+}
+
+// A prefill-side request's last event: once the decode server has its KV, or the transfer's error.
+void Engine::settle_exports() {
+    for (auto it = exporting_.begin(); it != exporting_.end();) {
+        Request& request = **it;
+        if (request.cancelled()) {
+            postprocess_.abandon(request);
+        } else if (auto status = request.options.kv_export->poll()) {
+            std::optional<std::string> error;
+            if (!*status) error = "KV transfer failed: " + status->error().message;
+            postprocess_.finish(request, std::move(error));
+        } else {
+            ++it;
+            continue;
+        }
+        it = exporting_.erase(it);
     }
 }
 
@@ -114,6 +192,10 @@ void Engine::build_batch(const StepPlan& plan) {
 // Whoever still waits gets an error rather than silence.
 void Engine::shut_down() {
     take_new_requests();
+    for (auto* waiting : {&importing_, &exporting_}) {
+        for (auto& request : *waiting) postprocess_.finish(*request, "the server is shutting down");
+        waiting->clear();
+    }
     for (auto& request : scheduler_.take_all()) postprocess_.finish(*request, "the server is shutting down");
 }
 
@@ -129,8 +211,10 @@ void Engine::publish_stats() {
     stats.kv_blocks_total = kv_.block_count();
     stats.kv_blocks_used = kv_.used_block_count();
     stats.kv_block_size = kv_.shape().block_size;
+    stats.importing_requests = static_cast<int>(importing_.size());
+    stats.exporting_requests = static_cast<int>(exporting_.size());
     std::lock_guard lock(mutex_);
-    queued_count_ = static_cast<int>(incoming_.size() + scheduler_.waiting().size());
+    queued_count_ = static_cast<int>(incoming_.size() + scheduler_.waiting().size() + importing_.size());
     stats.waiting_requests = queued_count_;
     stats_ = stats;
 }

@@ -41,6 +41,10 @@ struct EngineStats {
     int64_t kv_blocks_used = 0;
     int64_t kv_block_size = 0;
     int64_t tokens_in_kv = 0;  // positions held by running sequences
+    // Disaggregation: requests waiting for their prompt's KV to arrive (decode side) or to be taken by
+    // the decode server (prefill side, generation done).
+    int importing_requests = 0;
+    int exporting_requests = 0;
 };
 
 enum class SubmitRefusal { QueueFull, Draining };
@@ -70,6 +74,10 @@ private:
     void loop();
     void step();
     void take_new_requests();
+    void settle_kv_transfers();
+    void settle_imports();
+    void settle_exports();
+    void wake_for_transfer();
     void drop_cancelled();
     void report_plan(const StepPlan& plan);
     void build_batch(const StepPlan& plan);
@@ -82,11 +90,12 @@ private:
     EngineOptions options_;
     EngineObserver* observer_;
 
-    mutable std::mutex mutex_;  // guards incoming_, stats_, queued_count_
+    mutable std::mutex mutex_;  // guards incoming_, stats_, queued_count_, transfer_news_
     std::condition_variable wake_;
     std::deque<std::unique_ptr<Request>> incoming_;
     int queued_count_ = 0;  // incoming_ + the scheduler's waiting requests, as submit() sees it
     EngineStats stats_;
+    bool transfer_news_ = false;  // a KV transfer's poll() has something to say
     std::atomic<bool> stopping_{false};
     std::atomic<bool> draining_{false};
 
@@ -94,6 +103,8 @@ private:
     SequenceIds sequence_ids_;
     Scheduler scheduler_;
     Postprocessor postprocess_;
+    std::vector<std::unique_ptr<Request>> importing_;  // decode side: their prompt's KV is on its way
+    std::vector<std::unique_ptr<Request>> exporting_;  // prefill side: done, until the KV has landed
     Batch batch_;
     std::vector<float> logits_;  // (outputs, vocab)
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "engine/kv_transfer.h"
+
 namespace tempered {
 
 namespace {
@@ -31,18 +33,29 @@ void flush_held_text(Sequence& sequence, ChoiceDelta& delta) {
     delta.text += sequence.stop_matcher.push(tail).text;
     delta.text += sequence.stop_matcher.flush();
 }
+
+void cancel_kv_transfer(Request& request) {
+    if (request.options.kv_import) request.options.kv_import->cancel();
+    if (request.options.kv_export) request.options.kv_export->cancel();
+}
 }  // namespace
 
 Postprocessor::Postprocessor(const Tokenizer& tokenizer, const ModelConfig& config, KvBlockPool& kv,
-                             EngineObserver* observer, SequenceIds& sequence_ids)
-    : tokenizer_(tokenizer), config_(config), kv_(kv), observer_(observer), sequence_ids_(sequence_ids) {
+                             EngineObserver* observer, SequenceIds& sequence_ids, std::function<void()> transfer_ready)
+    : tokenizer_(tokenizer),
+      config_(config),
+      kv_(kv),
+      observer_(observer),
+      sequence_ids_(sequence_ids),
+      transfer_ready_(std::move(transfer_ready)) {
     for (int32_t token = 0; token < std::min<int64_t>(tokenizer.vocab_size(), config.vocab_size); ++token)
         if (tokenizer.is_end_of_generation(token)) end_of_generation_tokens_.push_back(token);
 }
 
-std::span<Request* const> Postprocessor::apply(const StepPlan& plan, const Status& forward, const float* logits) {
+Postprocessor::Applied Postprocessor::apply(const StepPlan& plan, const Status& forward, const float* logits) {
     touched_.clear();
     finished_.clear();
+    awaiting_export_.clear();
     const auto vocab = static_cast<size_t>(config_.vocab_size);
     size_t logits_row = 0;
     for (const ScheduledChunk& chunk : plan.chunks) {
@@ -53,16 +66,31 @@ std::span<Request* const> Postprocessor::apply(const StepPlan& plan, const Statu
         sequence.computed += chunk.count;
         kv_.register_computed(sequence.id, sequence.tokens, sequence.computed);
         if (sequence.computed != static_cast<int64_t>(sequence.tokens.size())) continue;  // mid-prefill chunk
+        if (request.options.kv_export && !request.kv_delivered) deliver_prompt_kv(request, sequence);
         emit_next_tokens(request, sequence, logits + logits_row++ * vocab);
     }
     for (Request* request : touched_) {
         if (forward && !request->all_finished()) continue;
+        if (forward && request->kv_delivered) {  // prefill side: done once the decode server has the KV
+            awaiting_export_.push_back(request);
+            continue;
+        }
         std::optional<std::string> error;
         if (!forward) error = "model forward failed: " + forward.error().message;
         finish(*request, std::move(error));
         finished_.push_back(request);
     }
-    return finished_;
+    return {finished_, awaiting_export_};
+}
+
+// Prefill side: the prompt's KV leaves the moment it exists, before the first token is even drawn; only
+// the blocks the decode server lacks, when it has already said which those are.
+void Postprocessor::deliver_prompt_kv(Request& request, const Sequence& sequence) {
+    KvExport& out = *request.options.kv_export;
+    const int64_t from = std::min(out.claimed_cached_positions(), sequence.prompt_length);
+    out.deliver(std::vector<int32_t>(sequence.tokens.begin(), sequence.tokens.begin() + sequence.prompt_length),
+                stage_kv(kv_, sequence.id, from, sequence.prompt_length), transfer_ready_);
+    request.kv_delivered = true;
 }
 
 // One event for the sequence's new token; after a shared prefill, one event with every choice's first.
@@ -206,8 +234,14 @@ void Postprocessor::end_where_it_is(Sequence& sequence, ChoiceDelta& delta, Fini
     kv_.release(sequence.id);
 }
 
+void Postprocessor::abandon(Request& request) {
+    cancel_kv_transfer(request);
+    report_finished(request, RequestOutcome::Abort);
+}
+
 void Postprocessor::finish(Request& request, std::optional<std::string> error) {
     for (auto& sequence : request.sequences) kv_.release(sequence->id);
+    cancel_kv_transfer(request);
     RequestOutcome outcome = RequestOutcome::Error;
     if (!error) {
         const auto reason = request.sequences.front()->finish_reason;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -25,21 +26,29 @@ namespace tempered {
 class Postprocessor {
 public:
     // Everything given must outlive the postprocessor; `observer` may be null.
+    // `transfer_ready` wakes the engine when a KV transfer has news (any thread may call it).
     Postprocessor(const Tokenizer& tokenizer, const ModelConfig& config, KvBlockPool& kv, EngineObserver* observer,
-                  SequenceIds& sequence_ids);
+                  SequenceIds& sequence_ids, std::function<void()> transfer_ready = {});
 
+    struct Applied {
+        std::span<Request* const> finished;  // already ended
+        // Done generating (blocks released) but their last event waits for their KV export to land.
+        std::span<Request* const> awaiting_export;
+    };
     // Applies a step whose forward pass returned `forward` and, if it succeeded, wrote `logits`
     // (one row of vocab for each chunk that completes its sequence, in plan order). Returns the
-    // requests that finished (all, if the forward pass failed), already ended; valid until the next call.
-    std::span<Request* const> apply(const StepPlan& plan, const Status& forward, const float* logits);
+    // requests that finished (all, if the forward pass failed); valid until the next call.
+    Applied apply(const StepPlan& plan, const Status& forward, const float* logits);
 
-    // Ends `request`: frees its blocks, reports it, and sends its last event (an error if given).
+    // Ends `request`: frees its blocks, drops its KV transfer if one is still open, reports it, and
+    // sends its last event (an error if given).
     void finish(Request& request, std::optional<std::string> error = std::nullopt);
     // Its reader is gone: only the observer hears of it.
-    void abandon(Request& request) { report_finished(request, RequestOutcome::Abort); }
+    void abandon(Request& request);
 
 private:
     void emit_next_tokens(Request& request, Sequence& sequence, const float* logits);
+    void deliver_prompt_kv(Request& request, const Sequence& sequence);
     void fork_choices(Request& request);
     ChoiceDelta sample(Request& request, Sequence& sequence, const float* logits);
     std::optional<SampledToken> forced_reasoning_token(const GenerationOptions& options, Sequence& sequence,
@@ -61,6 +70,8 @@ private:
     ConstrainedDrawWorkspace constrained_workspace_;
     std::vector<Request*> touched_;  // requests with a chunk in this step, in plan order
     std::vector<Request*> finished_;
+    std::vector<Request*> awaiting_export_;
+    std::function<void()> transfer_ready_;
 };
 
 }  // namespace tempered

@@ -58,11 +58,14 @@ void Scheduler::admit_waiting(int64_t& budget) {
 bool Scheduler::admit(Request& request, int64_t& budget) {
     const size_t first_chunk = plan_.chunks.size();
     int64_t left = budget;
+    int64_t cached = -1;  // of the first sequence: what the prefix cache gave (imported KV is not cache)
     for (auto& sequence : request.sequences) {
         if (sequence->finished) continue;
         sequence->computed = kv_.adopt_cached_prefix(sequence->id, sequence->tokens);
+        if (cached < 0) cached = sequence->computed;
+        const bool fits = !crowded(*sequence) && (!request.imported_kv || place_imported_kv(request, *sequence));
         const int64_t count = std::min(sequence->pending(), left);
-        if (count <= 0 || crowded(*sequence) ||
+        if (!fits || count <= 0 ||
             !kv_.ensure_capacity(sequence->id, sequence->computed + count, sequence->computed)) {
             plan_.chunks.resize(first_chunk);
             for (auto& s : request.sequences) {
@@ -78,9 +81,35 @@ bool Scheduler::admit(Request& request, int64_t& budget) {
     if (!request.ever_admitted) {
         // Counted once, when first admitted, however often the request was turned away before.
         request.ever_admitted = true;
-        request.usage.cached_tokens = request.sequences.front()->computed;
+        request.usage.cached_tokens = std::max<int64_t>(cached, 0);
         plan_.admitted_first_time.push_back(&request);
     }
+    return true;
+}
+
+// Decode side of disaggregation: the prompt's KV came from the prefill server. Positions from the
+// cached prefix up to the last prompt token are written from it; only that last token is computed here
+// (its logits start the answer). False when there is no room now (the KV is kept for the next try). When
+// the prefix cache now covers less than the transfer assumed, or the KV lacks a block, the prompt is
+// computed here like any other: slower, never wrong.
+bool Scheduler::place_imported_kv(Request& request, Sequence& sequence) {
+    const StagedKv& kv = *request.imported_kv;
+    const int64_t last = sequence.prompt_length - 1;
+    if (request.forked || sequence.computed < kv.first_position || kv.end_position < last ||
+        sequence.pending() != sequence.prompt_length - sequence.computed) {
+        request.imported_kv.reset();
+        return true;
+    }
+    if (!kv_.ensure_capacity(sequence.id, sequence.prompt_length, last)) return false;
+    if (!unstage_kv(kv_, sequence.id, kv, sequence.computed)) {
+        kv_.release(sequence.id);  // its window tables already handed back what only a full prefill reads
+        sequence.computed = kv_.adopt_cached_prefix(sequence.id, sequence.tokens);
+        request.imported_kv.reset();
+        return true;
+    }
+    sequence.computed = last;
+    kv_.register_computed(sequence.id, sequence.tokens, last);
+    request.imported_kv.reset();
     return true;
 }
 
@@ -141,6 +170,15 @@ std::vector<std::unique_ptr<Request>> Scheduler::drop_cancelled() {
 
 void Scheduler::retire(std::span<Request* const> finished) {
     for (Request* request : finished) std::erase_if(running_, [&](const auto& r) { return r.get() == request; });
+}
+
+std::unique_ptr<Request> Scheduler::take_running(Request* request) {
+    auto it = std::find_if(running_.begin(), running_.end(), [&](const auto& r) { return r.get() == request; });
+    if (it == running_.end()) return nullptr;
+    auto taken = std::move(*it);
+    running_.erase(it);
+    taken->running = false;
+    return taken;
 }
 
 std::vector<std::unique_ptr<Request>> Scheduler::take_all() {

@@ -68,6 +68,8 @@ public:
     std::vector<std::unique_ptr<Request>> drop_cancelled();
     // Removes finished requests (their blocks already released) from the running ones.
     void retire(std::span<Request* const> finished);
+    // Takes a running request out, e.g. a finished one whose last event waits for its KV transfer.
+    std::unique_ptr<Request> take_running(Request* request);
     // Takes out every request, running ones first (for a shutdown).
     std::vector<std::unique_ptr<Request>> take_all();
 
@@ -80,6 +82,7 @@ private:
     void schedule_running(int64_t& budget);
     void admit_waiting(int64_t& budget);
     bool admit(Request& request, int64_t& budget);
+    bool place_imported_kv(Request& request, Sequence& sequence);
     bool crowded(const Sequence& sequence) const;
     bool make_room(Request& for_request, Sequence& sequence, int64_t positions);
     void preempt(Request& request);

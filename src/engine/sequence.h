@@ -14,6 +14,7 @@
 #include "engine/reasoning_phase.h"
 #include "engine/stop_matcher.h"
 #include "grammar/constraint.h"
+#include "kv/staged_kv.h"
 #include "sampling/sampler.h"
 #include "tokenizer/streaming_detokenizer.h"
 
@@ -76,6 +77,10 @@ struct Request {
     EngineClock::time_point submitted;
     EngineClock::time_point first_scheduled;
     std::optional<EngineClock::time_point> first_token;
+    // Disaggregation (kv_transfer.h). Decode side: the prompt's KV from the prefill server, written into
+    // the blocks when the request is admitted, then dropped. Prefill side: the prompt's KV went out.
+    std::optional<StagedKv> imported_kv;
+    bool kv_delivered = false;
 
     bool cancelled() const { return stream->cancelled(); }
     // Every one of the n choices has finished.

@@ -163,40 +163,48 @@ int64_t KvBlockPool::longest_usable_prefix(const BlockTables& hits) const {
     return 0;
 }
 
-int64_t KvBlockPool::adopt_cached_prefix(int32_t sequence, std::span<const int32_t> tokens) {
-    auto& tables = tables_of(sequence);
-    auto& hashes = prefix_hashes_[sequence];
+KvBlockPool::PrefixHits KvBlockPool::find_cached_prefix(std::span<const int32_t> tokens) const {
     const int64_t block_size = shape_.block_size, group_count = groups_.group_count();
     const int64_t reusable_blocks = (static_cast<int64_t>(tokens.size()) - 1) / block_size;
-    BlockTables hits(static_cast<size_t>(group_count));
-    std::vector<uint64_t> chain;
+    PrefixHits found{BlockTables(static_cast<size_t>(group_count)), {}, 0};
     for (int64_t b = 0; b < reusable_blocks; ++b) {
         const auto block_tokens = tokens.subspan(static_cast<size_t>(b * block_size), static_cast<size_t>(block_size));
-        const uint64_t hash = chain_hash(chain.empty() ? 0 : chain.back(), block_tokens);
+        const uint64_t hash = chain_hash(found.chain.empty() ? 0 : found.chain.back(), block_tokens);
         bool every_global_group_has_it = true;
         for (int64_t group = 0; group < group_count; ++group) {
             const int32_t block = cached_block(group, hash, block_tokens);
             every_global_group_has_it = every_global_group_has_it && (block >= 0 || groups_.is_window_group(group));
-            hits[static_cast<size_t>(group)].push_back(block);
+            found.hits[static_cast<size_t>(group)].push_back(block);
         }
         if (!every_global_group_has_it) {
-            for (auto& group_hits : hits) group_hits.pop_back();
+            for (auto& group_hits : found.hits) group_hits.pop_back();
             break;
         }
-        chain.push_back(hash);
+        found.chain.push_back(hash);
     }
-    const int64_t blocks = longest_usable_prefix(hits);
-    for (int64_t group = 0; group < group_count; ++group) {
-        const int64_t first =
-            first_block_in_window(blocks * block_size, groups_.group_window[static_cast<size_t>(group)], block_size);
-        for (int64_t b = 0; b < blocks; ++b) {
-            const int32_t block = b < first ? -1 : hits[static_cast<size_t>(group)][static_cast<size_t>(b)];
+    found.blocks = longest_usable_prefix(found.hits);
+    return found;
+}
+
+int64_t KvBlockPool::cached_prefix_positions(std::span<const int32_t> tokens) const {
+    return find_cached_prefix(tokens).blocks * shape_.block_size;
+}
+
+int64_t KvBlockPool::adopt_cached_prefix(int32_t sequence, std::span<const int32_t> tokens) {
+    const PrefixHits found = find_cached_prefix(tokens);
+    auto& tables = tables_of(sequence);
+    const int64_t block_size = shape_.block_size;
+    for (int64_t group = 0; group < groups_.group_count(); ++group) {
+        const int64_t first = first_block_in_window(found.blocks * block_size,
+                                                    groups_.group_window[static_cast<size_t>(group)], block_size);
+        for (int64_t b = 0; b < found.blocks; ++b) {
+            const int32_t block = b < first ? -1 : found.hits[static_cast<size_t>(group)][static_cast<size_t>(b)];
             if (block >= 0) add_reference(block);
             tables[static_cast<size_t>(group)].push_back(block);
         }
     }
-    hashes.assign(chain.begin(), chain.begin() + blocks);
-    return blocks * block_size;
+    prefix_hashes_[sequence].assign(found.chain.begin(), found.chain.begin() + found.blocks);
+    return found.blocks * block_size;
 }
 
 // Window groups return the blocks before the first one a query at `computed` reads; the returned
@@ -294,6 +302,28 @@ void KvBlockPool::copy_block(int32_t from, int32_t to) {
         std::memcpy(&values_[static_cast<size_t>(slab + to * bytes)],
                     &values_[static_cast<size_t>(slab + from * bytes)], static_cast<size_t>(bytes));
     }
+}
+
+std::span<const int32_t> KvBlockPool::group_table(int32_t sequence, int64_t group) const {
+    const auto it = block_tables_.find(sequence);
+    if (it == block_tables_.end()) return {};
+    return it->second[static_cast<size_t>(group)];
+}
+
+void KvBlockPool::read_block(int32_t block, std::span<uint8_t> out) const {
+    const int64_t bytes = shape_.block_bytes();
+    uint8_t* to = out.data();
+    for (const auto* slab_base : {keys_.data(), values_.data()})
+        for (int64_t slot = 0; slot < groups_.layers_per_group; ++slot, to += bytes)
+            std::memcpy(to, slab_base + (slot * block_count_ + block) * bytes, static_cast<size_t>(bytes));
+}
+
+void KvBlockPool::write_block(int32_t block, std::span<const uint8_t> in) {
+    const int64_t bytes = shape_.block_bytes();
+    const uint8_t* from = in.data();
+    for (auto* slab_base : {keys_.data(), values_.data()})
+        for (int64_t slot = 0; slot < groups_.layers_per_group; ++slot, from += bytes)
+            std::memcpy(slab_base + (slot * block_count_ + block) * bytes, from, static_cast<size_t>(bytes));
 }
 
 bool KvBlockPool::fork(int32_t parent, int32_t child, int64_t positions) {

@@ -49,6 +49,9 @@ public:
     // global group has all its blocks and every window group those its window reaches from position L.
     // The sequence must have no blocks yet.
     int64_t adopt_cached_prefix(int32_t sequence, std::span<const int32_t> tokens);
+    // The positions adopt_cached_prefix would cover now, changing nothing (blocks may be evicted before
+    // the adoption, which can then cover fewer).
+    int64_t cached_prefix_positions(std::span<const int32_t> tokens) const;
 
     // Gives `sequence` blocks for positions [0, positions). Positions [0, computed) are in the cache
     // and the next query is at `computed`, so a window group first hands back the blocks no query from
@@ -78,6 +81,13 @@ public:
     // Drops `sequence`'s blocks: registered ones stay cached for reuse, the rest return to the pool.
     void release(int32_t sequence);
 
+    // `sequence`'s table for layer group `group` (empty for a sequence the pool does not know).
+    std::span<const int32_t> group_table(int32_t sequence, int64_t group) const;
+    // The bytes of pool block `block` (pool_block_bytes(shape())): every layer of its group, keys then
+    // values, so that two pools of one shape exchange blocks byte for byte.
+    void read_block(int32_t block, std::span<uint8_t> out) const;
+    void write_block(int32_t block, std::span<const uint8_t> in);
+
     int64_t block_count() const { return block_count_; }
     // Blocks held by at least one sequence (not counting cached blocks nobody uses).
     int64_t used_block_count() const { return used_blocks_; }
@@ -105,6 +115,12 @@ private:
     void drop_reference(int32_t block);
     void hand_back_unreachable(BlockTables& tables, int64_t computed);
     int32_t cached_block(int64_t group, uint64_t hash, std::span<const int32_t> tokens) const;
+    struct PrefixHits {
+        BlockTables hits;             // per group, the cached block of each leading full block, or -1
+        std::vector<uint64_t> chain;  // their chain hashes
+        int64_t blocks = 0;           // how many of them every group can serve
+    };
+    PrefixHits find_cached_prefix(std::span<const int32_t> tokens) const;
     int64_t longest_usable_prefix(const BlockTables& hits) const;
     void copy_block(int32_t from, int32_t to);
     static uint64_t chain_hash(uint64_t previous, std::span<const int32_t> tokens);

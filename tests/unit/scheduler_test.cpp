@@ -121,7 +121,7 @@ protected:
         logits_.resize(static_cast<size_t>(batch_.output_count() * model_.config().vocab_size));
         const Status forward = model_.forward(batch_, *pool_, logits_.data());
         EXPECT_TRUE(forward) << forward.error().message;
-        scheduler_->retire(postprocess_->apply(plan, forward, logits_.data()));
+        scheduler_->retire(postprocess_->apply(plan, forward, logits_.data()).finished);
         return result;
     }
 
