@@ -66,6 +66,11 @@ std::shared_ptr<KvExport> PrefillRooms::open_export(std::shared_ptr<PrefillRooms
 Result<std::shared_ptr<PrefillRoom>> PrefillRooms::claim(uint64_t room, int64_t cached_positions) {
     std::unique_lock lock(mutex_);
     if (stopping_) return Error{"the prefill server is shutting down"};
+    if (auto ended = ended_unclaimed_.find(room); ended != ended_unclaimed_.end()) {
+        std::string why = ended->second.why;
+        ended_unclaimed_.erase(ended);
+        return Error{"the prefill request for room " + std::to_string(room) + " ended: " + why};
+    }
     auto entry = room_locked(room);
     if (entry->claimed) return Error{"room " + std::to_string(room) + " is already claimed by another decode server"};
     entry->claimed = true;
@@ -82,6 +87,9 @@ std::function<void()> PrefillRooms::finish_locked(PrefillRoom& room, Status resu
     if (auto found = rooms_.find(room.room); found != rooms_.end() && found->second.get() == &room) rooms_.erase(found);
     metrics_.room_finished(TransferRole::Prefill);
     if (reason) metrics_.failure(TransferRole::Prefill, *reason);
+    if (!room.claimed && !room.result->ok()) {
+        ended_unclaimed_[room.room] = {TransferClock::now() + config_.timeout, room.result->error().message};
+    }
     room.kv = StagedKv{};  // the bytes are no one's concern any more
     changed_.notify_all();
     return room.delivered ? room.ready : std::function<void()>{};
@@ -100,6 +108,7 @@ void PrefillRooms::expire_unclaimed(Deadline now) {
     std::vector<std::function<void()>> ready;
     {
         std::unique_lock lock(mutex_);
+        std::erase_if(ended_unclaimed_, [now](const auto& entry) { return entry.second.until <= now; });
         std::vector<std::shared_ptr<PrefillRoom>> expired;
         for (auto& [id, room] : rooms_) {
             if (room->export_open && !room->claimed && now - room->created >= config_.timeout) expired.push_back(room);
@@ -183,7 +192,7 @@ void PrefillRooms::cancel(PrefillRoom& room) {
     if (room.finished || room.cancelled) return;
     room.cancelled = true;
     room.ready = nullptr;
-    room.result = Status(Error{"the prefill request for room " + std::to_string(room.room) + " was cancelled"});
+    room.result = Status(Error{"cancelled"});
     if (room.claimed) {
         changed_.notify_all();  // its connection sends the REJECT and finishes the room
         return;

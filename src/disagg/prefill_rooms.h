@@ -82,6 +82,13 @@ private:
     std::mutex mutex_;
     std::condition_variable changed_;
     std::unordered_map<uint64_t, std::shared_ptr<PrefillRoom>> rooms_;
+    // Rooms that failed before any claim came (cancelled, timed out, stopped): a late claim hears why at
+    // once instead of waiting out its timeout. Each is kept for one timeout.
+    struct EndedRoom {
+        Deadline until;
+        std::string why;
+    };
+    std::unordered_map<uint64_t, EndedRoom> ended_unclaimed_;
     bool stopping_ = false;
 };
 

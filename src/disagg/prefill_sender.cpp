@@ -214,11 +214,13 @@ Result<std::pair<int64_t, bool>, SendFailure> transfer(PrefillRooms& rooms, Pref
 // A valid CLAIM from the connection, or nothing (having told the peer why, when it can be told).
 std::optional<ClaimFrame> read_claim(PrefillRooms& rooms, Socket& socket) {
     auto frame = read_frame(socket, deadline_from_now(rooms.config()));
-    if (!frame.ok()) return std::nullopt;  // no claim, no room: nothing to count
-    Result<ClaimFrame> claim = frame->type == FrameType::Claim
-                                   ? decode_claim(frame->payload)
-                                   : Result<ClaimFrame>(Error{std::string("expected CLAIM, got ") +
-                                                              frame_type_name(frame->type)});
+    // A peer that left or stayed silent made no claim and opened no room: nothing to count or answer.
+    if (!frame.ok() && frame.error().kind != SocketFailure::Failed) return std::nullopt;
+    Result<ClaimFrame> claim = !frame.ok()                          ? Result<ClaimFrame>(Error{frame.error().message})
+                               : frame->type == FrameType::Claim ? decode_claim(frame->payload)
+                                                                 : Result<ClaimFrame>(Error{
+                                                                       std::string("expected CLAIM, got ") +
+                                                                       frame_type_name(frame->type)});
     if (claim.ok()) return claim.value();
     rooms.metrics().failure(TransferRole::Prefill, TransferFailureReason::Protocol);
     (void)socket.send_all(encode_reject(claim.error().message), deadline_from_now(rooms.config()));

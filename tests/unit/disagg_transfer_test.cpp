@@ -10,6 +10,7 @@
 #include <random>
 #include <thread>
 
+#include "disagg/frame_stream.h"
 #include "disagg/kv_transfer_client.h"
 #include "disagg/kv_transfer_server.h"
 #include "kv/kv_block_pool.h"
@@ -355,6 +356,68 @@ TEST_F(DisaggTransfer, StoppingTheServerFailsItsOpenRooms) {
     auto exported = exporter->poll();
     ASSERT_TRUE(exported && !exported->ok());
     EXPECT_NE(exported->error().message.find("stopped"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tempered
+
+namespace tempered {
+namespace {
+
+TEST_F(DisaggTransfer, AClaimAfterTheExportEndedHearsWhyAtOnce) {
+    start_server();
+    auto exporter = server->open_export(28);
+    exporter->cancel();
+    auto importer = import(28);
+    auto started = std::chrono::steady_clock::now();
+    importer->start(prompt_of(20), 0, [] {});
+    auto imported = wait_for_news([&] { return importer->poll(); });
+    ASSERT_TRUE(imported && !imported->ok());
+    EXPECT_NE(imported->error().message.find("the prefill request for room 28 ended: cancelled"), std::string::npos)
+        << imported->error().message;
+    EXPECT_LT(std::chrono::steady_clock::now() - started, server_config.timeout);
+}
+
+// A decode that reads the header and leaves: the prefill's export fails naming the closed connection.
+TEST_F(DisaggTransfer, ADecodeThatLeavesMidTransferFailsTheExport) {
+    server_config.path = TransferPath::Tcp;
+    start_server();
+    auto exporter = server->open_export(29);
+    exporter->deliver(prompt_of(40), random_kv(server_config.layout, 0, 40, 12), [] {});
+    {
+        auto deadline = std::chrono::steady_clock::now() + 1s;
+        auto peer = Socket::connect("127.0.0.1", server->port(), deadline);
+        ASSERT_TRUE(peer.ok()) << peer.error().message;
+        auto prompt = prompt_of(40);
+        ClaimFrame claim{29, server_config.layout, 40, prompt_hash(prompt), 0, false};
+        ASSERT_TRUE(peer->send_all(encode_claim(claim), deadline).ok());
+        auto header = read_frame(peer.value(), deadline);
+        ASSERT_TRUE(header.ok());
+        EXPECT_EQ(header->type, FrameType::KvHeader);
+    }  // closed without ACK
+    auto exported = wait_for_news([&] { return exporter->poll(); });
+    ASSERT_TRUE(exported && !exported->ok());
+    EXPECT_NE(exported->error().message.find("the decode server closed the connection"), std::string::npos)
+        << exported->error().message;
+    EXPECT_EQ(metrics.failures(TransferRole::Prefill, TransferFailureReason::PeerClosed), 1);
+}
+
+// A peer that announces a 4 GiB frame is refused before anything is allocated, and its room never opens.
+TEST_F(DisaggTransfer, AHostileFrameIsRefusedWithAReject) {
+    start_server();
+    auto deadline = std::chrono::steady_clock::now() + 1s;
+    auto peer = Socket::connect("127.0.0.1", server->port(), deadline);
+    ASSERT_TRUE(peer.ok());
+    std::vector<uint8_t> huge = {static_cast<uint8_t>(FrameType::Claim), 0xff, 0xff, 0xff, 0xff};
+    ASSERT_TRUE(peer->send_all(huge, deadline).ok());
+    auto reply = read_frame(peer.value(), deadline);
+    ASSERT_TRUE(reply.ok()) << reply.error().message;
+    ASSERT_EQ(reply->type, FrameType::Reject);
+    auto message = decode_reject(reply->payload);
+    ASSERT_TRUE(message.ok());
+    EXPECT_NE(message.value().find("exceeds its limit"), std::string::npos) << message.value();
+    EXPECT_EQ(metrics.rooms_waiting(TransferRole::Prefill), 0);
+    EXPECT_EQ(metrics.failures(TransferRole::Prefill, TransferFailureReason::Protocol), 1);
 }
 
 }  // namespace
