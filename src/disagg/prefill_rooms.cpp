@@ -55,6 +55,7 @@ std::shared_ptr<KvExport> PrefillRooms::open_export(std::shared_ptr<PrefillRooms
         entry->finished = true;
         entry->result = Status(Error{"room " + std::to_string(room) + " is already open on this prefill server"});
     } else {
+        ended_unclaimed_.erase(room);  // a new request under an old room's number starts afresh
         entry = room_locked(room);
         entry->export_open = true;
         changed_.notify_all();

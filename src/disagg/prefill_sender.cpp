@@ -182,6 +182,11 @@ Result<std::pair<int64_t, bool>, SendFailure> transfer(PrefillRooms& rooms, Pref
     if (auto mismatch = describe_mismatch(config.layout, claim.layout)) {
         return SendFailure{TransferFailureReason::Mismatch, room_text(claim.room) + ": " + *mismatch};
     }
+    if (config.layout.block_size <= 0 || claim.cached_positions % config.layout.block_size != 0) {
+        return SendFailure{TransferFailureReason::Protocol,
+                           room_text(claim.room) + ": cached positions " + std::to_string(claim.cached_positions) +
+                               " are not a multiple of the block size " + std::to_string(config.layout.block_size)};
+    }
     auto delivered = wait_for(rooms, room, TransferClock::now() + config.timeout,
                               [](PrefillRoom& r) { return r.delivered; },
                               room_text(claim.room) + " was not computed within " + seconds_text(config.timeout));

@@ -422,3 +422,15 @@ TEST_F(DisaggTransfer, AHostileFrameIsRefusedWithAReject) {
 
 }  // namespace
 }  // namespace tempered
+
+namespace tempered {
+namespace {
+
+TEST_F(DisaggTransfer, CachedPositionsInsideABlockAreRefused) {
+    start_server();
+    auto outcome = run(30, prompt_of(40), prompt_of(40), 20, random_kv(server_config.layout, 0, 40, 13));
+    expect_both_fail(outcome.imported, outcome.exported, "not a multiple of the block size 16");
+}
+
+}  // namespace
+}  // namespace tempered
