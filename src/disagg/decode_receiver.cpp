@@ -154,6 +154,7 @@ Received<Imported> receive_kv(ImportState& state, Socket& socket, const KvHeader
     std::optional<ShmSegment> segment;
     if (imported.shm) {
         if (!accepts_shm) return protocol("the prefill sent a shared-memory segment this server did not ask for");
+        if (header.shm_name.rfind("/tempered-kv-", 0) != 0) return protocol("a shared-memory name not of a KV transfer: " + header.shm_name);
         auto opened = ShmSegment::open(header.shm_name, total_bytes);
         if (!opened.ok()) return protocol(opened.error().message);
         segment.emplace(std::move(opened.value()));

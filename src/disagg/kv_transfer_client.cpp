@@ -10,7 +10,7 @@ namespace {
 
 class RoomImport final : public KvImport {
 public:
-    RoomImport(std::shared_ptr<ImportState> state) : state_(std::move(state)) {}
+    explicit RoomImport(std::shared_ptr<ImportState> state) : state_(std::move(state)) {}
     ~RoomImport() override {
         cancel();
         if (!worker_.joinable()) return;

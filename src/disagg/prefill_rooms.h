@@ -27,7 +27,8 @@ struct PrefillRoom {
     explicit PrefillRoom(uint64_t id, Deadline now) : room(id), created(now) {}
     const uint64_t room;
     const Deadline created;
-    // All below under PrefillRooms::mutex, but claimed_cached_positions (read by the engine lock-free).
+    // All below under PrefillRooms::mutex, but the atomics: claimed_cached_positions (the engine reads it
+    // lock-free) and cancelled (the sender looks between frames).
     bool export_open = false;  // open_export() was called
     bool claimed = false;      // a connection holds a claim for it
     std::atomic<int64_t> claimed_cached_positions{0};
