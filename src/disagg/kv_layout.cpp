@@ -1,0 +1,76 @@
+#include "disagg/kv_layout.h"
+
+#include <cctype>
+#include <sstream>
+
+#include "kv/kv_block_pool.h"
+#include "kv/kv_layer_groups.h"
+
+namespace tempered {
+
+uint64_t fnv1a_bytes(uint64_t hash, const void* data, size_t size) {
+    const auto* bytes = static_cast<const uint8_t*>(data);
+    for (size_t i = 0; i < size; ++i) {
+        hash ^= bytes[i];
+        hash *= 0x100000001b3ULL;
+    }
+    return hash;
+}
+
+KvLayout kv_layout_of(const KvCacheShape& shape, uint64_t model_fingerprint) {
+    KvLayout layout;
+    layout.dtype = shape.type;
+    layout.block_size = shape.block_size;
+    layout.layer_count = shape.layer_count;
+    layout.kv_head_count = shape.kv_head_count;
+    layout.head_dim = shape.head_dim;
+    uint64_t hash = kFnvOffsetBasis;
+    for (int64_t window : shape.layer_windows) hash = fnv1a_bytes(hash, &window, sizeof(window));
+    layout.windows_hash = hash;
+    layout.group_count = kv_layer_groups(shape).group_count();
+    layout.pool_block_bytes = KvBlockPool::pool_block_bytes(shape);
+    layout.model_fingerprint = model_fingerprint;
+    return layout;
+}
+
+namespace {
+
+template <class T>
+std::optional<std::string> differs(const char* field, const T& prefill, const T& decode) {
+    if (prefill == decode) return std::nullopt;
+    std::ostringstream message;
+    message << field << " differs: prefill " << prefill << ", decode " << decode;
+    return message.str();
+}
+
+// The --kv-cache-dtype spelling (f16, bf16, f32).
+std::string kv_dtype_flag_name(DType type) {
+    std::string name(dtype_name(type));
+    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return name;
+}
+
+std::string hex(uint64_t value) {
+    std::ostringstream text;
+    text << "0x" << std::hex << value;
+    return text.str();
+}
+
+}  // namespace
+
+std::optional<std::string> describe_mismatch(const KvLayout& prefill, const KvLayout& decode) {
+    if (prefill.dtype != decode.dtype) {
+        return differs("KV dtype", kv_dtype_flag_name(prefill.dtype), kv_dtype_flag_name(decode.dtype));
+    }
+    if (auto m = differs("KV block size", prefill.block_size, decode.block_size)) return m;
+    if (auto m = differs("layer count", prefill.layer_count, decode.layer_count)) return m;
+    if (auto m = differs("KV head count", prefill.kv_head_count, decode.kv_head_count)) return m;
+    if (auto m = differs("head dim", prefill.head_dim, decode.head_dim)) return m;
+    if (auto m = differs("attention windows (hash)", hex(prefill.windows_hash), hex(decode.windows_hash))) return m;
+    if (auto m = differs("KV layer group count", prefill.group_count, decode.group_count)) return m;
+    if (auto m = differs("pool block bytes", prefill.pool_block_bytes, decode.pool_block_bytes)) return m;
+    return differs("model fingerprint (different weights)", hex(prefill.model_fingerprint),
+                   hex(decode.model_fingerprint));
+}
+
+}  // namespace tempered
