@@ -78,6 +78,10 @@ public:
     // Drops `sequence`'s blocks: registered ones stay cached for reuse, the rest return to the pool.
     void release(int32_t sequence);
 
+    // Forgets every cached block nobody uses (unregistered, back to the free list); blocks a sequence
+    // holds keep their registration. Returns how many were dropped. The server's /flush_cache.
+    int64_t drop_unused_cached_blocks();
+
     int64_t block_count() const { return block_count_; }
     // Blocks held by at least one sequence (not counting cached blocks nobody uses).
     int64_t used_block_count() const { return used_blocks_; }
