@@ -56,7 +56,9 @@ void Engine::loop() {
     while (true) {
         {
             std::unique_lock lock(mutex_);
-            wake_.wait(lock, [&] { return stopping_ || !incoming_.empty() || scheduler_.has_work(); });
+            wake_.wait(lock, [&] {
+                return stopping_ || !incoming_.empty() || scheduler_.has_work() || !cache_flushes_.empty();
+            });
             if (stopping_) break;
         }
         step();
@@ -65,6 +67,7 @@ void Engine::loop() {
 }
 
 void Engine::step() {
+    serve_cache_flushes();  // engine_cache_flush.cpp
     take_new_requests();
     drop_cancelled();
     const StepPlan& plan = scheduler_.schedule();
@@ -129,7 +132,9 @@ void Engine::publish_stats() {
     stats.kv_blocks_total = kv_.block_count();
     stats.kv_blocks_used = kv_.used_block_count();
     stats.kv_block_size = kv_.shape().block_size;
+    for (const auto& request : scheduler_.waiting()) stats.waiting_prompt_tokens += request->usage.prompt_tokens;
     std::lock_guard lock(mutex_);
+    for (const auto& request : incoming_) stats.waiting_prompt_tokens += request->usage.prompt_tokens;
     queued_count_ = static_cast<int>(incoming_.size() + scheduler_.waiting().size());
     stats.waiting_requests = queued_count_;
     stats_ = stats;
