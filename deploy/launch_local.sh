@@ -15,6 +15,7 @@ usage: deploy/launch_local.sh [options] [-- extra tempered serve flags]
   --prefill P --decode D   prefill/decode disaggregation: P prefill and D decode servers
   --policy NAME            gateway policy: cache_aware (default), round_robin, power_of_two, random
   --gateway-port PORT      the gateway's port (default: 30000)
+  --metrics-port PORT      the gateway's Prometheus port (default: 29000)
   --worker-port PORT       the first worker's port (default: 8001)
   --bootstrap-port PORT    the first prefill server's KV transfer port (default: 9001)
   --threads N              compute threads per worker (default: 0 = every core)
@@ -31,6 +32,7 @@ prefill=0
 decode=0
 policy=cache_aware
 gateway_port=30000
+metrics_port=29000
 worker_port=8001
 bootstrap_port=9001
 threads=0
@@ -48,6 +50,7 @@ while [[ $# -gt 0 ]]; do
         --decode) decode=$2; shift 2 ;;
         --policy) policy=$2; shift 2 ;;
         --gateway-port) gateway_port=$2; shift 2 ;;
+        --metrics-port) metrics_port=$2; shift 2 ;;
         --worker-port) worker_port=$2; shift 2 ;;
         --bootstrap-port) bootstrap_port=$2; shift 2 ;;
         --threads) threads=$2; shift 2 ;;
@@ -100,7 +103,7 @@ wait_healthy() {
     return 1
 }
 
-gateway_args=(--host "$host" --port "$gateway_port" --policy "$policy"
+gateway_args=(--host "$host" --port "$gateway_port" --prometheus-port "$metrics_port" --policy "$policy"
               --health-check-interval-secs 5 --health-failure-threshold 2 --retry-max-retries 3)
 urls=()
 if (( prefill > 0 )); then
