@@ -70,7 +70,8 @@ def summarize(results, killed_at, kill_after, survivors, gateway_log):
             "survivor_requests_served": survivors,
             "gateway_log_lines_about_the_dead_worker": [
                 line for line in gateway_log.splitlines()
-                if any(word in line for word in ("unhealthy", "Circuit", "circuit", "retry", "Retry", "removed"))][:20],
+                if any(word in line for word in ("health check failed", "Failed to send", "Circuit breaker", "unhealthy",
+                                                 "etry"))][:20],
             "failures": failures}
 
 
