@@ -68,7 +68,8 @@ void Engine::loop() {
         {
             std::unique_lock lock(mutex_);
             const auto has_news = [&] {
-                return stopping_ || !incoming_.empty() || scheduler_.has_work() || transfer_news_;
+                return stopping_ || !incoming_.empty() || scheduler_.has_work() || transfer_news_ ||
+                       !cache_flushes_.empty();
             };
             // A request waiting on a transfer whose reader leaves must not wait for the transfer's timeout.
             if (importing_.empty() && exporting_.empty())
@@ -83,6 +84,7 @@ void Engine::loop() {
 }
 
 void Engine::step() {
+    serve_cache_flushes();  // engine_cache_flush.cpp
     take_new_requests();
     settle_kv_transfers();
     drop_cancelled();
@@ -213,7 +215,9 @@ void Engine::publish_stats() {
     stats.kv_block_size = kv_.shape().block_size;
     stats.importing_requests = static_cast<int>(importing_.size());
     stats.exporting_requests = static_cast<int>(exporting_.size());
+    for (const auto& request : scheduler_.waiting()) stats.waiting_prompt_tokens += request->usage.prompt_tokens;
     std::lock_guard lock(mutex_);
+    for (const auto& request : incoming_) stats.waiting_prompt_tokens += request->usage.prompt_tokens;
     queued_count_ = static_cast<int>(incoming_.size() + scheduler_.waiting().size() + importing_.size());
     stats.waiting_requests = queued_count_;
     stats_ = stats;

@@ -7,9 +7,11 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -45,9 +47,16 @@ struct EngineStats {
     // the decode server (prefill side, generation done).
     int importing_requests = 0;
     int exporting_requests = 0;
+    int64_t waiting_prompt_tokens = 0;  // prompt tokens of the requests not admitted yet (/get_load)
 };
 
 enum class SubmitRefusal { QueueFull, Draining };
+
+// The answer to a cache flush. As SGLang does, the engine flushes only while no request runs or waits.
+struct CacheFlush {
+    bool flushed = false;
+    int64_t blocks_dropped = 0;
+};
 
 struct SubmitResult {
     std::shared_ptr<GenerationStream> stream;  // set on success
@@ -69,6 +78,9 @@ public:
     // Refuse new requests from now on; those accepted still finish.
     void begin_drain() { draining_ = true; }
     bool idle() const;
+    // Drops every cached prefix block nobody uses, on the engine thread (engine_cache_flush.cpp);
+    // nullopt when the engine did not get to it within `timeout`.
+    std::optional<CacheFlush> flush_cache(std::chrono::milliseconds timeout);
 
 private:
     void loop();
@@ -83,6 +95,7 @@ private:
     void build_batch(const StepPlan& plan);
     void shut_down();
     void publish_stats();
+    void serve_cache_flushes();
 
     Model& model_;
     const Tokenizer& tokenizer_;
@@ -90,7 +103,7 @@ private:
     EngineOptions options_;
     EngineObserver* observer_;
 
-    mutable std::mutex mutex_;  // guards incoming_, stats_, queued_count_, transfer_news_
+    mutable std::mutex mutex_;  // guards incoming_, stats_, queued_count_, transfer_news_, cache_flushes_
     std::condition_variable wake_;
     std::deque<std::unique_ptr<Request>> incoming_;
     int queued_count_ = 0;  // incoming_ + the scheduler's waiting requests, as submit() sees it
@@ -98,6 +111,7 @@ private:
     bool transfer_news_ = false;  // a KV transfer's poll() has something to say
     std::atomic<bool> stopping_{false};
     std::atomic<bool> draining_{false};
+    std::vector<std::promise<CacheFlush>> cache_flushes_;  // asked for by flush_cache(); guarded by mutex_
 
     // Engine thread only.
     SequenceIds sequence_ids_;

@@ -318,6 +318,12 @@ void HttpServer::Impl::serve_with_body(const httplib::Request& in, httplib::Resp
     // A body declared larger than the limit by Content-Length is refused by httplib (status 413,
     // body skipped). A chunked body has no declared size: read it, but stop keeping it once over
     // the limit, so the connection stays in sync for the next request.
+    // A request with neither Content-Length nor Transfer-Encoding has no body (RFC 9112, 6.3), e.g.
+    // sgl-model-gateway's POST /flush_cache; httplib's reader would call that a failed read.
+    if (!in.has_header("Content-Length") && !in.has_header("Transfer-Encoding")) {
+        serve(in, {}, out);
+        return;
+    }
     std::string body;
     bool too_large = false;
     const bool read_ok = reader([&](const char* data, size_t size) {

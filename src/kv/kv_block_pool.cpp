@@ -120,6 +120,17 @@ void KvBlockPool::unregister(int32_t block) {
     info.tokens.clear();
 }
 
+int64_t KvBlockPool::drop_unused_cached_blocks() {
+    const auto dropped = static_cast<int64_t>(evictable_.size());
+    for (const int32_t block : evictable_) {
+        blocks_[block].evictable = false;
+        unregister(block);
+        free_blocks_.push_back(block);
+    }
+    evictable_.clear();
+    return dropped;
+}
+
 std::optional<int32_t> KvBlockPool::take_block() {
     int32_t block;
     if (!free_blocks_.empty()) {

@@ -87,6 +87,9 @@ public:
     // values, so that two pools of one shape exchange blocks byte for byte.
     void read_block(int32_t block, std::span<uint8_t> out) const;
     void write_block(int32_t block, std::span<const uint8_t> in);
+    // Forgets every cached block nobody uses (unregistered, back to the free list); blocks a sequence
+    // holds keep their registration. Returns how many were dropped. The server's /flush_cache.
+    int64_t drop_unused_cached_blocks();
 
     int64_t block_count() const { return block_count_; }
     // Blocks held by at least one sequence (not counting cached blocks nobody uses).

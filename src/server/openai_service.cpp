@@ -82,10 +82,13 @@ void OpenAiService::register_routes(http::HttpServer& server) {
     server.route("GET", "/get_load", bind(&OpenAiService::get_load));
     server.route("GET", "/health_generate", bind(&OpenAiService::health_generate));
     server.route("GET", "/server_info", bind(&OpenAiService::server_info));
-    server.route("GET", "/model_info", bind(&OpenAiService::server_info));
+    server.route("GET", "/model_info", bind(&OpenAiService::model_info));
     // SGLang's names, which sgl-model-gateway probes at registration.
     server.route("GET", "/get_server_info", bind(&OpenAiService::server_info));
-    server.route("GET", "/get_model_info", bind(&OpenAiService::server_info));
+    server.route("GET", "/get_model_info", bind(&OpenAiService::model_info));
+    // sgl-model-gateway's own /flush_cache POSTs here on every worker; SGLang takes GET too.
+    server.route("POST", "/flush_cache", bind(&OpenAiService::flush_cache));
+    server.route("GET", "/flush_cache", bind(&OpenAiService::flush_cache));
     server.route("GET", "/metrics", bind(&OpenAiService::metrics));
 }
 
@@ -177,27 +180,58 @@ http::HttpResponse OpenAiService::metrics(const http::HttpRequest&) const {
     return http::HttpResponse::text(200, metrics_.render(), std::string(metrics::Registry::kContentType));
 }
 
+// sgl-model-gateway's load-aware policies read only num_tokens (summed over the array's DP ranks), as
+// SGLang counts it: tokens the running requests hold in the KV cache plus the prompts still waiting.
 http::HttpResponse OpenAiService::get_load(const http::HttpRequest&) const {
     const EngineStats stats = engine_.stats();
     return json_response(nlohmann::json::array({{{"dp_rank", 0},
                                                  {"num_reqs", stats.running_requests + stats.waiting_requests},
                                                  {"num_waiting_reqs", stats.waiting_requests},
-                                                 {"num_tokens", stats.tokens_in_kv}}}));
+                                                 {"num_tokens", stats.tokens_in_kv + stats.waiting_prompt_tokens}}}));
 }
 
+// The GGUF file is reported as model_file, not SGLang's model_path: sgl-model-gateway loads a tokenizer
+// from model_path (an HF id or a tokenizer.json directory) and, given a GGUF path, tries HuggingFace and
+// warns. The gateway needs no tokenizer to route HTTP requests.
 http::HttpResponse OpenAiService::server_info(const http::HttpRequest&) const {
     const EngineStats stats = engine_.stats();
     const ModelConfig& config = model_.config;
-    return json_response({{"model_path", model_.path},
+    return json_response({{"model_file", model_.path},
                           {"served_model_name", settings_.served_model_name},
                           {"architecture", config.architecture},
                           {"max_model_len", config.context_length},
                           {"vocab_size", config.vocab_size},
                           {"kv_block_size", stats.kv_block_size},
                           {"kv_blocks_total", stats.kv_blocks_total},
+                          {"max_total_tokens", stats.kv_blocks_total * stats.kv_block_size},
+                          {"dp_size", 1},
                           {"sampling_defaults", describe_sampling_defaults(settings_.sampling)},
                           {"degeneration_guard", settings_.degeneration.describe()},
                           {"version", "tempered 0.1"}});
+}
+
+// SGLang's /model_info fields that sgl-model-gateway reads (model_type, architectures become worker
+// labels); no model_path or tokenizer_path, for the reason server_info gives.
+http::HttpResponse OpenAiService::model_info(const http::HttpRequest&) const {
+    const ModelConfig& config = model_.config;
+    return json_response({{"model_file", model_.path},
+                          {"served_model_name", settings_.served_model_name},
+                          {"is_generation", true},
+                          {"model_type", config.architecture},
+                          {"architectures", nlohmann::json::array({config.architecture})},
+                          {"max_model_len", config.context_length},
+                          {"vocab_size", config.vocab_size}});
+}
+
+// As SGLang answers it: 200 when flushed, 400 while requests run or wait (nothing is dropped then).
+http::HttpResponse OpenAiService::flush_cache(const http::HttpRequest&) {
+    const std::optional<CacheFlush> flush = engine_.flush_cache(kFlushCacheTimeout);
+    if (!flush) return http::HttpResponse::text(503, "Cache not flushed: the engine did not answer in time.\n");
+    if (!flush->flushed)
+        return http::HttpResponse::text(
+            400, "Cache not flushed: requests are running or waiting; the flush runs only when the engine is idle.\n");
+    return http::HttpResponse::text(
+        200, "Cache flushed: " + std::to_string(flush->blocks_dropped) + " cached blocks dropped.\n");
 }
 
 ResolvedSampling OpenAiService::resolve(const api::GenerationRequest& generation) {

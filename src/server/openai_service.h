@@ -55,6 +55,8 @@ struct ServiceSettings {
 
 // How long /health_generate waits for its one token before it calls the engine stuck.
 inline constexpr std::chrono::seconds kHealthGenerateTimeout{20};
+// How long /flush_cache waits for the engine thread to get between two steps.
+inline constexpr std::chrono::seconds kFlushCacheTimeout{10};
 
 class OpenAiService {
 public:
@@ -83,6 +85,8 @@ private:
     http::HttpResponse get_load(const http::HttpRequest& request) const;
     http::HttpResponse metrics(const http::HttpRequest& request) const;
     http::HttpResponse server_info(const http::HttpRequest& request) const;
+    http::HttpResponse model_info(const http::HttpRequest& request) const;
+    http::HttpResponse flush_cache(const http::HttpRequest& request);
 
     nlohmann::json model_card() const;
     // The sampling values for `generation`, resolved and counted.

@@ -99,6 +99,29 @@ TEST(KvBlockPool, CachedBlocksSurviveReleaseUntilEvictedTailFirst) {
     EXPECT_EQ(pool->adopt_cached_prefix(3, prompt), 8);
 }
 
+TEST(KvBlockPool, DropUnusedCachedBlocksForgetsOnlyThoseNobodyHolds) {
+    auto pool = make_pool(8);
+    const auto released = iota_tokens(9, 100);  // two full blocks, then released
+    const auto held = iota_tokens(9, 500);      // two full blocks, still running
+    ASSERT_TRUE(pool->ensure_capacity(1, 9));
+    pool->register_computed(1, released, 9);
+    pool->release(1);
+    ASSERT_TRUE(pool->ensure_capacity(2, 9));
+    pool->register_computed(2, held, 9);
+    ASSERT_EQ(pool->cached_block_count(), 4);
+
+    EXPECT_EQ(pool->drop_unused_cached_blocks(), 2);
+    EXPECT_EQ(pool->cached_block_count(), 2);
+    EXPECT_EQ(pool->used_block_count(), 3);
+    EXPECT_EQ(pool->available_block_count(), 5);
+    EXPECT_EQ(pool->adopt_cached_prefix(3, released), 0);  // forgotten
+    EXPECT_EQ(pool->adopt_cached_prefix(4, held), 8);      // still shared with sequence 2
+    EXPECT_EQ(pool->drop_unused_cached_blocks(), 0);
+    // Every dropped block can be handed out again: 5 available, the held ones untouched.
+    EXPECT_TRUE(pool->ensure_capacity(5, 20));
+    EXPECT_EQ(pool->available_block_count(), 0);
+}
+
 TEST(KvBlockPool, ForkSharesFullBlocksAndCopiesThePartialOne) {
     auto pool = make_pool(8);
     ASSERT_TRUE(pool->ensure_capacity(1, 6));
