@@ -203,6 +203,7 @@ FieldError parse_generation_fields(const Json& body, int64_t max_tokens_min, Gen
     if (auto e = parse_repetition_detection(find_field(body, "repetition_detection"), out.repetition_detection)) {
         return e;
     }
+    if (auto e = parse_bootstrap(body, out.bootstrap)) return e;
     return parse_response_format(find_field(body, "response_format"), out.response_format);
 }
 

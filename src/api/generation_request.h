@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "api/bootstrap.h"
 #include "api/errors.h"
 #include "api/json_fields.h"
 #include "api/repetition_detection.h"
@@ -56,6 +57,7 @@ struct GenerationRequest {
     bool ignore_eos = false;
     ResponseFormat response_format;                                 // chat and completions alike
     std::optional<RepetitionDetectionParams> repetition_detection;  // validated; empty when not sent
+    std::optional<Bootstrap> bootstrap;  // sgl-model-gateway's PD fields; empty when not sent
 };
 
 inline constexpr int kMaxChoices = 16;

@@ -11,7 +11,9 @@
 
 #include "api/errors.h"
 #include "cli/commands.h"
+#include "disagg/kv_layout.h"
 #include "engine/engine.h"
+#include "formats/model_fingerprint.h"
 #include "http/http_server.h"
 #include "kv/kv_block_pool.h"
 #include "kv/kv_dtype_name.h"
@@ -19,6 +21,7 @@
 #include "runtime/loaded_model.h"
 #include "runtime/model_names.h"
 #include "server/degeneration_settings.h"
+#include "server/disaggregation.h"
 #include "server/openai_service.h"
 #include "server/request_log.h"
 #include "server/sampling_settings.h"
@@ -52,7 +55,37 @@ struct ServeOptions {
     std::string reasoning_parser = "auto";
     int64_t reasoning_budget = -1;  // -1: unlimited
     std::string reasoning_effort_budgets;
+    std::string disaggregation_mode = "null";
+    int disaggregation_bootstrap_port = 8998;
+    std::string disaggregation_transfer = "auto";
+    double disaggregation_timeout = 30.0;
+    std::string disaggregation_fault;  // tests only: a transfer that pauses or aborts on purpose
 };
+
+// The --disaggregation-* flags checked; the layout both servers of a pair must share comes from the KV
+// cache's shape and the model file.
+Result<DisaggregationSettings> disaggregation_flags(const ServeOptions& options, const KvCacheShape& shape,
+                                                    const GgufFile& file) {
+    DisaggregationSettings settings;
+    auto mode = parse_disaggregation_mode(options.disaggregation_mode);
+    if (!mode) return mode.error();
+    settings.mode = *mode;
+    settings.bootstrap_host = options.host;
+    settings.bootstrap_port = options.disaggregation_bootstrap_port;
+    auto path = parse_transfer_path(options.disaggregation_transfer);
+    if (!path) return Error{"--disaggregation-transfer: " + path.error().message};
+    settings.transfer.path = *path;
+    if (!(options.disaggregation_timeout > 0 && options.disaggregation_timeout <= 3600))
+        return Error{"--disaggregation-timeout must be in (0, 3600] seconds"};
+    settings.transfer.timeout = std::chrono::milliseconds(static_cast<int64_t>(options.disaggregation_timeout * 1000));
+    if (!options.disaggregation_fault.empty()) {
+        auto fault = parse_transfer_fault(options.disaggregation_fault);
+        if (!fault) return fault.error();
+        settings.transfer.fault = *fault;
+    }
+    settings.transfer.layout = kv_layout_of(shape, model_fingerprint(file));
+    return settings;
+}
 
 // The reasoning flags checked and put into the service's settings; an error names the flag.
 Status apply_reasoning_flags(const ServeOptions& options, ServiceSettings& settings) {
@@ -171,6 +204,21 @@ int serve(const ServeOptions& options) {
     if (settings.sampling.policy) log.info("sampling policy: " + settings.sampling.policy->to_json().dump());
 
     ServingMetrics metrics(settings.served_model_name, options.kv_cache_dtype);
+    TransferMetrics transfer_metrics(metrics.registry());
+    auto disaggregation_settings = disaggregation_flags(options, shape, *bundle.file);
+    if (!disaggregation_settings) {
+        std::fprintf(stderr, "tempered serve: %s\n", disaggregation_settings.error().message.c_str());
+        return 1;
+    }
+    // Before the engine, so that it outlives every request holding one of its transfers.
+    auto disaggregation = Disaggregation::start(*disaggregation_settings, transfer_metrics);
+    if (!disaggregation) {
+        std::fprintf(stderr, "tempered serve: %s\n", disaggregation.error().message.c_str());
+        return 1;
+    }
+    settings.disaggregation = disaggregation->get();
+    if ((*disaggregation)->mode() != DisaggregationMode::None)
+        log.info("disaggregation: " + (*disaggregation)->describe().dump());
     EngineOptions engine_options{options.max_running, options.max_queued, options.max_batch_tokens};
     Engine engine(*bundle.model, *bundle.tokenizer, **kv, engine_options, &metrics);
     metrics.watch_engine([&engine] { return engine.stats(); });
@@ -277,6 +325,20 @@ void add_serve_command(CLI::App& app, int& exit_code) {
                      "tokens a chat answer may think before </think> is forced (default: unlimited); "
                      "requests override it with thinking_token_budget or reasoning_effort")
         ->check(CLI::Range(int64_t{0}, int64_t{1} << 31));
+    command->add_option("--disaggregation-mode", options->disaggregation_mode,
+                        "prefill or decode behind sgl-model-gateway's PD mode; null: one server does all")
+        ->capture_default_str();
+    command->add_option("--disaggregation-bootstrap-port", options->disaggregation_bootstrap_port,
+                        "prefill: the port decode servers fetch KV from")
+        ->check(CLI::Range(0, 65535))
+        ->capture_default_str();
+    command->add_option("--disaggregation-transfer", options->disaggregation_transfer,
+                        "auto (shared memory to a peer on this host, else TCP), tcp or shm")
+        ->capture_default_str();
+    command->add_option("--disaggregation-timeout", options->disaggregation_timeout,
+                        "seconds a KV transfer may take, claim included")
+        ->capture_default_str();
+    command->add_option("--disaggregation-fault", options->disaggregation_fault)->group("");  // tests only
     command->add_option("--reasoning-effort-budgets", options->reasoning_effort_budgets,
                         "budgets for reasoning_effort, e.g. low=256,medium=1024,high=4096 (the defaults)");
     command->callback([options, &exit_code] { exit_code = serve(*options); });

@@ -36,6 +36,7 @@ http::HttpResponse OpenAiService::chat(const http::HttpRequest& http_request) {
     if (!constraint) return api::to_http_response(constraint.error());
     options->constraint = std::move(constraint).value();
     options->reasoning = reasoning_options(reasoning_, settings_.reasoning, request, options->prompt);
+    if (auto error = attach_disaggregation(request.generation, 0, 1, *options)) return api::to_http_response(*error);
     const int choices = options->n;
     const auto prompt_tokens = static_cast<int64_t>(options->prompt.size());
     auto stream = submit(std::move(options).value());

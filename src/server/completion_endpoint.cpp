@@ -47,6 +47,7 @@ std::optional<api::ApiError> OpenAiService::submit_prompts(const api::Completion
                                           sampling, param.c_str(), kDefaultCompletionTokens);
         if (!options) return options.error();
         options->constraint = *constraint;
+        if (auto error = attach_disaggregation(request.generation, p, prompts.tokens.size(), *options)) return error;
         all_options.push_back(std::move(options).value());
     }
     for (size_t p = 0; p < all_options.size(); ++p) {

@@ -207,6 +207,8 @@ http::HttpResponse OpenAiService::server_info(const http::HttpRequest&) const {
                           {"dp_size", 1},
                           {"sampling_defaults", describe_sampling_defaults(settings_.sampling)},
                           {"degeneration_guard", settings_.degeneration.describe()},
+                          {"disaggregation", settings_.disaggregation ? settings_.disaggregation->describe()
+                                                                      : nlohmann::json{{"disaggregation_mode", "null"}}},
                           {"version", "tempered 0.1"}});
 }
 
@@ -276,6 +278,13 @@ api::ApiResult<GenerationOptions> OpenAiService::generation_options(const api::G
     options.top_logprobs = top_logprobs;
     options.guard = guard_for_request(settings_.degeneration.guard, generation.repetition_detection);
     return options;
+}
+
+std::optional<api::ApiError> OpenAiService::attach_disaggregation(const api::GenerationRequest& generation,
+                                                                  size_t prompt, size_t prompts,
+                                                                  GenerationOptions& options) const {
+    if (!settings_.disaggregation) return std::nullopt;
+    return settings_.disaggregation->attach(generation.bootstrap, prompt, prompts, generation.n, options);
 }
 
 api::ApiResult<std::shared_ptr<GenerationStream>> OpenAiService::submit(GenerationOptions options) {

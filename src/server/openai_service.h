@@ -18,6 +18,7 @@
 #include "sampling/sampling_resolution.h"
 #include "server/chat_tool_calls.h"
 #include "server/degeneration_settings.h"
+#include "server/disaggregation.h"
 #include "server/dry_breaker_cache.h"
 #include "server/generation_loop.h"
 #include "server/reasoning_settings.h"
@@ -51,6 +52,8 @@ struct ServiceSettings {
     DegenerationGuardSettings degeneration;
     // --reasoning-parser, --reasoning-budget, --reasoning-effort-budgets (server/reasoning_settings.h).
     ReasoningSettings reasoning;
+    // --disaggregation-mode and its transfer (outlives the service); nullptr: one server does everything.
+    const Disaggregation* disaggregation = nullptr;
 };
 
 // How long /health_generate waits for its one token before it calls the engine stuck.
@@ -98,6 +101,9 @@ private:
                                                          const ResolvedSampling& sampling, const char* prompt_param,
                                                          std::optional<int64_t> default_max_tokens) const;
     api::ApiResult<std::shared_ptr<GenerationStream>> submit(GenerationOptions options);
+    // Prefill/decode disaggregation: prompt `prompt` of `prompts` gets its part of the KV transfer.
+    std::optional<api::ApiError> attach_disaggregation(const api::GenerationRequest& generation, size_t prompt,
+                                                       size_t prompts, GenerationOptions& options) const;
     // The grammar `generation.response_format` asks for (nullptr: none), counted by kind.
     api::ApiResult<std::shared_ptr<const grammar::Constraint>> response_constraint(
         const api::GenerationRequest& generation);

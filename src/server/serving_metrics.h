@@ -22,6 +22,8 @@ public:
     // Reads gauges from `stats` at each scrape (set once the engine exists).
     void watch_engine(std::function<EngineStats()> stats);
     std::string render() const { return registry_.render(); }
+    // For series other modules own (src/disagg's transfer metrics), rendered with these.
+    metrics::Registry& registry() { return registry_; }
 
     void count_sampling_sources(const ResolvedSampling& sampling);
     void count_rejected() { rejected_.get().inc(); }
