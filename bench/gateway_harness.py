@@ -86,7 +86,8 @@ class Worker(Process):
     def __init__(self, index, binary, model, threads, log_dir, extra=()):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        super().__init__(f"worker-{index}", [binary, "serve", "--model", model, "--host", "127.0.0.1",
+        name = index if isinstance(index, str) else f"worker-{index}"
+        super().__init__(name, [binary, "serve", "--model", model, "--host", "127.0.0.1",
                                              "--port", self.port, "--threads", threads, *extra], log_dir)
 
     def wait_ready(self, timeout=READY_TIMEOUT_S):
@@ -114,7 +115,7 @@ class Gateway(Process):
         self.url = f"http://127.0.0.1:{self.port}"
         super().__init__("gateway", [python, "-m", "sglang_router.launch_router", "--host", "127.0.0.1",
                                      "--port", self.port, "--prometheus-port", free_port(), "--policy", policy,
-                                     "--worker-urls", *worker_urls, *extra], log_dir)
+                                     *(["--worker-urls", *worker_urls] if worker_urls else []), *extra], log_dir)
         self.worker_urls = list(worker_urls)
 
     def wait_ready(self, timeout=READY_TIMEOUT_S):
@@ -176,6 +177,61 @@ class Cluster(contextlib.AbstractContextManager):
 
     def close(self):
         for process in ([self.gateway] if self.gateway else []) + self.workers:
+            process.kill()
+
+
+class PdCluster(contextlib.AbstractContextManager):
+    """Prefill/decode disaggregation: P prefill workers (each with its bootstrap port) and D decode workers
+    behind the gateway's --pd-disaggregation mode. Leaving the `with` kills every process."""
+
+    def __init__(self, binary, prefill=1, decode=1, model=DEFAULT_MODEL, threads=1, log_dir=None,
+                 gateway_python=None, gateway_flags=(), prefill_flags=(), decode_flags=(), policy="round_robin"):
+        self.log_dir = pathlib.Path(log_dir or tempfile.mkdtemp(prefix="tempered-pd-"))
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self.binary, self.model, self.threads, self.policy = str(binary), model, threads, policy
+        self.prefill_count, self.decode_count = prefill, decode
+        self.prefill_flags, self.decode_flags = list(prefill_flags), list(decode_flags)
+        self.gateway_python = gateway_python or sys.executable
+        self.gateway_flags = list(gateway_flags)
+        self.prefills, self.decodes, self.gateway = [], [], None
+
+    def start_prefill(self, index, extra=()):
+        bootstrap_port = free_port()
+        worker = Worker(f"prefill-{index}", self.binary, self.model, self.threads, self.log_dir,
+                        ["--disaggregation-mode", "prefill", "--disaggregation-bootstrap-port", bootstrap_port,
+                         *self.prefill_flags, *extra])
+        worker.bootstrap_port = bootstrap_port
+        return worker
+
+    def start_decode(self, index, extra=()):
+        return Worker(f"decode-{index}", self.binary, self.model, self.threads, self.log_dir,
+                      ["--disaggregation-mode", "decode", *self.decode_flags, *extra])
+
+    def __enter__(self):
+        try:
+            self.prefills = [self.start_prefill(i) for i in range(self.prefill_count)]
+            self.decodes = [self.start_decode(i) for i in range(self.decode_count)]
+            for worker in self.prefills + self.decodes:
+                worker.wait_ready()
+            extra = ["--pd-disaggregation"]
+            for worker in self.prefills:
+                extra += ["--prefill", worker.url, str(worker.bootstrap_port)]
+            for worker in self.decodes:
+                extra += ["--decode", worker.url]
+            self.gateway = Gateway(self.gateway_python, [], self.policy, self.log_dir, [*extra, *self.gateway_flags])
+            self.gateway.worker_urls = [w.url for w in self.prefills + self.decodes]
+            self.gateway.wait_ready()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def close(self):
+        for process in ([self.gateway] if self.gateway else []) + self.prefills + self.decodes:
             process.kill()
 
 

@@ -1,0 +1,327 @@
+"""Prefill/decode disaggregation behind the real sgl-model-gateway (sglang-router, tests/requirements.txt):
+a prefill server and a decode server with our own KV transfer between them answer exactly as one server
+does (greedy and seeded, chat and completions, whole and streamed, n > 1, logprobs, stop strings, the
+sampling report), and every fault ends each request in an answer or a clear error with no KV left held:
+a room nobody claims, a KV dtype mismatch, the prefill server killed mid-transfer, the decode server
+killed mid-stream.
+
+Processes start as the benches start them (bench/gateway_harness.py); fixtures kill them all.
+"""
+import contextlib
+import copy
+import http.client
+import json
+import pathlib
+import struct
+import sys
+import threading
+import time
+import urllib.request
+
+import pytest
+
+from helpers import MODEL_SHORT_NAME, model_args, model_path, tempered_bin
+
+pytest.importorskip("sglang_router", reason="sglang-router is not installed (pip install -r tests/requirements.txt)")
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "bench"))
+import gateway_harness as harness  # noqa: E402
+
+QWEN_FILE, QWEN_NAME = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf", "qwen2.5-coder-0.5b-instruct"
+LONG_SYSTEM = "You are the assistant of a public library and answer questions about opening hours. " * 12
+
+
+def worker_flags():
+    return model_args()[2:]
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory):
+    """A single server and a gateway + prefill + decode, all on SmolLM2."""
+    args = model_args()
+    log_dir = tmp_path_factory.mktemp("pd")
+    single = harness.Worker("single", tempered_bin(), args[1], 1, log_dir, worker_flags())
+    try:
+        single.wait_ready()
+        with harness.PdCluster(tempered_bin(), model=args[1], threads=1, log_dir=log_dir,
+                               prefill_flags=worker_flags(), decode_flags=worker_flags()) as cluster:
+            yield single, cluster
+    finally:
+        single.kill()
+
+
+def post(url, path, body, timeout=120):
+    return harness.http_json("POST", url + path, body, timeout=timeout)
+
+
+def streamed(url, path, body, timeout=120):
+    """Every data event of a stream, parsed; raises on a non-200 answer."""
+    request = urllib.request.Request(url + path, data=json.dumps(body).encode(), method="POST",
+                                     headers={"Content-Type": "application/json"})
+    events = []
+    with urllib.request.urlopen(request, timeout=timeout) as response:
+        assert response.status == 200
+        for raw in response:
+            line = raw.decode().strip()
+            if line.startswith("data: ") and line != "data: [DONE]":
+                events.append(json.loads(line[len("data: "):]))
+    return events
+
+
+def masked_sampling(report):
+    """The sampling report, with a seed the server drew itself (different on every request) blanked and
+    every float at float32 precision: sgl-model-gateway re-serializes the request body through float32
+    fields, so a client's temperature 0.9 reaches the workers as 0.8999999761581421 (and is reported so)."""
+    report = copy.deepcopy(report)
+    seed = report.get("seed")
+    if isinstance(seed, dict) and seed.get("source") == "default":
+        seed["value"] = "drawn"
+    for entry in report.values():
+        if isinstance(entry, dict) and isinstance(entry.get("value"), float):
+            entry["value"] = struct.unpack("f", struct.pack("f", entry["value"]))[0]
+    return report
+
+
+def whole_answer(answer, kind):
+    """Per choice: (text, finish_reason, logprob tokens, logprob values); and the sampling report."""
+    choices = []
+    for choice in sorted(answer["choices"], key=lambda c: c["index"]):
+        text = choice["message"]["content"] if kind == "chat" else choice["text"]
+        logprobs = choice.get("logprobs") or {}
+        if kind == "chat":
+            entries = logprobs.get("content") or []
+            tokens, values = [e["token"] for e in entries], [e["logprob"] for e in entries]
+        else:
+            tokens, values = logprobs.get("tokens") or [], logprobs.get("token_logprobs") or []
+        choices.append((text, choice["finish_reason"], tokens, values))
+    return choices, masked_sampling(answer.get("sampling", {}))
+
+
+def streamed_answer(events, kind):
+    texts, finishes, sampling = {}, {}, {}
+    for event in events:
+        if event.get("sampling"):
+            sampling = masked_sampling(event["sampling"])
+        for choice in event.get("choices", []):
+            index = choice["index"]
+            piece = (choice.get("delta") or {}).get("content") if kind == "chat" else choice.get("text")
+            texts[index] = texts.get(index, "") + (piece or "")
+            if choice.get("finish_reason"):
+                finishes[index] = choice["finish_reason"]
+    return [(texts[i], finishes.get(i)) for i in sorted(texts)], sampling
+
+
+def assert_same_choices(single, pd):
+    assert len(single[0]) == len(pd[0])
+    for ours, theirs in zip(single[0], pd[0]):
+        assert ours[0] == theirs[0] and ours[1] == theirs[1], (ours, theirs)
+        if len(ours) > 2:
+            assert ours[2] == theirs[2]
+            assert ours[3] == pytest.approx(theirs[3], abs=1e-5)
+    assert single[1] == pd[1]
+
+
+CHAT = {"messages": [{"role": "system", "content": LONG_SYSTEM},
+                     {"role": "user", "content": "When does the library open on Sunday?"}], "max_tokens": 24}
+CASES = [
+    ("chat", "greedy", {"temperature": 0}),
+    ("chat", "seeded", {"temperature": 0.9, "top_p": 0.95, "seed": 7}),
+    ("chat", "seeded n=3", {"temperature": 1.0, "seed": 11, "n": 3}),
+    ("chat", "logprobs and stop", {"temperature": 0, "logprobs": True, "top_logprobs": 2, "stop": ["."]}),
+    ("completions", "greedy", {"temperature": 0}),
+    ("completions", "seeded n=2 logprobs", {"temperature": 0.8, "seed": 5, "n": 2, "logprobs": 2}),
+]
+
+
+def body_for(kind, extra, model=MODEL_SHORT_NAME):
+    base = dict(CHAT) if kind == "chat" else {"prompt": LONG_SYSTEM + "\nQ: When does it open?\nA:", "max_tokens": 24}
+    return {"model": model, **base, **extra}
+
+
+@pytest.mark.parametrize("kind,name,extra", CASES, ids=[f"{k}-{n}" for k, n, _ in CASES])
+def test_whole_answers_equal_a_single_servers(pair, kind, name, extra):
+    single, cluster = pair
+    path = "/v1/chat/completions" if kind == "chat" else "/v1/completions"
+    body = body_for(kind, extra)
+    status, ours = post(single.url, path, body)
+    assert status == 200, ours
+    status, theirs = post(cluster.gateway.url, path, body)
+    assert status == 200, theirs
+    assert_same_choices(whole_answer(ours, kind), whole_answer(theirs, kind))
+
+
+@pytest.mark.parametrize("kind,name,extra", CASES[:3] + CASES[4:], ids=[f"{k}-{n}" for k, n, _ in CASES[:3] + CASES[4:]])
+def test_streamed_answers_equal_a_single_servers(pair, kind, name, extra):
+    single, cluster = pair
+    path = "/v1/chat/completions" if kind == "chat" else "/v1/completions"
+    body = {**body_for(kind, extra), "stream": True}
+    assert_same_choices(streamed_answer(streamed(single.url, path, body), kind),
+                        streamed_answer(streamed(cluster.gateway.url, path, body), kind))
+
+
+def test_the_decode_server_fetched_the_prompt_and_nothing_is_left_waiting(pair):
+    _, cluster = pair
+    decode, prefill = cluster.decodes[0].metrics(), cluster.prefills[0].metrics()
+    assert harness.metric_sum(decode, "tempered:kv_transfer_bytes_total") > 0
+    assert harness.metric_sum(prefill, "tempered:kv_transfer_bytes_total") > 0
+    for samples in (decode, prefill):
+        assert harness.metric_sum(samples, "tempered:kv_transfer_rooms_waiting") == 0
+        assert harness.metric_sum(samples, "tempered:kv_transfer_failures_total") == 0
+    # The prefill server ran each prompt for one token only; the decode server drew the answers.
+    prefill_tokens = harness.metric_sum(prefill, "vllm:generation_tokens_total")
+    assert prefill_tokens == harness.metric_sum(prefill, "vllm:request_success_total")
+
+
+def test_a_second_model_family_through_pd_equals_a_single_server(tmp_path):
+    qwen = model_path(QWEN_FILE, QWEN_NAME)
+    single = harness.Worker("qwen-single", tempered_bin(), qwen, 1, tmp_path)
+    try:
+        single.wait_ready()
+        with harness.PdCluster(tempered_bin(), model=str(qwen), threads=1, log_dir=tmp_path) as cluster:
+            for kind in ("chat", "completions"):
+                path = "/v1/chat/completions" if kind == "chat" else "/v1/completions"
+                body = body_for(kind, {"temperature": 0, "max_tokens": 16}, model=pathlib.Path(qwen).stem)
+                ours, theirs = post(single.url, path, body), post(cluster.gateway.url, path, body)
+                assert ours[0] == 200 and theirs[0] == 200, (ours, theirs)
+                assert_same_choices(whole_answer(ours[1], kind), whole_answer(theirs[1], kind))
+    finally:
+        single.kill()
+
+
+# ---- Faults: every request ends in an answer or a clear error; no KV stays held; survivors serve.
+
+def kv_blocks_in_use(worker):
+    return harness.metric_sum(worker.metrics(), "vllm:kv_cache_usage_perc")
+
+
+def rooms_waiting(worker):
+    return harness.metric_sum(worker.metrics(), "tempered:kv_transfer_rooms_waiting")
+
+
+def wait_for(condition, timeout=20):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def still_serves(worker):
+    status, answer = post(worker.url, "/v1/completions", {"model": MODEL_SHORT_NAME, "prompt": "Hi", "max_tokens": 2})
+    return status == 200 and answer["choices"][0]["text"] is not None
+
+
+def pd_body(prefill, room, **extra):
+    return {**body_for("completions", {"temperature": 0, **extra}), "bootstrap_host": "127.0.0.1",
+            "bootstrap_port": prefill.bootstrap_port, "bootstrap_room": room}
+
+
+def both_at_once(prefill, decode, body):
+    """Sends `body` to the prefill and the decode server at once, as the gateway does: both answers."""
+    answers = {}
+
+    def send(worker):
+        answers[worker.name] = post(worker.url, "/v1/completions", body, timeout=60)
+
+    threads = [threading.Thread(target=send, args=(w,)) for w in (prefill, decode)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return answers[prefill.name], answers[decode.name]
+
+
+def test_a_room_nobody_claims_ends_the_prefill_request_with_a_clear_error(tmp_path):
+    cluster = harness.PdCluster(tempered_bin(), model=model_args()[1], log_dir=tmp_path, decode=0,
+                                prefill_flags=[*worker_flags(), "--disaggregation-timeout", "1.5"])
+    prefill = cluster.start_prefill(0)
+    try:
+        prefill.wait_ready()
+        started = time.monotonic()
+        status, answer = post(prefill.url, "/v1/completions", pd_body(prefill, 4242))
+        assert status >= 500 and "room 4242" in json.dumps(answer) and "claimed" in json.dumps(answer), answer
+        assert time.monotonic() - started < 10
+        assert rooms_waiting(prefill) == 0 and kv_blocks_in_use(prefill) == 0
+        assert still_serves(prefill)
+    finally:
+        prefill.kill()
+
+
+def test_a_kv_dtype_mismatch_is_a_clear_error_on_both_sides(tmp_path):
+    cluster = harness.PdCluster(tempered_bin(), model=model_args()[1], log_dir=tmp_path,
+                                prefill_flags=worker_flags(), decode_flags=[*worker_flags(), "--kv-cache-dtype", "f32"])
+    prefill, decode = cluster.start_prefill(0), cluster.start_decode(0)
+    try:
+        prefill.wait_ready()
+        decode.wait_ready()
+        (p_status, p_answer), (d_status, d_answer) = both_at_once(prefill, decode, pd_body(prefill, 77))
+        for status, answer in ((p_status, p_answer), (d_status, d_answer)):
+            text = json.dumps(answer)
+            assert status >= 500 and "dtype" in text and "f16" in text and "f32" in text, answer
+        for worker in (prefill, decode):
+            assert rooms_waiting(worker) == 0 and kv_blocks_in_use(worker) == 0
+            assert still_serves(worker)
+    finally:
+        prefill.kill()
+        decode.kill()
+
+
+def test_the_prefill_server_killed_mid_transfer(tmp_path):
+    # The prefill side pauses after its first block, so the kill lands inside the transfer every time.
+    cluster = harness.PdCluster(tempered_bin(), model=model_args()[1], log_dir=tmp_path,
+                                prefill_flags=[*worker_flags(), "--disaggregation-fault", "pause_after_blocks:1:30",
+                                               "--disaggregation-transfer", "tcp"],
+                                decode_flags=[*worker_flags(), "--disaggregation-transfer", "tcp"])
+    prefill, decode = cluster.start_prefill(0), cluster.start_decode(0)
+    try:
+        prefill.wait_ready()
+        decode.wait_ready()
+        answers = {}
+        sender = threading.Thread(target=lambda: answers.update(
+            decode=post(decode.url, "/v1/completions", pd_body(prefill, 9), timeout=60)))
+        def send_to_prefill():  # its connection dies with it
+            with contextlib.suppress(OSError, http.client.HTTPException):
+                answers.update(prefill=post(prefill.url, "/v1/completions", pd_body(prefill, 9), timeout=60))
+
+        prefill_thread = threading.Thread(target=send_to_prefill)
+        sender.start()
+        prefill_thread.start()
+        # Both ends hold the room; the prompt (a fraction of a second) is computed and its KV handed to the
+        # transfer, which pauses after one block for 30 s: the kill lands mid-transfer.
+        assert wait_for(lambda: rooms_waiting(decode) == 1 and rooms_waiting(prefill) == 1)
+        time.sleep(2)
+        assert rooms_waiting(decode) == 1
+        prefill.kill()
+        sender.join(timeout=60)
+        prefill_thread.join(timeout=60)
+        status, answer = answers["decode"]
+        assert status >= 500 and "KV transfer failed" in json.dumps(answer), answer
+        assert rooms_waiting(decode) == 0 and kv_blocks_in_use(decode) == 0
+        assert still_serves(decode)
+    finally:
+        prefill.kill()
+        decode.kill()
+
+
+def test_the_decode_server_killed_mid_stream_through_the_gateway(tmp_path):
+    args = model_args()
+    with harness.PdCluster(tempered_bin(), model=args[1], threads=1, log_dir=tmp_path, prefill_flags=worker_flags(),
+                           decode_flags=worker_flags()) as cluster:
+        body = {**body_for("chat", {"temperature": 0, "max_tokens": 400, "ignore_eos": True}), "stream": True}
+        request = urllib.request.Request(cluster.gateway.url + "/v1/chat/completions", data=json.dumps(body).encode(),
+                                         method="POST", headers={"Content-Type": "application/json"})
+        chunks, ended = 0, None
+        try:
+            with urllib.request.urlopen(request, timeout=60) as response:
+                for raw in response:
+                    if raw.startswith(b"data: "):
+                        chunks += 1
+                    if chunks == 5:
+                        cluster.decodes[0].kill()
+            ended = "stream closed"
+        except Exception as error:  # the gateway may cut the connection instead: also an end, not a hang
+            ended = f"{type(error).__name__}"
+        assert ended and chunks >= 5
+        prefill = cluster.prefills[0]
+        assert wait_for(lambda: rooms_waiting(prefill) == 0 and kv_blocks_in_use(prefill) == 0)
+        assert still_serves(prefill)
