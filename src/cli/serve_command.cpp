@@ -325,18 +325,22 @@ void add_serve_command(CLI::App& app, int& exit_code) {
                      "tokens a chat answer may think before </think> is forced (default: unlimited); "
                      "requests override it with thinking_token_budget or reasoning_effort")
         ->check(CLI::Range(int64_t{0}, int64_t{1} << 31));
-    command->add_option("--disaggregation-mode", options->disaggregation_mode,
-                        "prefill or decode behind sgl-model-gateway's PD mode; null: one server does all")
+    command
+        ->add_option("--disaggregation-mode", options->disaggregation_mode,
+                     "prefill or decode behind sgl-model-gateway's PD mode; null: one server does all")
         ->capture_default_str();
-    command->add_option("--disaggregation-bootstrap-port", options->disaggregation_bootstrap_port,
-                        "prefill: the port decode servers fetch KV from")
+    command
+        ->add_option("--disaggregation-bootstrap-port", options->disaggregation_bootstrap_port,
+                     "prefill: the port decode servers fetch KV from")
         ->check(CLI::Range(0, 65535))
         ->capture_default_str();
-    command->add_option("--disaggregation-transfer", options->disaggregation_transfer,
-                        "auto (shared memory to a peer on this host, else TCP), tcp or shm")
+    command
+        ->add_option("--disaggregation-transfer", options->disaggregation_transfer,
+                     "auto (shared memory to a peer on this host, else TCP), tcp or shm")
         ->capture_default_str();
-    command->add_option("--disaggregation-timeout", options->disaggregation_timeout,
-                        "seconds a KV transfer may take, claim included")
+    command
+        ->add_option("--disaggregation-timeout", options->disaggregation_timeout,
+                     "seconds a KV transfer may take, claim included")
         ->capture_default_str();
     command->add_option("--disaggregation-fault", options->disaggregation_fault)->group("");  // tests only
     command->add_option("--reasoning-effort-budgets", options->reasoning_effort_budgets,

@@ -74,10 +74,9 @@ Received<Ok> check_header(const ImportState& state, const KvHeaderFrame& header)
     const KvLayout& layout = state.config.layout;
     auto prompt_length = static_cast<int64_t>(state.prompt.size());
     if (header.block_bytes != layout.pool_block_bytes) {
-        return ReceiveFailure{TransferFailureReason::Mismatch, "the prefill's KV blocks are " +
-                                                                   std::to_string(header.block_bytes) +
-                                                                   " bytes, ours " +
-                                                                   std::to_string(layout.pool_block_bytes)};
+        return ReceiveFailure{TransferFailureReason::Mismatch,
+                              "the prefill's KV blocks are " + std::to_string(header.block_bytes) + " bytes, ours " +
+                                  std::to_string(layout.pool_block_bytes)};
     }
     if (header.first_position != state.cached_positions || header.end_position > prompt_length ||
         header.end_position < std::max<int64_t>(prompt_length - 1, header.first_position)) {
@@ -85,8 +84,8 @@ Received<Ok> check_header(const ImportState& state, const KvHeaderFrame& header)
                         std::to_string(header.end_position) + ") for a prompt of " + std::to_string(prompt_length) +
                         " with " + std::to_string(state.cached_positions) + " cached");
     }
-    int64_t position_blocks = blocks_until(header.end_position, layout.block_size) -
-                              header.first_position / layout.block_size;
+    int64_t position_blocks =
+        blocks_until(header.end_position, layout.block_size) - header.first_position / layout.block_size;
     if (header.block_count > position_blocks * layout.group_count) {
         return protocol("the prefill announces " + std::to_string(header.block_count) + " blocks where at most " +
                         std::to_string(position_blocks * layout.group_count) + " fit");
@@ -112,7 +111,8 @@ Received<Ok> receive_blocks(ImportState& state, Socket& socket, const KvHeaderFr
         if (!frame.ok()) return from_socket(frame.error(), "receiving the KV");
         if (frame->type == FrameType::Reject) return rejected(frame.value());
         if (frame->type == FrameType::Done) break;
-        if (frame->type != FrameType::KvBlocks) return protocol(std::string("unexpected ") + frame_type_name(frame->type));
+        if (frame->type != FrameType::KvBlocks)
+            return protocol(std::string("unexpected ") + frame_type_name(frame->type));
         auto blocks = decode_kv_blocks(frame->payload);
         if (!blocks.ok()) return protocol(blocks.error().message);
         if (static_cast<int64_t>(kv.blocks.size() + blocks->blocks.size()) > header.block_count) {
@@ -130,8 +130,8 @@ Received<Ok> receive_blocks(ImportState& state, Socket& socket, const KvHeaderFr
         kv.bytes.insert(kv.bytes.end(), blocks->bytes.begin(), blocks->bytes.end());
     }
     if (static_cast<int64_t>(kv.blocks.size()) != header.block_count) {
-        return protocol("DONE after " + std::to_string(kv.blocks.size()) + " of " +
-                        std::to_string(header.block_count) + " blocks");
+        return protocol("DONE after " + std::to_string(kv.blocks.size()) + " of " + std::to_string(header.block_count) +
+                        " blocks");
     }
     return Ok{};
 }
@@ -154,7 +154,8 @@ Received<Imported> receive_kv(ImportState& state, Socket& socket, const KvHeader
     std::optional<ShmSegment> segment;
     if (imported.shm) {
         if (!accepts_shm) return protocol("the prefill sent a shared-memory segment this server did not ask for");
-        if (header.shm_name.rfind("/tempered-kv-", 0) != 0) return protocol("a shared-memory name not of a KV transfer: " + header.shm_name);
+        if (header.shm_name.rfind("/tempered-kv-", 0) != 0)
+            return protocol("a shared-memory name not of a KV transfer: " + header.shm_name);
         auto opened = ShmSegment::open(header.shm_name, total_bytes);
         if (!opened.ok()) return protocol(opened.error().message);
         segment.emplace(std::move(opened.value()));
@@ -162,7 +163,8 @@ Received<Imported> receive_kv(ImportState& state, Socket& socket, const KvHeader
     } else {
         kv.bytes.reserve(total_bytes);
     }
-    if (auto status = receive_blocks(state, socket, header, imported.shm, deadline, kv); !status.ok()) return status.error();
+    if (auto status = receive_blocks(state, socket, header, imported.shm, deadline, kv); !status.ok())
+        return status.error();
     if (segment) kv.bytes.assign(segment->bytes().begin(), segment->bytes().end());
     auto acked = socket.send_all(encode_empty(FrameType::Ack), deadline);
     if (!acked.ok()) return from_socket(acked.error(), "sending the ACK");
@@ -184,15 +186,21 @@ Received<Imported> receive(ImportState& state, Deadline deadline) {
     } detach{state};
 
     const KvTransferConfig& config = state.config;
-    bool accepts_shm = config.path == TransferPath::Shm || (config.path == TransferPath::Auto && socket.peer_is_loopback());
-    ClaimFrame claim{state.room, config.layout, static_cast<int64_t>(state.prompt.size()), prompt_hash(state.prompt),
-                     state.cached_positions, accepts_shm};
+    bool accepts_shm =
+        config.path == TransferPath::Shm || (config.path == TransferPath::Auto && socket.peer_is_loopback());
+    ClaimFrame claim{state.room,
+                     config.layout,
+                     static_cast<int64_t>(state.prompt.size()),
+                     prompt_hash(state.prompt),
+                     state.cached_positions,
+                     accepts_shm};
     auto sent = socket.send_all(encode_claim(claim), deadline);
     if (!sent.ok()) return from_socket(sent.error(), "sending the claim");
     auto frame = read_frame(socket, deadline);
     if (!frame.ok()) return from_socket(frame.error(), "waiting for the KV");
     if (frame->type == FrameType::Reject) return rejected(frame.value());
-    if (frame->type != FrameType::KvHeader) return protocol(std::string("expected KV_HEADER, got ") + frame_type_name(frame->type));
+    if (frame->type != FrameType::KvHeader)
+        return protocol(std::string("expected KV_HEADER, got ") + frame_type_name(frame->type));
     auto header = decode_kv_header(frame->payload);
     if (!header.ok()) return protocol(header.error().message);
     if (auto status = check_header(state, header.value()); !status.ok()) return status.error();

@@ -215,7 +215,8 @@ Result<ClaimFrame> decode_claim(std::span<const uint8_t> payload) {
         return malformed("CLAIM", "protocol version " + std::to_string(version) + ", this server speaks " +
                                       std::to_string(kTransferProtocolVersion));
     }
-    if (payload.size() != kClaimBytes) return malformed("CLAIM", std::to_string(payload.size()) + " bytes, expected " + std::to_string(kClaimBytes));
+    if (payload.size() != kClaimBytes)
+        return malformed("CLAIM", std::to_string(payload.size()) + " bytes, expected " + std::to_string(kClaimBytes));
     ClaimFrame claim;
     claim.room = reader.get<uint64_t>();
     claim.layout = get_layout(reader);
@@ -272,8 +273,8 @@ Result<KvBlocksFrame> decode_kv_blocks(std::span<const uint8_t> payload) {
     auto count = reader.get<uint32_t>();
     if (reader.failed()) return malformed("KV_BLOCKS", "truncated");
     if (count > reader.remaining() / kBlockTagBytes) {
-        return malformed("KV_BLOCKS", std::to_string(count) + " block tags in " + std::to_string(reader.remaining()) +
-                                          " bytes");
+        return malformed("KV_BLOCKS",
+                         std::to_string(count) + " block tags in " + std::to_string(reader.remaining()) + " bytes");
     }
     KvBlocksFrame frame;
     frame.blocks.resize(count);

@@ -30,8 +30,8 @@ const char* frame_type_name(FrameType type);
 
 inline constexpr uint32_t kTransferMagic = 0x544b5654;  // "TVKT" on the wire
 inline constexpr uint16_t kTransferProtocolVersion = 1;
-inline constexpr size_t kFrameHeaderBytes = 5;                  // type u8, payload length u32
-inline constexpr uint32_t kMaxKvBlocksPayload = 64u << 20;      // one KV_BLOCKS frame; a run is cut to fit
+inline constexpr size_t kFrameHeaderBytes = 5;              // type u8, payload length u32
+inline constexpr uint32_t kMaxKvBlocksPayload = 64u << 20;  // one KV_BLOCKS frame; a run is cut to fit
 inline constexpr uint32_t kMaxRejectMessageBytes = 4096;
 inline constexpr uint32_t kMaxShmNameBytes = 255;  // NAME_MAX
 

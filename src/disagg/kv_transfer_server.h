@@ -28,8 +28,8 @@ class KvTransferServer {
 public:
     // Listens on host:port (port 0: the kernel picks; port() tells which). `metrics` outlives the server
     // and every export it hands out.
-    static Result<std::unique_ptr<KvTransferServer>> start(const std::string& host, int port,
-                                                           KvTransferConfig config, TransferMetrics& metrics);
+    static Result<std::unique_ptr<KvTransferServer>> start(const std::string& host, int port, KvTransferConfig config,
+                                                           TransferMetrics& metrics);
     ~KvTransferServer();
     KvTransferServer(const KvTransferServer&) = delete;
     KvTransferServer& operator=(const KvTransferServer&) = delete;

@@ -35,10 +35,11 @@ Deadline deadline_from_now(const KvTransferConfig& config) { return TransferCloc
 // Waits for `what` on `room` until `deadline`; a failure for a cancel, a stop or the deadline.
 SendStatus wait_for(PrefillRooms& rooms, PrefillRoom& room, Deadline deadline, bool (*what)(PrefillRoom&),
                     const std::string& timeout_message) {
-    bool happened = rooms.wait_until(deadline, [what](PrefillRoom& r) { return r.cancelled || what(r); }, room);
+    bool happened = rooms.wait_until(
+        deadline, [what](PrefillRoom& r) { return r.cancelled || what(r); }, room);
     if (room.cancelled) {
-        return SendFailure{TransferFailureReason::Cancelled,
-                           "the prefill request for " + room_text(room.room) + " ended: cancelled before its KV was sent"};
+        return SendFailure{TransferFailureReason::Cancelled, "the prefill request for " + room_text(room.room) +
+                                                                 " ended: cancelled before its KV was sent"};
     }
     if (rooms.stopping()) return SendFailure{TransferFailureReason::Cancelled, "the prefill server is shutting down"};
     if (!happened) return SendFailure{TransferFailureReason::Timeout, timeout_message};
@@ -64,8 +65,8 @@ SendStatus check_delivery(const ClaimFrame& claim, const std::vector<int32_t>& p
     }
     if (kv.block_bytes != layout.pool_block_bytes ||
         kv.byte_count() != static_cast<int64_t>(kv.blocks.size()) * kv.block_bytes) {
-        return SendFailure{TransferFailureReason::Protocol, "the staged KV of " + room_text(claim.room) +
-                                                                " does not match this server's block size"};
+        return SendFailure{TransferFailureReason::Protocol,
+                           "the staged KV of " + room_text(claim.room) + " does not match this server's block size"};
     }
     return Ok{};
 }
@@ -137,13 +138,15 @@ SendStatus send_block_runs(const Sending& sending, const KvTransferConfig& confi
             }
         }
         if (sending.room.cancelled) {
-            return SendFailure{TransferFailureReason::Cancelled,
-                               "the prefill request for " + room_text(sending.room.room) + " ended: cancelled mid-transfer"};
+            return SendFailure{
+                TransferFailureReason::Cancelled,
+                "the prefill request for " + room_text(sending.room.room) + " ended: cancelled mid-transfer"};
         }
         auto status = sending.socket.send_all(encode_kv_blocks(tags, bytes), deadline_from_now(config));
         if (!status.ok()) return from_socket(status.error(), "sending the KV of " + room_text(sending.room.room));
         sent += run;
-        if (auto fault_status = apply_fault(sending, static_cast<int64_t>(sent)); !fault_status.ok()) return fault_status;
+        if (auto fault_status = apply_fault(sending, static_cast<int64_t>(sent)); !fault_status.ok())
+            return fault_status;
     }
     return Ok{};
 }
@@ -187,16 +190,20 @@ Result<std::pair<int64_t, bool>, SendFailure> transfer(PrefillRooms& rooms, Pref
                            room_text(claim.room) + ": cached positions " + std::to_string(claim.cached_positions) +
                                " are not a multiple of the block size " + std::to_string(config.layout.block_size)};
     }
-    auto delivered = wait_for(rooms, room, TransferClock::now() + config.timeout,
-                              [](PrefillRoom& r) { return r.delivered; },
-                              room_text(claim.room) + " was not computed within " + seconds_text(config.timeout));
+    auto delivered = wait_for(
+        rooms, room, TransferClock::now() + config.timeout, [](PrefillRoom& r) { return r.delivered; },
+        room_text(claim.room) + " was not computed within " + seconds_text(config.timeout));
     if (!delivered.ok()) return delivered.error();
     auto delivery = rooms.take_delivery(room);
     if (!delivery) return SendFailure{TransferFailureReason::Cancelled, room_text(claim.room) + " ended"};
     const auto& [prompt, kv] = *delivery;
     if (auto status = check_delivery(claim, prompt, kv, config.layout); !status.ok()) return status.error();
 
-    Sending sending{rooms, room, socket, kv, blocks_to_send(kv, claim.cached_positions, config.layout.block_size),
+    Sending sending{rooms,
+                    room,
+                    socket,
+                    kv,
+                    blocks_to_send(kv, claim.cached_positions, config.layout.block_size),
                     claim.accepts_shm && config.path != TransferPath::Tcp};
     KvHeaderFrame header{std::max(kv.first_position, claim.cached_positions), kv.end_position, kv.block_bytes,
                          static_cast<int64_t>(sending.chosen.size()), ""};
@@ -221,11 +228,11 @@ std::optional<ClaimFrame> read_claim(PrefillRooms& rooms, Socket& socket) {
     auto frame = read_frame(socket, deadline_from_now(rooms.config()));
     // A peer that left or stayed silent made no claim and opened no room: nothing to count or answer.
     if (!frame.ok() && frame.error().kind != SocketFailure::Failed) return std::nullopt;
-    Result<ClaimFrame> claim = !frame.ok()                          ? Result<ClaimFrame>(Error{frame.error().message})
-                               : frame->type == FrameType::Claim ? decode_claim(frame->payload)
-                                                                 : Result<ClaimFrame>(Error{
-                                                                       std::string("expected CLAIM, got ") +
-                                                                       frame_type_name(frame->type)});
+    Result<ClaimFrame> claim =
+        !frame.ok() ? Result<ClaimFrame>(Error{frame.error().message})
+        : frame->type == FrameType::Claim
+            ? decode_claim(frame->payload)
+            : Result<ClaimFrame>(Error{std::string("expected CLAIM, got ") + frame_type_name(frame->type)});
     if (claim.ok()) return claim.value();
     rooms.metrics().failure(TransferRole::Prefill, TransferFailureReason::Protocol);
     (void)socket.send_all(encode_reject(claim.error().message), deadline_from_now(rooms.config()));
@@ -244,10 +251,10 @@ void serve_claim(PrefillRooms& rooms, Socket& socket) {
         return socket.shutdown();
     }
     Deadline claimed_at = TransferClock::now();
-    auto opened = wait_for(rooms, *room.value(), claimed_at + config.timeout,
-                           [](PrefillRoom& r) { return r.export_open; },
-                           "the prefill server has no request for " + room_text(claim->room) + " (waited " +
-                               seconds_text(config.timeout) + ")");
+    auto opened = wait_for(
+        rooms, *room.value(), claimed_at + config.timeout, [](PrefillRoom& r) { return r.export_open; },
+        "the prefill server has no request for " + room_text(claim->room) + " (waited " + seconds_text(config.timeout) +
+            ")");
     auto outcome = opened.ok() ? transfer(rooms, *room.value(), socket, *claim)
                                : Result<std::pair<int64_t, bool>, SendFailure>(opened.error());
     if (outcome.ok()) {

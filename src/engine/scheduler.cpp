@@ -65,8 +65,7 @@ bool Scheduler::admit(Request& request, int64_t& budget) {
         if (cached < 0) cached = sequence->computed;
         const bool fits = !crowded(*sequence) && (!request.imported_kv || place_imported_kv(request, *sequence));
         const int64_t count = std::min(sequence->pending(), left);
-        if (!fits || count <= 0 ||
-            !kv_.ensure_capacity(sequence->id, sequence->computed + count, sequence->computed)) {
+        if (!fits || count <= 0 || !kv_.ensure_capacity(sequence->id, sequence->computed + count, sequence->computed)) {
             plan_.chunks.resize(first_chunk);
             for (auto& s : request.sequences) {
                 kv_.release(s->id);

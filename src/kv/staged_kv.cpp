@@ -45,9 +45,8 @@ bool unstage_kv(KvBlockPool& pool, int32_t sequence, const StagedKv& staged, int
         const auto [from_block, end_block] = block_range(from, staged.end_position, block_size, table.size());
         for (int64_t b = from_block; b < end_block; ++b) {
             if (table[static_cast<size_t>(b)] < 0) continue;
-            const auto it = std::find_if(staged.blocks.begin(), staged.blocks.end(), [&](const StagedKvBlock& s) {
-                return s.group == group && s.index == b;
-            });
+            const auto it = std::find_if(staged.blocks.begin(), staged.blocks.end(),
+                                         [&](const StagedKvBlock& s) { return s.group == group && s.index == b; });
             if (it == staged.blocks.end()) return false;
             writes.emplace_back(table[static_cast<size_t>(b)], static_cast<int32_t>(it - staged.blocks.begin()));
         }

@@ -22,8 +22,8 @@ Result<std::unique_ptr<Disaggregation>> Disaggregation::start(DisaggregationSett
                                                               TransferMetrics& metrics) {
     std::unique_ptr<Disaggregation> disaggregation(new Disaggregation(settings));
     if (settings.mode == DisaggregationMode::Prefill) {
-        auto server = KvTransferServer::start(settings.bootstrap_host, settings.bootstrap_port, settings.transfer,
-                                              metrics);
+        auto server =
+            KvTransferServer::start(settings.bootstrap_host, settings.bootstrap_port, settings.transfer, metrics);
         if (!server) return Error{"--disaggregation-bootstrap-port: " + server.error().message};
         disaggregation->settings_.bootstrap_port = (*server)->port();
         disaggregation->server_ = std::move(server).value();

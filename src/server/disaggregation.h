@@ -42,8 +42,8 @@ public:
     DisaggregationMode mode() const { return settings_.mode; }
     // Gives prompt `prompt` (of `prompts`) its part in the transfer, if the request named one: a
     // bootstrap whose entries fit no prompt is the client's error.
-    std::optional<api::ApiError> attach(const std::optional<api::Bootstrap>& bootstrap, size_t prompt,
-                                        size_t prompts, int n, GenerationOptions& options) const;
+    std::optional<api::ApiError> attach(const std::optional<api::Bootstrap>& bootstrap, size_t prompt, size_t prompts,
+                                        int n, GenerationOptions& options) const;
     // For /server_info: the mode, and the bootstrap port and transfer path.
     nlohmann::json describe() const;
 

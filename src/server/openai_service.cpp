@@ -196,20 +196,21 @@ http::HttpResponse OpenAiService::get_load(const http::HttpRequest&) const {
 http::HttpResponse OpenAiService::server_info(const http::HttpRequest&) const {
     const EngineStats stats = engine_.stats();
     const ModelConfig& config = model_.config;
-    return json_response({{"model_file", model_.path},
-                          {"served_model_name", settings_.served_model_name},
-                          {"architecture", config.architecture},
-                          {"max_model_len", config.context_length},
-                          {"vocab_size", config.vocab_size},
-                          {"kv_block_size", stats.kv_block_size},
-                          {"kv_blocks_total", stats.kv_blocks_total},
-                          {"max_total_tokens", stats.kv_blocks_total * stats.kv_block_size},
-                          {"dp_size", 1},
-                          {"sampling_defaults", describe_sampling_defaults(settings_.sampling)},
-                          {"degeneration_guard", settings_.degeneration.describe()},
-                          {"disaggregation", settings_.disaggregation ? settings_.disaggregation->describe()
-                                                                      : nlohmann::json{{"disaggregation_mode", "null"}}},
-                          {"version", "tempered 0.1"}});
+    return json_response(
+        {{"model_file", model_.path},
+         {"served_model_name", settings_.served_model_name},
+         {"architecture", config.architecture},
+         {"max_model_len", config.context_length},
+         {"vocab_size", config.vocab_size},
+         {"kv_block_size", stats.kv_block_size},
+         {"kv_blocks_total", stats.kv_blocks_total},
+         {"max_total_tokens", stats.kv_blocks_total * stats.kv_block_size},
+         {"dp_size", 1},
+         {"sampling_defaults", describe_sampling_defaults(settings_.sampling)},
+         {"degeneration_guard", settings_.degeneration.describe()},
+         {"disaggregation", settings_.disaggregation ? settings_.disaggregation->describe()
+                                                     : nlohmann::json{{"disaggregation_mode", "null"}}},
+         {"version", "tempered 0.1"}});
 }
 
 // SGLang's /model_info fields that sgl-model-gateway reads (model_type, architectures become worker

@@ -185,9 +185,9 @@ TEST(DisaggConfig, FaultAndPathStrings) {
     ASSERT_TRUE(abort.ok());
     EXPECT_EQ(abort->kind, TransferFault::Kind::AbortAfterBlocks);
     EXPECT_EQ(abort->after_blocks, 0);
-    for (const char* bad : {"", "abort_after_blocks", "abort_after_blocks:-1", "abort_after_blocks:2:3",
-                            "pause_after_blocks:2", "pause_after_blocks:x:1", "pause_after_blocks:1:soon",
-                            "explode_after_blocks:1"}) {
+    for (const char* bad :
+         {"", "abort_after_blocks", "abort_after_blocks:-1", "abort_after_blocks:2:3", "pause_after_blocks:2",
+          "pause_after_blocks:x:1", "pause_after_blocks:1:soon", "explode_after_blocks:1"}) {
         auto parsed = parse_transfer_fault(bad);
         ASSERT_FALSE(parsed.ok()) << bad;
         EXPECT_NE(parsed.error().message.find("--disaggregation-fault"), std::string::npos);
