@@ -127,6 +127,10 @@ CASES = [
     ("chat", "seeded", {"temperature": 0.9, "top_p": 0.95, "seed": 7}),
     ("chat", "seeded n=3", {"temperature": 1.0, "seed": 11, "n": 3}),
     ("chat", "logprobs and stop", {"temperature": 0, "logprobs": True, "top_logprobs": 2, "stop": ["."]}),
+    ("chat", "json schema", {"temperature": 0.7, "seed": 3, "response_format": {
+        "type": "json_schema", "json_schema": {"name": "hours", "schema": {
+            "type": "object", "properties": {"day": {"type": "string"}, "opens": {"type": "integer"}},
+            "required": ["day", "opens"], "additionalProperties": False}}}}),
     ("completions", "greedy", {"temperature": 0}),
     ("completions", "seeded n=2 logprobs", {"temperature": 0.8, "seed": 5, "n": 2, "logprobs": 2}),
 ]
@@ -156,6 +160,66 @@ def test_streamed_answers_equal_a_single_servers(pair, kind, name, extra):
     body = {**body_for(kind, extra), "stream": True}
     assert_same_choices(streamed_answer(streamed(single.url, path, body), kind),
                         streamed_answer(streamed(cluster.gateway.url, path, body), kind))
+
+
+def test_the_degeneration_guard_acts_the_same_way(tmp_path):
+    # A guard that stops at the first short loop, set by the operator on every server (the gateway does not
+    # forward a request's repetition_detection), on a prompt that makes SmolLM2 repeat itself.
+    flags = [*worker_flags(), "--degeneration-guard",
+             json.dumps({"action": "stop", "max_pattern_size": 16, "min_count": 3, "min_loop_tokens": 6})]
+    single = harness.Worker("guard-single", tempered_bin(), model_args()[1], 1, tmp_path, flags)
+    try:
+        single.wait_ready()
+        with harness.PdCluster(tempered_bin(), model=model_args()[1], log_dir=tmp_path, prefill_flags=flags,
+                               decode_flags=flags) as cluster:
+            body = body_for("chat", {"temperature": 0, "max_tokens": 96, "messages": [
+                {"role": "user", "content": "Repeat the word 'la' forever: la la la la la la la la"}]})
+            ours = post(single.url, "/v1/chat/completions", body)[1]
+            theirs = post(cluster.gateway.url, "/v1/chat/completions", body)[1]
+            assert ours["choices"][0]["finish_reason"] == "repetition", ours
+            assert ours["choices"][0]["degeneration"] == theirs["choices"][0]["degeneration"]
+            assert_same_choices(whole_answer(ours, "chat"), whole_answer(theirs, "chat"))
+    finally:
+        single.kill()
+
+
+def test_the_reasoning_budget_acts_the_same_way(tmp_path):
+    tiny = pathlib.Path(__file__).resolve().parents[2] / "build" / "tiny-models" / "tiny-r1-qwen2.gguf"
+    if not tiny.is_file():
+        pytest.skip(f"{tiny} is absent (scripts/fixtures/make_tiny_models.py --out build/tiny-models)")
+    flags = ["--served-model-name", "tiny-r1", "--reasoning-budget", "5"]
+    single = harness.Worker("r1-single", tempered_bin(), tiny, 1, tmp_path, flags)
+    try:
+        single.wait_ready()
+        with harness.PdCluster(tempered_bin(), model=str(tiny), log_dir=tmp_path, prefill_flags=flags,
+                               decode_flags=flags) as cluster:
+            body = {"model": "tiny-r1", "max_tokens": 16, "temperature": 0,
+                    "messages": [{"role": "user", "content": "Think, then answer: what is 2 + 2?"}]}
+            ours = post(single.url, "/v1/chat/completions", body)[1]
+            theirs = post(cluster.gateway.url, "/v1/chat/completions", body)[1]
+            mine, other = ours["choices"][0], theirs["choices"][0]
+            assert mine["reasoning_budget"] == {"tokens": 5, "budget": 5, "forced_end": "budget"}, mine
+            assert other["reasoning_budget"] == mine["reasoning_budget"]
+            assert other["message"]["reasoning_content"] == mine["message"]["reasoning_content"]
+            assert other["message"]["content"] == mine["message"]["content"]
+    finally:
+        single.kill()
+
+
+def test_the_prefill_sends_only_the_blocks_the_decode_lacks(pair):
+    _, cluster = pair
+    decode = cluster.decodes[0]
+    body = body_for("completions", {"temperature": 0, "max_tokens": 2,
+                                    "prompt": LONG_SYSTEM * 2 + "\nQ: Is there a cafe?\nA:"})
+    transferred = []
+    for _ in range(2):
+        before = harness.metric_sum(decode.metrics(), "tempered:kv_transfer_bytes_total")
+        status, answer = post(cluster.gateway.url, "/v1/completions", body)
+        assert status == 200, answer
+        transferred.append(harness.metric_sum(decode.metrics(), "tempered:kv_transfer_bytes_total") - before)
+    # The second time the decode server's prefix cache holds every full block but the one with the last
+    # prompt position: at most that block moves (per layer group).
+    assert transferred[0] > 0 and transferred[1] < transferred[0] / 4, transferred
 
 
 def test_the_decode_server_fetched_the_prompt_and_nothing_is_left_waiting(pair):
