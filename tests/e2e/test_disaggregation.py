@@ -389,3 +389,37 @@ def test_the_decode_server_killed_mid_stream_through_the_gateway(tmp_path):
         prefill = cluster.prefills[0]
         assert wait_for(lambda: rooms_waiting(prefill) == 0 and kv_blocks_in_use(prefill) == 0)
         assert still_serves(prefill)
+
+
+def test_the_decode_server_killed_mid_transfer(tmp_path):
+    # The prefill side pauses 4 s after its first block; the decode server dies in that pause.
+    cluster = harness.PdCluster(tempered_bin(), model=model_args()[1], log_dir=tmp_path,
+                                prefill_flags=[*worker_flags(), "--disaggregation-fault", "pause_after_blocks:1:4",
+                                               "--disaggregation-transfer", "tcp"],
+                                decode_flags=[*worker_flags(), "--disaggregation-transfer", "tcp"])
+    prefill, decode = cluster.start_prefill(0), cluster.start_decode(0)
+    try:
+        prefill.wait_ready()
+        decode.wait_ready()
+        answers = {}
+
+        def send_to_decode():  # its connection dies with it
+            with contextlib.suppress(OSError, http.client.HTTPException):
+                answers.update(decode=post(decode.url, "/v1/completions", pd_body(prefill, 10), timeout=60))
+
+        threads = [threading.Thread(target=send_to_decode), threading.Thread(target=lambda: answers.update(
+            prefill=post(prefill.url, "/v1/completions", pd_body(prefill, 10), timeout=60)))]
+        for thread in threads:
+            thread.start()
+        assert wait_for(lambda: rooms_waiting(decode) == 1 and rooms_waiting(prefill) == 1)
+        time.sleep(1.5)
+        decode.kill()
+        for thread in threads:
+            thread.join(timeout=60)
+        status, answer = answers["prefill"]
+        assert status >= 500 and "KV transfer failed" in json.dumps(answer), answer
+        assert rooms_waiting(prefill) == 0 and kv_blocks_in_use(prefill) == 0
+        assert still_serves(prefill)
+    finally:
+        prefill.kill()
+        decode.kill()
