@@ -27,6 +27,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "bench"))
 import gateway_harness as harness  # noqa: E402
 
 QWEN_FILE, QWEN_NAME = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf", "qwen2.5-coder-0.5b-instruct"
+GEMMA_FILE, GEMMA_NAME = "gemma-3-270m-Q4_K_M.gguf", "gemma3-270m"
 LONG_SYSTEM = "You are the assistant of a public library and answer questions about opening hours. " * 12
 
 
@@ -235,17 +236,29 @@ def test_the_decode_server_fetched_the_prompt_and_nothing_is_left_waiting(pair):
     assert prefill_tokens == harness.metric_sum(prefill, "vllm:request_success_total")
 
 
-def test_a_second_model_family_through_pd_equals_a_single_server(tmp_path):
-    qwen = model_path(QWEN_FILE, QWEN_NAME)
-    single = harness.Worker("qwen-single", tempered_bin(), qwen, 1, tmp_path)
+# Gemma 3's window layers (512 positions) hand blocks back: a prompt past the window moves only what the
+# decode side's last position can still see in those layers.
+OTHER_FAMILIES = [(QWEN_FILE, QWEN_NAME, 40), (GEMMA_FILE, GEMMA_NAME, 350)]
+
+
+@pytest.mark.parametrize("file_name,short_name,words", OTHER_FAMILIES, ids=["qwen2", "gemma3-past-window"])
+def test_other_model_families_through_pd_equal_a_single_server(tmp_path, file_name, short_name, words):
+    path = model_path(file_name, short_name)
+    single = harness.Worker("single", tempered_bin(), path, 1, tmp_path)
     try:
         single.wait_ready()
-        with harness.PdCluster(tempered_bin(), model=str(qwen), threads=1, log_dir=tmp_path) as cluster:
-            for kind in ("chat", "completions"):
-                path = "/v1/chat/completions" if kind == "chat" else "/v1/completions"
-                body = body_for(kind, {"temperature": 0, "max_tokens": 16}, model=pathlib.Path(qwen).stem)
-                ours, theirs = post(single.url, path, body), post(cluster.gateway.url, path, body)
+        with harness.PdCluster(tempered_bin(), model=str(path), threads=1, log_dir=tmp_path) as cluster:
+            prompt = " ".join(f"item{i}" for i in range(words)) + "\nThe list above has"
+            for kind in ("completions",) if file_name == GEMMA_FILE else ("chat", "completions"):  # base: no template
+                path_ = "/v1/chat/completions" if kind == "chat" else "/v1/completions"
+                extra = {"temperature": 0, "max_tokens": 12, "prompt": prompt,
+                         "messages": [{"role": "user", "content": prompt}]}
+                body = body_for(kind, extra, model=pathlib.Path(path).stem)
+                body.pop("prompt" if kind == "chat" else "messages")
+                ours, theirs = post(single.url, path_, body, 300), post(cluster.gateway.url, path_, body, 300)
                 assert ours[0] == 200 and theirs[0] == 200, (ours, theirs)
+                if file_name == GEMMA_FILE:
+                    assert ours[1]["usage"]["prompt_tokens"] > 512
                 assert_same_choices(whole_answer(ours[1], kind), whole_answer(theirs[1], kind))
     finally:
         single.kill()
