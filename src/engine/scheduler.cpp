@@ -100,6 +100,9 @@ bool Scheduler::place_imported_kv(Request& request, Sequence& sequence) {
         return true;
     }
     if (!kv_.ensure_capacity(sequence.id, sequence.prompt_length, last)) return false;
+    // The new entries came all at once: a window group returns those the last position cannot see (the
+    // prefill server has handed them back too, so they are not in `kv`).
+    kv_.hand_back_unreachable(sequence.id, last);
     if (!unstage_kv(kv_, sequence.id, kv, sequence.computed)) {
         kv_.release(sequence.id);  // its window tables already handed back what only a full prefill reads
         sequence.computed = kv_.adopt_cached_prefix(sequence.id, sequence.tokens);

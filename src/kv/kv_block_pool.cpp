@@ -236,6 +236,11 @@ void KvBlockPool::hand_back_unreachable(BlockTables& tables, int64_t computed) {
     }
 }
 
+void KvBlockPool::hand_back_unreachable(int32_t sequence, int64_t computed) {
+    const auto it = block_tables_.find(sequence);
+    if (it != block_tables_.end()) hand_back_unreachable(it->second, computed);
+}
+
 int64_t KvBlockPool::blocks_needed(int32_t sequence, int64_t positions, int64_t computed) const {
     const auto it = block_tables_.find(sequence);
     const int64_t entries = it == block_tables_.end() ? 0 : static_cast<int64_t>(it->second[0].size());

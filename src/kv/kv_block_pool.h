@@ -59,6 +59,10 @@ public:
     // not make room: the caller preempts someone.
     bool ensure_capacity(int32_t sequence, int64_t positions, int64_t computed = 0);
 
+    // Window groups hand back the blocks a query at `computed` can no longer read (ensure_capacity does
+    // this before it takes new blocks; a sequence given all its blocks at once needs it after).
+    void hand_back_unreachable(int32_t sequence, int64_t computed);
+
     // Blocks ensure_capacity(sequence, positions, computed) would take from the pool: new blocks in
     // every group minus the window blocks it hands back that nobody else holds. Negative when it
     // returns more than it takes.
