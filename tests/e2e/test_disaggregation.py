@@ -343,41 +343,59 @@ def test_a_kv_dtype_mismatch_is_a_clear_error_on_both_sides(tmp_path):
         decode.kill()
 
 
-def test_the_prefill_server_killed_mid_transfer(tmp_path):
-    # The prefill side pauses after its first block, so the kill lands inside the transfer every time.
+@contextlib.contextmanager
+def paused_transfer(tmp_path, pause_seconds, room):
+    """A prefill and a decode server whose transfer pauses `pause_seconds` after its first block, and room
+    `room` sent to both at once: yields (prefill, decode, answers, join) once both ends hold the room and
+    the prompt's KV is in the transfer; join() waits for both answers. A side killed meanwhile leaves none."""
     cluster = harness.PdCluster(tempered_bin(), model=model_args()[1], log_dir=tmp_path,
-                                prefill_flags=[*worker_flags(), "--disaggregation-fault", "pause_after_blocks:1:30",
-                                               "--disaggregation-transfer", "tcp"],
+                                prefill_flags=[*worker_flags(), "--disaggregation-transfer", "tcp",
+                                               "--disaggregation-fault", f"pause_after_blocks:1:{pause_seconds}"],
                                 decode_flags=[*worker_flags(), "--disaggregation-transfer", "tcp"])
     prefill, decode = cluster.start_prefill(0), cluster.start_decode(0)
+    answers, threads = {}, []
+
+    def send(worker):
+        with contextlib.suppress(OSError, http.client.HTTPException):  # its connection dies with it
+            answers[worker.name] = post(worker.url, "/v1/completions", pd_body(prefill, room), timeout=60)
+
     try:
         prefill.wait_ready()
         decode.wait_ready()
-        answers = {}
-        sender = threading.Thread(target=lambda: answers.update(
-            decode=post(decode.url, "/v1/completions", pd_body(prefill, 9), timeout=60)))
-        def send_to_prefill():  # its connection dies with it
-            with contextlib.suppress(OSError, http.client.HTTPException):
-                answers.update(prefill=post(prefill.url, "/v1/completions", pd_body(prefill, 9), timeout=60))
-
-        prefill_thread = threading.Thread(target=send_to_prefill)
-        sender.start()
-        prefill_thread.start()
+        threads = [threading.Thread(target=send, args=(worker,)) for worker in (prefill, decode)]
+        for thread in threads:
+            thread.start()
         # Both ends hold the room; the prompt (a fraction of a second) is computed and its KV handed to the
-        # transfer, which pauses after one block for 30 s: the kill lands mid-transfer.
+        # transfer, which then pauses after one block: a kill now lands mid-transfer.
         assert wait_for(lambda: rooms_waiting(decode) == 1 and rooms_waiting(prefill) == 1)
-        time.sleep(2)
+        time.sleep(1.5)
         assert rooms_waiting(decode) == 1
-        prefill.kill()
-        sender.join(timeout=60)
-        prefill_thread.join(timeout=60)
-        status, answer = answers["decode"]
-        assert status >= 500 and "KV transfer failed" in json.dumps(answer), answer
-        assert rooms_waiting(decode) == 0 and kv_blocks_in_use(decode) == 0
-        assert still_serves(decode)
+        yield prefill, decode, answers, lambda: [thread.join(timeout=60) for thread in threads]
     finally:
         prefill.kill()
         decode.kill()
+
+
+def assert_survivor_answered_clearly_and_is_clean(survivor, answers):
+    status, answer = answers[survivor.name]
+    assert status >= 500 and "KV transfer failed" in json.dumps(answer), answer
+    assert rooms_waiting(survivor) == 0 and kv_blocks_in_use(survivor) == 0
+    assert still_serves(survivor)
+
+
+def test_the_prefill_server_killed_mid_transfer(tmp_path):
+    with paused_transfer(tmp_path, 30, room=9) as (prefill, decode, answers, join):
+        prefill.kill()
+        join()
+        assert_survivor_answered_clearly_and_is_clean(decode, answers)
+
+
+def test_the_decode_server_killed_mid_transfer(tmp_path):
+    # The prefill side notices when its 4 s pause ends and it writes to the closed connection.
+    with paused_transfer(tmp_path, 4, room=10) as (prefill, decode, answers, join):
+        decode.kill()
+        join()
+        assert_survivor_answered_clearly_and_is_clean(prefill, answers)
 
 
 def test_the_decode_server_killed_mid_stream_through_the_gateway(tmp_path):
@@ -402,37 +420,3 @@ def test_the_decode_server_killed_mid_stream_through_the_gateway(tmp_path):
         prefill = cluster.prefills[0]
         assert wait_for(lambda: rooms_waiting(prefill) == 0 and kv_blocks_in_use(prefill) == 0)
         assert still_serves(prefill)
-
-
-def test_the_decode_server_killed_mid_transfer(tmp_path):
-    # The prefill side pauses 4 s after its first block; the decode server dies in that pause.
-    cluster = harness.PdCluster(tempered_bin(), model=model_args()[1], log_dir=tmp_path,
-                                prefill_flags=[*worker_flags(), "--disaggregation-fault", "pause_after_blocks:1:4",
-                                               "--disaggregation-transfer", "tcp"],
-                                decode_flags=[*worker_flags(), "--disaggregation-transfer", "tcp"])
-    prefill, decode = cluster.start_prefill(0), cluster.start_decode(0)
-    try:
-        prefill.wait_ready()
-        decode.wait_ready()
-        answers = {}
-
-        def send_to_decode():  # its connection dies with it
-            with contextlib.suppress(OSError, http.client.HTTPException):
-                answers.update(decode=post(decode.url, "/v1/completions", pd_body(prefill, 10), timeout=60))
-
-        threads = [threading.Thread(target=send_to_decode), threading.Thread(target=lambda: answers.update(
-            prefill=post(prefill.url, "/v1/completions", pd_body(prefill, 10), timeout=60)))]
-        for thread in threads:
-            thread.start()
-        assert wait_for(lambda: rooms_waiting(decode) == 1 and rooms_waiting(prefill) == 1)
-        time.sleep(1.5)
-        decode.kill()
-        for thread in threads:
-            thread.join(timeout=60)
-        status, answer = answers["prefill"]
-        assert status >= 500 and "KV transfer failed" in json.dumps(answer), answer
-        assert rooms_waiting(prefill) == 0 and kv_blocks_in_use(prefill) == 0
-        assert still_serves(prefill)
-    finally:
-        prefill.kill()
-        decode.kill()
