@@ -112,10 +112,7 @@ void Engine::take_new_requests() {
             request->options.seed, tokenizer_, request->options.stop, request->options.constraint));
         if (request->options.reasoning.enabled())
             request->sequences.back()->reasoning.emplace(request->options.reasoning);
-        if (request->options.kv_import) {  // decode side: ask for only what the prefix cache lacks
-            const auto& prompt = request->options.prompt;
-            request->options.kv_import->start(prompt, kv_.cached_prefix_positions(prompt),
-                                              [this] { wake_for_transfer(); });
+        if (request->options.kv_import) {  // decode side: the KV comes from the prefill server
             importing_.push_back(std::move(request));
         } else {
             scheduler_.add(std::move(request));
@@ -129,7 +126,26 @@ void Engine::settle_kv_transfers() {
         transfer_news_ = false;
     }
     settle_imports();
+    start_imports();
     settle_exports();
+}
+
+// Decode side. An import starts (its claim goes out, asking only for what the prefix cache lacks) while
+// the pool could still hold every import in flight: KV waiting in memory for admission never outgrows the
+// pool, and the prefill server keeps the rest meanwhile. In arrival order; one at a time at least.
+void Engine::start_imports() {
+    int64_t promised = 0;
+    for (const auto& request : importing_) promised += request->import_blocks;
+    for (auto& request : importing_) {
+        if (request->import_blocks > 0) continue;
+        const auto& prompt = request->options.prompt;
+        const auto positions = static_cast<int64_t>(prompt.size());
+        const int64_t blocks = std::max<int64_t>(kv_.blocks_to_hold(positions, positions - 1), 1);
+        if (promised > 0 && promised + blocks > kv_.available_block_count()) break;
+        promised += blocks;
+        request->import_blocks = blocks;
+        request->options.kv_import->start(prompt, kv_.cached_prefix_positions(prompt), [this] { wake_for_transfer(); });
+    }
 }
 
 // A request whose KV arrived joins the queue; one whose transfer failed ends with that error.
@@ -138,7 +154,7 @@ void Engine::settle_imports() {
         Request& request = **it;
         if (request.cancelled()) {
             postprocess_.abandon(request);
-        } else if (auto result = request.options.kv_import->poll()) {
+        } else if (auto result = request.import_blocks > 0 ? request.options.kv_import->poll() : std::nullopt) {
             if (!*result) {
                 postprocess_.finish(request, "KV transfer failed: " + result->error().message);
             } else {

@@ -88,6 +88,7 @@ private:
     void take_new_requests();
     void settle_kv_transfers();
     void settle_imports();
+    void start_imports();
     void settle_exports();
     void wake_for_transfer();
     void drop_cancelled();

@@ -80,6 +80,7 @@ struct Request {
     // Disaggregation (kv_transfer.h). Decode side: the prompt's KV from the prefill server, written into
     // the blocks when the request is admitted, then dropped. Prefill side: the prompt's KV went out.
     std::optional<StagedKv> imported_kv;
+    int64_t import_blocks = 0;  // while importing: the blocks its KV will take (0: not started yet)
     bool kv_delivered = false;
 
     bool cancelled() const { return stream->cancelled(); }

@@ -280,3 +280,50 @@ TEST(EngineKvTransferWindow, ADecodeEngineTakesTheKvOfAWindowModelWithoutRecompu
 
 }  // namespace
 }  // namespace tempered
+
+namespace tempered {
+namespace {
+
+bool claimed(Mailbox& box) {
+    std::lock_guard lock(box.mutex);
+    return box.claim.has_value();
+}
+
+// Back-pressure: a decode engine sends a claim only while its pool could hold every import in flight, so
+// KV waiting for admission never outgrows the pool; the next claim goes out once the first KV has landed.
+TEST(EngineKvTransferBackPressure, AnImportWaitsToClaimWhileThePoolIsPromisedToAnother) {
+    Tokenizer tokenizer = testing::byte_tokenizer();
+    testing::FakeModel prefill_model{tokenizer.vocab_size()}, decode_model{tokenizer.vocab_size()};
+    auto prefill_pool = testing::tiny_pool(64);
+    auto decode_pool = testing::tiny_pool(8);  // a 17-token prompt holds 5 blocks of 4: one import at a time
+    Engine prefill(prefill_model, tokenizer, *prefill_pool, EngineOptions{});
+    Engine decode(decode_model, tokenizer, *decode_pool, EngineOptions{});
+    auto first = std::make_shared<Mailbox>(), second = std::make_shared<Mailbox>();
+    std::vector<std::shared_ptr<GenerationStream>> streams;
+    for (const auto& box : {first, second}) {
+        GenerationOptions options = greedy(2);
+        options.kv_import = std::make_shared<MailboxImport>(box);
+        streams.push_back(decode.submit(std::move(options)).stream);
+    }
+    for (auto deadline = std::chrono::steady_clock::now() + 5s; !claimed(*first);) {
+        ASSERT_LT(std::chrono::steady_clock::now(), deadline);
+        std::this_thread::sleep_for(2ms);
+    }
+    std::this_thread::sleep_for(150ms);  // more than one of the engine's 100 ms re-checks
+    EXPECT_FALSE(claimed(*second));
+
+    for (const auto& box : {first, second}) {
+        GenerationOptions options = greedy(1);
+        options.kv_export = std::make_shared<MailboxExport>(box);
+        ASSERT_FALSE(testing::collect(*prefill.submit(std::move(options)).stream).error);
+    }
+    for (const auto& stream : streams) {
+        const auto answer = testing::collect(*stream);
+        ASSERT_FALSE(answer.error) << *answer.error;
+        EXPECT_EQ(answer.text[0], "rs");
+    }
+    EXPECT_TRUE(claimed(*second));
+}
+
+}  // namespace
+}  // namespace tempered
