@@ -199,6 +199,8 @@ void Engine::report_plan(const StepPlan& plan) {
     }
     if (observer_)
         for (size_t i = 0; i < plan.preempted.size(); ++i) observer_->on_preemption();
+    if (observer_)
+        for (int i = 0; i < plan.imported_kv_dropped; ++i) observer_->on_imported_kv_dropped();
     for (const auto& request : plan.refused) postprocess_.finish(*request, "the request does not fit in the KV cache");
 }
 

@@ -25,6 +25,9 @@ public:
     virtual void on_first_token(double seconds_since_submit) = 0;
     virtual void on_inter_token(double seconds) = 0;
     virtual void on_preemption() = 0;
+    // Decode side of disaggregation: a request's imported KV could not be placed (the prefix cache lost
+    // blocks it had claimed to hold), so its prompt is computed here instead.
+    virtual void on_imported_kv_dropped() {}
     // A grammar's token mask took `seconds` to build (one per constrained step that needed one).
     virtual void on_grammar_mask(double /*seconds*/) {}
     // The degeneration guard saw a loop of `period` tokens in one choice and took `action` (once per loop).

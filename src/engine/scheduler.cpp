@@ -97,6 +97,7 @@ bool Scheduler::place_imported_kv(Request& request, Sequence& sequence) {
     if (request.forked || sequence.computed < kv.first_position || kv.end_position < last ||
         sequence.pending() != sequence.prompt_length - sequence.computed) {
         request.imported_kv.reset();
+        ++plan_.imported_kv_dropped;
         return true;
     }
     if (!kv_.ensure_capacity(sequence.id, sequence.prompt_length, last)) return false;
@@ -107,6 +108,7 @@ bool Scheduler::place_imported_kv(Request& request, Sequence& sequence) {
         kv_.release(sequence.id);  // its window tables already handed back what only a full prefill reads
         sequence.computed = kv_.adopt_cached_prefix(sequence.id, sequence.tokens);
         request.imported_kv.reset();
+        ++plan_.imported_kv_dropped;
         return true;
     }
     sequence.computed = last;

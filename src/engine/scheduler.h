@@ -43,12 +43,14 @@ struct StepPlan {
     std::vector<Request*> admitted_first_time;      // their prefix lookup is done: usage.cached_tokens is set
     std::vector<Request*> preempted;                // blocks freed, back at the front of the queue
     std::vector<std::unique_ptr<Request>> refused;  // even an empty pool cannot hold them; out of the queue
+    int imported_kv_dropped = 0;                    // imports that fell back to computing the prompt here
 
     void clear() {
         chunks.clear();
         admitted_first_time.clear();
         preempted.clear();
         refused.clear();
+        imported_kv_dropped = 0;
     }
 };
 

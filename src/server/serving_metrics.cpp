@@ -56,6 +56,9 @@ ServingMetrics::ServingMetrics(std::string model_name, std::string kv_cache_dtyp
                                          {"model_name", "finished_reason"})),
       preemptions_(
           registry_.counter("vllm:num_preemptions_total", "Requests preempted for lack of KV blocks.", {"model_name"})),
+      imported_kv_dropped_(registry_.counter("tempered:kv_transfer_recomputed_total",
+                                             "Decode side: imported prompt KV that could not be placed, so "
+                                             "the prompt was computed here instead.")),
       prefix_queries_(registry_.counter("vllm:prefix_cache_queries_total",
                                         "Prompt tokens looked up in the prefix cache.", {"model_name"})),
       prefix_hits_(registry_.counter("vllm:prefix_cache_hits_total", "Prompt tokens found in the prefix cache.",
@@ -104,6 +107,7 @@ ServingMetrics::ServingMetrics(std::string model_name, std::string kv_cache_dtyp
     degeneration_loop_period_.get();
     reasoning_tokens_.get();
     empty_content_.get();
+    imported_kv_dropped_.get();
     for (ForcedEnd reason : {ForcedEnd::Budget, ForcedEnd::MaxTokens, ForcedEnd::Loop})
         reasoning_forced_end_.with({forced_end_name(reason)});
     for (const char* outcome : {"valid", "rejected_unknown_name", "rejected_bad_arguments", "unparsed"})
@@ -151,6 +155,8 @@ void ServingMetrics::on_first_token(double seconds_since_submit) {
 void ServingMetrics::on_inter_token(double seconds) { inter_token_latency_.with({model_name_}).observe(seconds); }
 
 void ServingMetrics::on_preemption() { preemptions_.with({model_name_}).inc(); }
+
+void ServingMetrics::on_imported_kv_dropped() { imported_kv_dropped_.get().inc(); }
 
 void ServingMetrics::on_grammar_mask(double seconds) { grammar_mask_.get().observe(seconds); }
 

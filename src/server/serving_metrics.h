@@ -42,6 +42,7 @@ public:
     void on_first_token(double seconds_since_submit) override;
     void on_inter_token(double seconds) override;
     void on_preemption() override;
+    void on_imported_kv_dropped() override;
     void on_grammar_mask(double seconds) override;
     void on_degeneration(DegenerationAction action, DegenerationPhase phase, int32_t period) override;
     void on_request_finished(RequestOutcome outcome, const GenerationUsage& usage,
@@ -64,6 +65,7 @@ private:
     metrics::HistogramFamily& queue_time_;
     metrics::CounterFamily& request_success_;
     metrics::CounterFamily& preemptions_;
+    metrics::CounterFamily& imported_kv_dropped_;
     metrics::CounterFamily& prefix_queries_;
     metrics::CounterFamily& prefix_hits_;
     metrics::CounterFamily& rejected_;

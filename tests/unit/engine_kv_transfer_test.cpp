@@ -327,3 +327,39 @@ TEST(EngineKvTransferBackPressure, AnImportWaitsToClaimWhileThePoolIsPromisedToA
 
 }  // namespace
 }  // namespace tempered
+
+namespace tempered {
+namespace {
+
+class DropCounter final : public EngineObserver {
+public:
+    void on_prefix_lookup(int64_t, int64_t) override {}
+    void on_first_token(double) override {}
+    void on_inter_token(double) override {}
+    void on_preemption() override {}
+    void on_imported_kv_dropped() override { ++dropped; }
+    void on_request_finished(RequestOutcome, const GenerationUsage&, const RequestTimings&) override {}
+    std::atomic<int> dropped{0};
+};
+
+// KV that cannot be placed (here it starts past what the decode side holds) is dropped, counted, and the
+// prompt computed here: slower, never a wrong answer.
+TEST(EngineKvTransferFallback, KvThatCannotBePlacedIsCountedAndThePromptComputedHere) {
+    Tokenizer tokenizer = testing::byte_tokenizer();
+    testing::FakeModel model{tokenizer.vocab_size()};
+    auto pool = testing::tiny_pool(64);
+    DropCounter observer;
+    Engine decode(model, tokenizer, *pool, EngineOptions{}, &observer);
+    auto box = std::make_shared<Mailbox>();
+    box->kv = StagedKv{8, 17, KvBlockPool::pool_block_bytes(pool->shape()), {}, {}};
+    GenerationOptions options = greedy(3);
+    options.kv_import = std::make_shared<MailboxImport>(box);
+    const auto answer = testing::collect(*decode.submit(std::move(options)).stream);
+    ASSERT_FALSE(answer.error) << *answer.error;
+    EXPECT_EQ(answer.text[0], "rst");
+    EXPECT_EQ(model.forward_tokens, 17 + 2);
+    EXPECT_EQ(observer.dropped, 1);
+}
+
+}  // namespace
+}  // namespace tempered
