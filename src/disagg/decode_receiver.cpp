@@ -139,6 +139,8 @@ Received<Ok> receive_blocks(ImportState& state, Socket& socket, const KvHeaderFr
 struct Imported {
     StagedKv kv;
     bool shm = false;
+    double waited_seconds = 0;  // claim sent -> header: the prefill's queue and compute
+    TransferClock::time_point header_at;
 };
 
 // After the header: the blocks, from shm or the socket, then the ACK.
@@ -196,6 +198,7 @@ Received<Imported> receive(ImportState& state, Deadline deadline) {
                      accepts_shm};
     auto sent = socket.send_all(encode_claim(claim), deadline);
     if (!sent.ok()) return from_socket(sent.error(), "sending the claim");
+    const auto claimed_at = TransferClock::now();
     auto frame = read_frame(socket, deadline);
     if (!frame.ok()) return from_socket(frame.error(), "waiting for the KV");
     if (frame->type == FrameType::Reject) return rejected(frame.value());
@@ -204,7 +207,13 @@ Received<Imported> receive(ImportState& state, Deadline deadline) {
     auto header = decode_kv_header(frame->payload);
     if (!header.ok()) return protocol(header.error().message);
     if (auto status = check_header(state, header.value()); !status.ok()) return status.error();
-    return receive_kv(state, socket, header.value(), accepts_shm, deadline);
+    const auto header_at = TransferClock::now();
+    auto imported = receive_kv(state, socket, header.value(), accepts_shm, deadline);
+    if (imported.ok()) {
+        imported->waited_seconds = std::chrono::duration<double>(header_at - claimed_at).count();
+        imported->header_at = header_at;
+    }
+    return imported;
 }
 
 }  // namespace
@@ -216,8 +225,9 @@ void run_import(ImportState& state) {
     auto received = receive(state, started + state.config.timeout);
     if (received.ok()) {
         metrics.add_bytes(TransferRole::Decode, received->shm, received->kv.byte_count());
+        metrics.observe_wait(TransferRole::Decode, received->waited_seconds);
         metrics.observe_seconds(TransferRole::Decode,
-                                std::chrono::duration<double>(TransferClock::now() - started).count());
+                                std::chrono::duration<double>(TransferClock::now() - received->header_at).count());
         metrics.room_finished(TransferRole::Decode);
         state.set_result(std::move(received->kv));
         return;

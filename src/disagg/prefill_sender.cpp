@@ -179,8 +179,10 @@ SendStatus await_ack(PrefillRooms& rooms, uint64_t room, Socket& socket) {
 }
 
 // Everything after the match: the KV, the checks, the blocks, the ACK. Returns the bytes sent and the path.
+// `claimed_at`: when the claim came; `ready_at` is set to when the KV was ready to move.
 Result<std::pair<int64_t, bool>, SendFailure> transfer(PrefillRooms& rooms, PrefillRoom& room, Socket& socket,
-                                                       const ClaimFrame& claim) {
+                                                       const ClaimFrame& claim, Deadline claimed_at,
+                                                       Deadline& ready_at) {
     const KvTransferConfig& config = rooms.config();
     if (auto mismatch = describe_mismatch(config.layout, claim.layout)) {
         return SendFailure{TransferFailureReason::Mismatch, room_text(claim.room) + ": " + *mismatch};
@@ -196,6 +198,8 @@ Result<std::pair<int64_t, bool>, SendFailure> transfer(PrefillRooms& rooms, Pref
     if (!delivered.ok()) return delivered.error();
     auto delivery = rooms.take_delivery(room);
     if (!delivery) return SendFailure{TransferFailureReason::Cancelled, room_text(claim.room) + " ended"};
+    ready_at = TransferClock::now();
+    rooms.metrics().observe_wait(TransferRole::Prefill, std::chrono::duration<double>(ready_at - claimed_at).count());
     const auto& [prompt, kv] = *delivery;
     if (auto status = check_delivery(claim, prompt, kv, config.layout); !status.ok()) return status.error();
 
@@ -255,12 +259,13 @@ void serve_claim(PrefillRooms& rooms, Socket& socket) {
         rooms, *room.value(), claimed_at + config.timeout, [](PrefillRoom& r) { return r.export_open; },
         "the prefill server has no request for " + room_text(claim->room) + " (waited " + seconds_text(config.timeout) +
             ")");
-    auto outcome = opened.ok() ? transfer(rooms, *room.value(), socket, *claim)
+    Deadline ready_at = claimed_at;
+    auto outcome = opened.ok() ? transfer(rooms, *room.value(), socket, *claim, claimed_at, ready_at)
                                : Result<std::pair<int64_t, bool>, SendFailure>(opened.error());
     if (outcome.ok()) {
         rooms.metrics().add_bytes(TransferRole::Prefill, outcome->second, outcome->first);
         rooms.metrics().observe_seconds(TransferRole::Prefill,
-                                        std::chrono::duration<double>(TransferClock::now() - claimed_at).count());
+                                        std::chrono::duration<double>(TransferClock::now() - ready_at).count());
         rooms.finish(*room.value(), Ok{}, std::nullopt);
     } else {
         const SendFailure& failure = outcome.error();

@@ -32,8 +32,12 @@ TransferMetrics::TransferMetrics(metrics::Registry& registry)
     : bytes_(registry.counter("tempered:kv_transfer_bytes_total", "KV bytes moved between prefill and decode servers.",
                               {"role", "path"})),
       seconds_(registry.histogram("tempered:kv_transfer_seconds",
-                                  "Seconds of one KV transfer: claim to ACK (prefill), connect to done (decode).",
-                                  transfer_buckets(), {"role"})),
+                                  "Seconds moving one prompt's KV: from its header to the ACK.", transfer_buckets(),
+                                  {"role"})),
+      wait_seconds_(registry.histogram("tempered:kv_transfer_wait_seconds",
+                                       "Seconds from a claim until the prompt's KV was ready to move (the prefill "
+                                       "server's queue and compute).",
+                                       transfer_buckets(), {"role"})),
       rooms_waiting_(registry.gauge("tempered:kv_transfer_rooms_waiting",
                                     "KV transfer rooms opened or claimed and not finished.", {"role"})),
       failures_(registry.counter("tempered:kv_transfer_failures_total", "KV transfers that failed, by reason.",
@@ -45,6 +49,10 @@ void TransferMetrics::add_bytes(TransferRole role, bool shm, int64_t bytes) {
 
 void TransferMetrics::observe_seconds(TransferRole role, double seconds) {
     seconds_.with({transfer_role_name(role)}).observe(seconds);
+}
+
+void TransferMetrics::observe_wait(TransferRole role, double seconds) {
+    wait_seconds_.with({transfer_role_name(role)}).observe(seconds);
 }
 
 void TransferMetrics::room_opened(TransferRole role) { rooms_waiting_.with({transfer_role_name(role)}).inc(); }
