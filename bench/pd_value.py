@@ -153,6 +153,40 @@ def run_workload(base_url, workload, first_token_timeout=300):
     return [r for results in clients for r in results], longs, started, ended
 
 
+# ---- Who else used the CPUs
+
+def cpu_ticks():
+    """(busy ticks of the whole machine, all ticks, ticks of this process and every descendant)."""
+    with open("/proc/stat") as stat:
+        fields = [int(x) for x in stat.readline().split()[1:]]
+    idle = fields[3] + fields[4]  # idle + iowait
+    parents, ticks = {}, {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                after_name = stat.read().rsplit(")", 1)[1].split()
+        except OSError:  # it ended meanwhile
+            continue
+        parents[int(entry)] = int(after_name[1])
+        ticks[int(entry)] = int(after_name[11]) + int(after_name[12])  # utime + stime, all threads
+    ours = 0
+    for pid in ticks:
+        walker = pid
+        while walker > 1 and walker != os.getpid():
+            walker = parents.get(walker, 0)
+        if walker == os.getpid():
+            ours += ticks[pid]
+    return sum(fields) - idle, sum(fields), ours
+
+
+def other_cpu_share(before, after):
+    """Share of the machine's CPU time used by processes this bench did not start, between two readings."""
+    busy, total, ours = (b - a for a, b in zip(before, after))
+    return round(max(0.0, (busy - ours) / total), 3) if total else None
+
+
 # ---- The set-ups
 
 def pin(worker, cores):
@@ -304,9 +338,9 @@ def scrape(setup):
 
 def measure(setup, workload, args):
     """Runs the workload against one set-up; every number the report shows for it."""
-    before = scrape(setup)
+    before, ticks_before, load_before = scrape(setup), cpu_ticks(), load_average()
     streams, longs, started, ended = run_workload(setup.url, workload)
-    after = scrape(setup)
+    after, ticks_after, load_after = scrape(setup), cpu_ticks(), load_average()
     seconds = ended - started
     output_tokens = sum(1 for r in streams + longs for t in r["token_times"] if t <= ended)
     stream_tokens = sum(1 for r in streams for t in r["token_times"] if t <= ended)
@@ -315,6 +349,8 @@ def measure(setup, workload, args):
     server_itl = histogram_summary(*histogram_delta(before["server"], after["server"], ITL_METRIC))
     return {
         "setup": setup.name, "commands": setup.commands, "seconds": round(seconds, 2),
+        "load_average_before_after": [load_before, load_after],
+        "other_processes_cpu_share": other_cpu_share(ticks_before, ticks_after),
         "decode_itl_client": spread(gaps_of(streams)),
         "decode_itl_client_while_a_long_prompt_waits": spread(gaps_during(streams, prefill_windows, True)),
         "decode_itl_client_otherwise": spread(gaps_during(streams, prefill_windows, False)),
@@ -355,6 +391,10 @@ ROWS = [
     ("transfer seconds p50 / p99 (prefill side)",
      lambda r: f"{ms(r['transfer']['prefill_seconds']['p50_s'])} / {ms(r['transfer']['prefill_seconds']['p99_s'])}"),
     ("failed requests", lambda r: len(r["failures"])),
+    ("decode requests (sent again when one ended) / cut at the end",
+     lambda r: f"{r['decode_requests']} / {r['decode_requests_cut_at_the_end']}"),
+    ("CPU used by processes this bench did not start (share of the machine)",
+     lambda r: f"{r['other_processes_cpu_share'] * 100:.0f}%" if r["other_processes_cpu_share"] is not None else "–"),
 ]
 
 
@@ -374,25 +414,33 @@ def change(ours, baseline, lower_is_better=True):
     return f"{delta * 100:+.0f}%", (delta < 0) == lower_is_better
 
 
+VERDICT_MEASURES = (("decode ITL p99", "decode_itl_client", "p99_s", True),
+                    ("decode ITL max", "decode_itl_client", "max_s", True),
+                    ("decode ITL p50", "decode_itl_client", "p50_s", True),
+                    ("long-prompt TTFT p50", "long_ttft_client", "p50_s", True),
+                    ("long-prompt TTFT p99", "long_ttft_client", "p99_s", True),
+                    ("throughput", None, "output_tokens_per_s", False))
+
+
 def verdict(results):
-    """Plain sentences: PD (shm, else tcp) against colocated behind the gateway (else direct)."""
+    """Plain sentences: PD (shm, else tcp) against colocated behind the gateway (else direct); a change
+    within 10% counts as the same."""
     by_name = {r["setup"]: r for r in results}
     pd = by_name.get("pd-shm") or by_name.get("pd-tcp")
     base = by_name.get("colocated-gateway") or by_name.get("colocated")
     if not pd or not base:
         return ["(needs one colocated and one PD set-up to compare)"]
-    lines = [f"Against {base['setup']}, {pd['setup']}:"]
-    for label, key, field, lower in (("decode ITL p99", "decode_itl_client", "p99_s", True),
-                                     ("decode ITL max", "decode_itl_client", "max_s", True),
-                                     ("decode ITL p50", "decode_itl_client", "p50_s", True),
-                                     ("long-prompt TTFT p50", "long_ttft_client", "p50_s", True),
-                                     ("long-prompt TTFT p99", "long_ttft_client", "p99_s", True)):
-        text, better = change(pd[key][field], base[key][field], lower)
-        lines.append(f"- {label}: {ms(pd[key][field])} vs {ms(base[key][field])} ({text}, "
-                     f"{'better' if better else 'worse'})")
-    text, better = change(pd["output_tokens_per_s"], base["output_tokens_per_s"], lower_is_better=False)
-    lines.append(f"- throughput: {pd['output_tokens_per_s']} vs {base['output_tokens_per_s']} output tokens/s "
-                 f"({text}, {'better' if better else 'worse'})")
+    lines, buys, costs = [f"{pd['setup']} against {base['setup']}:", ""], [], []
+    for label, key, field, lower in VERDICT_MEASURES:
+        ours, theirs = (pd[key][field], base[key][field]) if key else (pd[field], base[field])
+        text, better = change(ours, theirs, lower)
+        shown = (lambda v: ms(v)) if key else (lambda v: f"{v} tokens/s")
+        lines.append(f"- {label}: {shown(ours)} vs {shown(theirs)} ({text})")
+        if text and abs(float(text.rstrip("%"))) >= 10:
+            (buys if better else costs).append(f"{label} {text}")
+    lines += ["", f"**It buys: {', '.join(buys) or 'nothing measurable'}. It costs: {', '.join(costs) or 'nothing measurable'}.**"]
+    if pd["failures"] and not base["failures"]:
+        lines.append(f"**And {len(pd['failures'])} of its requests failed where {base['setup']} lost none (see Notes).**")
     return lines
 
 
@@ -411,12 +459,23 @@ def markdown(report):
     for label, cell in ROWS:
         lines.append(f"| {label} | " + " | ".join(str(cell(r)) for r in results) + " |")
     lines += ["", "## Verdict (computed from the table)", "", *verdict(results), ""]
-    if report.get("notes"):
-        lines += ["## Notes", "", *report["notes"], ""]
+    notes = [*report.get("notes", []), *failure_notes(results)]
+    if notes:
+        lines += ["## Notes", "", *notes, ""]
     lines += ["## Commands", ""]
     for r in results:
         lines += [f"{r['setup']}:", "", "```", *r["commands"], "```", ""]
     return "\n".join(lines)
+
+
+def failure_notes(results):
+    notes = []
+    for r in results:
+        if r["failures"]:
+            first = r["failures"][0]
+            notes.append(f"- {r['setup']}: {len(r['failures'])} requests failed; the first: status "
+                         f"{first['status']}, {first['error']}")
+    return notes
 
 
 # ---- Main
@@ -434,14 +493,15 @@ def parse_args():
     parser.add_argument("--setups", default=",".join(ALL_SETUPS), help=f"comma-separated: {', '.join(ALL_SETUPS)}")
     parser.add_argument("--no-pin", dest="pin", action="store_false", help="do not pin PD's servers to cores 0 / 1")
     parser.add_argument("--streams", type=int, default=16)
-    parser.add_argument("--stream-tokens", type=int, default=1024,
+    parser.add_argument("--stream-tokens", type=int, default=1536,
                         help="per decode stream: enough to outlast the long prompts' arrivals on 2 cores")
-    parser.add_argument("--long-prompts", type=int, default=15)
+    parser.add_argument("--long-prompts", type=int, default=9)
     parser.add_argument("--long-min-words", type=int, default=1450, help="~1500 prompt tokens")
     parser.add_argument("--long-max-words", type=int, default=2400, help="~2500 prompt tokens")
     parser.add_argument("--long-max-tokens", type=int, default=8)
-    parser.add_argument("--interval", type=float, default=4.0,
-                        help="mean seconds between long prompts (Poisson); below ~3 s one prefill thread falls behind")
+    parser.add_argument("--interval", type=float, default=8.0,
+                        help="mean seconds between long prompts (Poisson); one prefill thread does ~350 prompt "
+                             "tokens/s here, so much below ~7 s PD's prefill server falls behind")
     parser.add_argument("--seed", type=int, default=14)
     parser.add_argument("--quick", action="store_true", help="a handful of small requests (< 60 s): checks the script")
     parser.add_argument("--out", default=None, help="where the .json/.md go (default: bench/results; --quick: /tmp)")
