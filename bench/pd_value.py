@@ -14,6 +14,8 @@ Set-ups (`--setups`, in this order):
   colocated-gateway  the same behind sgl-model-gateway in regular mode (so the gateway hop is in both)
   pd-shm             gateway (PD mode) + prefill `--threads 1` + decode `--threads 1`, KV over shared memory
   pd-tcp             the same with `--disaggregation-transfer tcp`
+  colocated-small-steps (only when asked for) one `--threads 2` server, directly, with `--max-batch-tokens
+                     --small-step-tokens`: the colocated way to bound a prefill's bite out of each decode step
 With `--pin` (the default) PD's prefill server is pinned to core 0 and its decode server to core 1
 (`taskset -a -cp` on the running process); the colocated server may use both cores. The gateway and this
 client float on the same two cores in every set-up.
@@ -43,6 +45,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import gateway_harness as harness  # noqa: E402
 
 ALL_SETUPS = ("colocated", "colocated-gateway", "pd-shm", "pd-tcp")
+OPTIONAL_SETUPS = ("colocated-small-steps",)
 WORDS = ("river stone window garden engine letter market silver forest winter harbor candle ladder mirror "
          "thunder meadow copper lantern orchard valley cotton pepper signal canvas marble saddle feather "
          "tunnel basket violin anchor blanket cactus dragon falcon glacier hammer island jungle kettle lemon "
@@ -206,7 +209,7 @@ class Setup:
         self.commands = commands
 
 
-def colocated(args, log_dir, behind_gateway):
+def colocated(args, log_dir, behind_gateway, name="colocated", extra=()):
     """Yields the colocated set-up (one server, 2 threads), direct or behind the gateway."""
     if behind_gateway:
         with harness.Cluster(args.tempered, workers=1, policy="round_robin", model=args.model, threads=2,
@@ -216,10 +219,10 @@ def colocated(args, log_dir, behind_gateway):
             yield Setup("colocated-gateway", cluster.gateway.url, worker, [],
                         [server_command(worker), server_command(cluster.gateway)])
         return
-    worker = harness.Worker("colocated", args.tempered, args.model, 2, log_dir, args.worker_flags)
+    worker = harness.Worker(name, args.tempered, args.model, 2, log_dir, [*args.worker_flags, *extra])
     try:
         worker.wait_ready()
-        yield Setup("colocated", worker.url, worker, [], [server_command(worker)])
+        yield Setup(name, worker.url, worker, [], [server_command(worker)])
     finally:
         worker.kill()
 
@@ -244,6 +247,8 @@ def start_setup(name, args, log_dir):
         return colocated(args, log_dir, behind_gateway=False)
     if name == "colocated-gateway":
         return colocated(args, log_dir, behind_gateway=True)
+    if name == "colocated-small-steps":
+        return colocated(args, log_dir, False, name, ["--max-batch-tokens", str(args.small_step_tokens)])
     return disaggregated(args, log_dir, transfer=name.split("-", 1)[1])
 
 
@@ -490,7 +495,10 @@ def parse_args():
     parser.add_argument("--model", default=harness.DEFAULT_MODEL, help="a known model name or a .gguf path")
     parser.add_argument("--served-model-name", default=None, help="the model id requests send (with a path)")
     parser.add_argument("--gateway-python", default=sys.executable)
-    parser.add_argument("--setups", default=",".join(ALL_SETUPS), help=f"comma-separated: {', '.join(ALL_SETUPS)}")
+    parser.add_argument("--setups", default=",".join(ALL_SETUPS),
+                        help=f"comma-separated: {', '.join(ALL_SETUPS + OPTIONAL_SETUPS)}")
+    parser.add_argument("--small-step-tokens", type=int, default=128,
+                        help="--max-batch-tokens of colocated-small-steps (the server's default is 512)")
     parser.add_argument("--no-pin", dest="pin", action="store_false", help="do not pin PD's servers to cores 0 / 1")
     parser.add_argument("--streams", type=int, default=16)
     parser.add_argument("--stream-tokens", type=int, default=1536,
