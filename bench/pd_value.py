@@ -363,6 +363,9 @@ def measure(setup, workload, args):
         "long_ttft_client": spread([r["token_times"][0] - r["sent"] for r in longs if r["token_times"]]),
         "long_prompt_tokens": {"min": min(prompt_tokens, default=None), "max": max(prompt_tokens, default=None),
                                "count": len(prompt_tokens)},
+        "long_prompts": [{"sent_s": rounded(r["sent"] - started, 3), "prompt_tokens": (r.get("usage") or {}).get(
+            "prompt_tokens"), "ttft_s": rounded(r["token_times"][0] - r["sent"], 3) if r["token_times"] else None}
+                         for r in longs],
         "output_tokens": output_tokens, "output_tokens_per_s": round(output_tokens / seconds, 2),
         "decode_streams_tokens_per_s": round(stream_tokens / seconds, 2),
         "decode_requests": len(streams), "decode_requests_cut_at_the_end": sum(1 for r in streams if r.get("cut")),
