@@ -58,7 +58,9 @@ struct ServeOptions {
     std::string disaggregation_mode = "null";
     int disaggregation_bootstrap_port = 8998;
     std::string disaggregation_transfer = "auto";
-    double disaggregation_timeout = 30.0;
+    // As long as SGLang waits by default: a prefill server behind on its queue makes the decode side wait, as
+    // one server would queue, rather than fail (bench/results/pd_value-2026-12-01T212539Z.md).
+    double disaggregation_timeout = 300.0;
     std::string disaggregation_fault;  // tests only: a transfer that pauses or aborts on purpose
 };
 

@@ -32,7 +32,7 @@ Result<TransferFault> parse_transfer_fault(const std::string& text);
 
 struct KvTransferConfig {
     KvLayout layout;
-    std::chrono::milliseconds timeout{30000};
+    std::chrono::milliseconds timeout{300000};
     TransferPath path = TransferPath::Auto;
     std::optional<TransferFault> fault;
 };
