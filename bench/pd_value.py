@@ -326,6 +326,9 @@ def transfer_numbers(before, after):
         seconds = histogram_summary(*histogram_delta(samples_before, samples_after, "tempered:kv_transfer_seconds",
                                                      role=role))
         numbers[f"{role}_seconds"] = {k: seconds[k] for k in ("p50_s", "p99_s", "mean_s", "count")}
+        waited = histogram_summary(*histogram_delta(samples_before, samples_after, "tempered:kv_transfer_wait_seconds",
+                                                    role=role))
+        numbers[f"{role}_wait_seconds"] = {k: waited[k] for k in ("p50_s", "p99_s", "mean_s", "count")}
         numbers[f"{role}_failures"] = int(
             harness.metric_sum(labelled(samples_after, "tempered:kv_transfer_failures_total"),
                                "tempered:kv_transfer_failures_total")
@@ -394,6 +397,8 @@ ROWS = [
     ("decode streams' tokens/s", lambda r: r["decode_streams_tokens_per_s"]),
     ("run seconds", lambda r: r["seconds"]),
     ("KV moved: shm / tcp (MiB)", lambda r: f"{mib(r['transfer']['bytes_shm'])} / {mib(r['transfer']['bytes_tcp'])}"),
+    ("wait for the prefill's KV p50 / p99 (decode side)",
+     lambda r: f"{ms(r['transfer']['decode_wait_seconds']['p50_s'])} / {ms(r['transfer']['decode_wait_seconds']['p99_s'])}"),
     ("transfer seconds p50 / p99 (decode side)",
      lambda r: f"{ms(r['transfer']['decode_seconds']['p50_s'])} / {ms(r['transfer']['decode_seconds']['p99_s'])}"),
     ("transfer seconds p50 / p99 (prefill side)",

@@ -66,6 +66,7 @@ def test_the_kv_transfer_numbers_match_the_setup(report, index, name):
     assert transfer[f"bytes_{path}"] > 0 and transfer[f"bytes_{other}"] == 0
     for role in ("prefill", "decode"):
         assert transfer[f"{role}_seconds"]["count"] > 0
+        assert transfer[f"{role}_wait_seconds"]["count"] == transfer[f"{role}_seconds"]["count"]
         assert transfer[f"{role}_seconds"]["p50_s"] is not None and transfer[f"{role}_seconds"]["p99_s"] is not None
         assert transfer[f"{role}_failures"] == 0
 
