@@ -156,8 +156,11 @@ Received<Imported> receive_kv(ImportState& state, Socket& socket, const KvHeader
     std::optional<ShmSegment> segment;
     if (imported.shm) {
         if (!accepts_shm) return protocol("the prefill sent a shared-memory segment this server did not ask for");
-        if (header.shm_name.rfind("/tempered-kv-", 0) != 0)
-            return protocol("a shared-memory name not of a KV transfer: " + header.shm_name);
+        // Only this room's segment ("/tempered-kv-<pid>-<room>"): never another transfer's, which we would unlink.
+        const std::string suffix = "-" + std::to_string(state.room);
+        if (header.shm_name.rfind("/tempered-kv-", 0) != 0 || header.shm_name.size() <= suffix.size() ||
+            header.shm_name.compare(header.shm_name.size() - suffix.size(), suffix.size(), suffix) != 0)
+            return protocol("a shared-memory name not of this room's KV transfer: " + header.shm_name);
         auto opened = ShmSegment::open(header.shm_name, total_bytes);
         if (!opened.ok()) return protocol(opened.error().message);
         segment.emplace(std::move(opened.value()));
@@ -199,7 +202,7 @@ Received<Imported> receive(ImportState& state, Deadline deadline) {
     auto sent = socket.send_all(encode_claim(claim), deadline);
     if (!sent.ok()) return from_socket(sent.error(), "sending the claim");
     const auto claimed_at = TransferClock::now();
-    auto frame = read_frame(socket, deadline);
+    auto frame = read_frame(socket, deadline, kMaxClaimPayload);  // a KV_HEADER or a REJECT: small
     if (!frame.ok()) return from_socket(frame.error(), "waiting for the KV");
     if (frame->type == FrameType::Reject) return rejected(frame.value());
     if (frame->type != FrameType::KvHeader)

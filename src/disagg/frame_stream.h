@@ -16,6 +16,8 @@ struct Frame {
 
 // A frame's header is malformed: the error is SocketFailure::Failed with the decoder's message, which
 // callers report as a protocol error.
-Result<Frame, SocketError> read_frame(Socket& socket, Deadline deadline);
+// `max_payload`: a frame announcing more is refused before anything is allocated for it (what a reader
+// expects next, e.g. a small CLAIM, bounds what a hostile peer can make it allocate).
+Result<Frame, SocketError> read_frame(Socket& socket, Deadline deadline, uint32_t max_payload = kMaxKvBlocksPayload);
 
 }  // namespace tempered

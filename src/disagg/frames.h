@@ -14,6 +14,7 @@
 // allocation.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -33,7 +34,9 @@ inline constexpr uint16_t kTransferProtocolVersion = 1;
 inline constexpr size_t kFrameHeaderBytes = 5;              // type u8, payload length u32
 inline constexpr uint32_t kMaxKvBlocksPayload = 64u << 20;  // one KV_BLOCKS frame; a run is cut to fit
 inline constexpr uint32_t kMaxRejectMessageBytes = 4096;
-inline constexpr uint32_t kMaxShmNameBytes = 255;  // NAME_MAX
+inline constexpr uint32_t kMaxShmNameBytes = 255;        // NAME_MAX
+inline constexpr uint32_t kMaxClaimPayload = 64u << 10;  // a CLAIM is ~100 bytes; a REJECT fits too
+inline constexpr std::chrono::seconds kClaimReadTimeout{10};
 
 struct FrameHeader {
     FrameType type = FrameType::Done;

@@ -22,7 +22,9 @@
 namespace tempered {
 
 class PrefillRooms;
-inline constexpr size_t kMaxTransferConnections = 256;
+// A decode server connects when its import starts and waits through the prefill's queue, so this is at
+// least what two engines' queues and running requests (max_queued 256 + max_running 64 each) can hold.
+inline constexpr size_t kMaxTransferConnections = 1024;
 
 class KvTransferServer {
 public:

@@ -164,7 +164,7 @@ Result<ShmSegment, SendFailure> fill_segment(const Sending& sending) {
 }
 
 SendStatus await_ack(PrefillRooms& rooms, uint64_t room, Socket& socket) {
-    auto frame = read_frame(socket, deadline_from_now(rooms.config()));
+    auto frame = read_frame(socket, deadline_from_now(rooms.config()), kMaxRejectMessageBytes + 16);
     if (!frame.ok()) return from_socket(frame.error(), "waiting for the ACK of " + room_text(room));
     if (frame->type == FrameType::Ack) return Ok{};
     if (frame->type == FrameType::Reject) {
@@ -229,7 +229,8 @@ Result<std::pair<int64_t, bool>, SendFailure> transfer(PrefillRooms& rooms, Pref
 
 // A valid CLAIM from the connection, or nothing (having told the peer why, when it can be told).
 std::optional<ClaimFrame> read_claim(PrefillRooms& rooms, Socket& socket) {
-    auto frame = read_frame(socket, deadline_from_now(rooms.config()));
+    // A claim follows the connection at once and is small: a silent or oversized one holds nothing for long.
+    auto frame = read_frame(socket, TransferClock::now() + kClaimReadTimeout, kMaxClaimPayload);
     // A peer that left or stayed silent made no claim and opened no room: nothing to count or answer.
     if (!frame.ok() && frame.error().kind != SocketFailure::Failed) return std::nullopt;
     Result<ClaimFrame> claim =

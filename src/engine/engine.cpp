@@ -14,12 +14,17 @@ Engine::Engine(Model& model, const Tokenizer& tokenizer, KvBlockPool& kv, Engine
       options_(options),
       observer_(observer),
       scheduler_(kv, SchedulerOptions{options.max_running, options.step_token_budget}),
-      postprocess_(tokenizer, model.config(), kv, observer, sequence_ids_, [this] { wake_for_transfer(); }) {
+      postprocess_(tokenizer, model.config(), kv, observer, sequence_ids_, transfer_ready()) {
+    waker_->engine = this;
     publish_stats();
     thread_ = std::thread([this] { loop(); });
 }
 
 Engine::~Engine() {
+    {
+        std::lock_guard lock(waker_->mutex);
+        waker_->engine = nullptr;
+    }
     stopping_ = true;
     wake_.notify_all();
     thread_.join();
@@ -52,6 +57,13 @@ EngineStats Engine::stats() const {
 bool Engine::idle() const {
     std::lock_guard lock(mutex_);
     return queued_count_ == 0 && stats_.running_requests == 0 && stats_.exporting_requests == 0;
+}
+
+std::function<void()> Engine::transfer_ready() {
+    return [waker = waker_] {
+        std::lock_guard lock(waker->mutex);
+        if (waker->engine) waker->engine->wake_for_transfer();
+    };
 }
 
 // Called by a transfer's own thread, never while the engine holds mutex_.
@@ -134,8 +146,10 @@ void Engine::settle_kv_transfers() {
 // the pool could still hold every import in flight: KV waiting in memory for admission never outgrows the
 // pool, and the prefill server keeps the rest meanwhile. In arrival order; one at a time at least.
 void Engine::start_imports() {
-    int64_t promised = 0;
+    int64_t promised = 0;  // in flight, or landed and waiting for admission with their KV in memory
     for (const auto& request : importing_) promised += request->import_blocks;
+    for (const auto& request : scheduler_.waiting())
+        if (request->imported_kv) promised += request->import_blocks;
     for (auto& request : importing_) {
         if (request->import_blocks > 0) continue;
         const auto& prompt = request->options.prompt;
@@ -144,7 +158,7 @@ void Engine::start_imports() {
         if (promised > 0 && promised + blocks > kv_.available_block_count()) break;
         promised += blocks;
         request->import_blocks = blocks;
-        request->options.kv_import->start(prompt, kv_.cached_prefix_positions(prompt), [this] { wake_for_transfer(); });
+        request->options.kv_import->start(prompt, kv_.cached_prefix_positions(prompt), transfer_ready());
     }
 }
 
@@ -236,7 +250,10 @@ void Engine::publish_stats() {
     for (const auto& request : scheduler_.waiting()) stats.waiting_prompt_tokens += request->usage.prompt_tokens;
     std::lock_guard lock(mutex_);
     for (const auto& request : incoming_) stats.waiting_prompt_tokens += request->usage.prompt_tokens;
-    queued_count_ = static_cast<int>(incoming_.size() + scheduler_.waiting().size() + importing_.size());
+    // Exports count too: each holds its prompt's KV in memory until the decode server takes it, so a
+    // prefill server whose decode side lags answers 429 instead of growing without bound.
+    queued_count_ =
+        static_cast<int>(incoming_.size() + scheduler_.waiting().size() + importing_.size() + exporting_.size());
     stats.waiting_requests = queued_count_;
     stats_ = stats;
 }

@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <future>
 #include <memory>
 #include <mutex>
@@ -91,6 +92,7 @@ private:
     void start_imports();
     void settle_exports();
     void wake_for_transfer();
+    std::function<void()> transfer_ready();
     void drop_cancelled();
     void report_plan(const StepPlan& plan);
     void build_batch(const StepPlan& plan);
@@ -103,6 +105,13 @@ private:
     KvBlockPool& kv_;
     EngineOptions options_;
     EngineObserver* observer_;
+    // What a transfer's thread calls: it wakes the engine while there is one, and does nothing after the
+    // destructor has begun (a callback may be on its way when a transfer outlives the engine).
+    struct TransferWaker {
+        std::mutex mutex;
+        Engine* engine = nullptr;
+    };
+    std::shared_ptr<TransferWaker> waker_ = std::make_shared<TransferWaker>();
 
     mutable std::mutex mutex_;  // guards incoming_, stats_, queued_count_, transfer_news_, cache_flushes_
     std::condition_variable wake_;

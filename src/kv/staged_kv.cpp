@@ -1,6 +1,7 @@
 #include "kv/staged_kv.h"
 
 #include <algorithm>
+#include <map>
 
 namespace tempered {
 
@@ -39,16 +40,19 @@ bool unstage_kv(KvBlockPool& pool, int32_t sequence, const StagedKv& staged, int
         staged.byte_count() != static_cast<int64_t>(staged.blocks.size()) * staged.block_bytes)
         return false;
     // Where each (group, index) sits in `staged`, then every block we need must be there.
+    std::map<std::pair<int32_t, int64_t>, int32_t> slot_of;
+    for (size_t slot = 0; slot < staged.blocks.size(); ++slot)
+        slot_of.emplace(std::make_pair(staged.blocks[slot].group, staged.blocks[slot].index),
+                        static_cast<int32_t>(slot));
     std::vector<std::pair<int32_t, int32_t>> writes;  // (pool block, staged slot)
     for (int64_t group = 0; group < pool.layer_groups().group_count(); ++group) {
         const auto table = pool.group_table(sequence, group);
         const auto [from_block, end_block] = block_range(from, staged.end_position, block_size, table.size());
         for (int64_t b = from_block; b < end_block; ++b) {
             if (table[static_cast<size_t>(b)] < 0) continue;
-            const auto it = std::find_if(staged.blocks.begin(), staged.blocks.end(),
-                                         [&](const StagedKvBlock& s) { return s.group == group && s.index == b; });
-            if (it == staged.blocks.end()) return false;
-            writes.emplace_back(table[static_cast<size_t>(b)], static_cast<int32_t>(it - staged.blocks.begin()));
+            const auto it = slot_of.find({static_cast<int32_t>(group), b});
+            if (it == slot_of.end()) return false;
+            writes.emplace_back(table[static_cast<size_t>(b)], it->second);
         }
     }
     const auto bytes = static_cast<size_t>(staged.block_bytes);

@@ -61,7 +61,7 @@ std::optional<api::ApiError> OpenAiService::submit_prompts(const api::Completion
             streams.cancel_all();
             return stream.error();
         }
-        streams.add(*stream, static_cast<int>(p) * request.generation.n, prompt_tokens);
+        streams.add(*stream, static_cast<int>(p) * choices_here(request.generation), prompt_tokens);
     }
     return std::nullopt;
 }
@@ -83,7 +83,7 @@ http::HttpResponse OpenAiService::completions(const http::HttpRequest& http_requ
     if (score_only) job.outcome = "length";
     job.builder = std::make_unique<CompletionResponseBuilder>(
         model_.tokenizer, meta, prompts.texts,
-        CompletionResponseBuilder::Shape{.choices_per_prompt = request.generation.n,
+        CompletionResponseBuilder::Shape{.choices_per_prompt = choices_here(request.generation),
                                          .echo = request.echo,
                                          .logprobs = request.logprobs.has_value(),
                                          .score_only = score_only,

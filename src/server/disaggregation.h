@@ -44,6 +44,11 @@ public:
     // bootstrap whose entries fit no prompt is the client's error.
     std::optional<api::ApiError> attach(const std::optional<api::Bootstrap>& bootstrap, size_t prompt, size_t prompts,
                                         int n, GenerationOptions& options) const;
+    // How many choices a request of `n` gets here: one on the prefill side of a transfer (the decode
+    // server draws them all), else n.
+    int choices(const std::optional<api::Bootstrap>& bootstrap, int n) const {
+        return bootstrap && settings_.mode == DisaggregationMode::Prefill ? 1 : n;
+    }
     // For /server_info: the mode, and the bootstrap port and transfer path.
     nlohmann::json describe() const;
 

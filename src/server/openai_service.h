@@ -104,6 +104,11 @@ private:
     // Prefill/decode disaggregation: prompt `prompt` of `prompts` gets its part of the KV transfer.
     std::optional<api::ApiError> attach_disaggregation(const api::GenerationRequest& generation, size_t prompt,
                                                        size_t prompts, GenerationOptions& options) const;
+    // The choices a prompt of `generation` gets here (one on the prefill side of a transfer).
+    int choices_here(const api::GenerationRequest& generation) const {
+        return settings_.disaggregation ? settings_.disaggregation->choices(generation.bootstrap, generation.n)
+                                        : generation.n;
+    }
     // The grammar `generation.response_format` asks for (nullptr: none), counted by kind.
     api::ApiResult<std::shared_ptr<const grammar::Constraint>> response_constraint(
         const api::GenerationRequest& generation);

@@ -405,18 +405,16 @@ def test_the_decode_server_killed_mid_stream_through_the_gateway(tmp_path):
         body = {**body_for("chat", {"temperature": 0, "max_tokens": 400, "ignore_eos": True}), "stream": True}
         request = urllib.request.Request(cluster.gateway.url + "/v1/chat/completions", data=json.dumps(body).encode(),
                                          method="POST", headers={"Content-Type": "application/json"})
-        chunks, ended = 0, None
-        try:
+        chunks, started = 0, time.monotonic()
+        with contextlib.suppress(OSError, http.client.HTTPException):  # the gateway may cut the connection
             with urllib.request.urlopen(request, timeout=60) as response:
                 for raw in response:
                     if raw.startswith(b"data: "):
                         chunks += 1
                     if chunks == 5:
                         cluster.decodes[0].kill()
-            ended = "stream closed"
-        except Exception as error:  # the gateway may cut the connection instead: also an end, not a hang
-            ended = f"{type(error).__name__}"
-        assert ended and chunks >= 5
+        # The stream ended (closed or cut, within the read timeout, not at its 400 tokens): no hang.
+        assert 5 <= chunks < 400 and time.monotonic() - started < 60, chunks
         prefill = cluster.prefills[0]
         assert wait_for(lambda: rooms_waiting(prefill) == 0 and kv_blocks_in_use(prefill) == 0)
         assert still_serves(prefill)

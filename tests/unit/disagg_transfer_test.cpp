@@ -434,3 +434,30 @@ TEST_F(DisaggTransfer, CachedPositionsInsideABlockAreRefused) {
 
 }  // namespace
 }  // namespace tempered
+
+namespace tempered {
+namespace {
+
+// A first frame announcing a large KV_BLOCKS payload: refused from its header, before anything is
+// allocated for it, so 1024 such connections cost nothing.
+TEST_F(DisaggTransfer, AFirstFrameLargerThanAClaimIsRefusedFromItsHeader) {
+    start_server();
+    auto deadline = std::chrono::steady_clock::now() + 1s;
+    auto peer = Socket::connect("127.0.0.1", server->port(), deadline);
+    ASSERT_TRUE(peer.ok());
+    const uint32_t announced = 60u << 20;  // under the KV_BLOCKS limit, far over a claim's
+    std::vector<uint8_t> header = {static_cast<uint8_t>(FrameType::KvBlocks), static_cast<uint8_t>(announced),
+                                   static_cast<uint8_t>(announced >> 8), static_cast<uint8_t>(announced >> 16),
+                                   static_cast<uint8_t>(announced >> 24)};
+    ASSERT_TRUE(peer->send_all(header, deadline).ok());
+    auto reply = read_frame(peer.value(), deadline);
+    ASSERT_TRUE(reply.ok()) << reply.error().message;
+    ASSERT_EQ(reply->type, FrameType::Reject);
+    auto message = decode_reject(reply->payload);
+    ASSERT_TRUE(message.ok());
+    EXPECT_NE(message.value().find("were expected"), std::string::npos) << message.value();
+    EXPECT_EQ(metrics.failures(TransferRole::Prefill, TransferFailureReason::Protocol), 1);
+}
+
+}  // namespace
+}  // namespace tempered

@@ -363,3 +363,31 @@ TEST(EngineKvTransferFallback, KvThatCannotBePlacedIsCountedAndThePromptComputed
 
 }  // namespace
 }  // namespace tempered
+
+namespace tempered {
+namespace {
+
+// Prefill side: a request waiting for its KV to be taken holds that KV in memory, so it counts against
+// max_queued: a prefill server whose decode side lags refuses (429) instead of growing without bound.
+TEST(EngineKvTransferQueue, ExportsWaitingForTheirDecodeServerCountAgainstTheQueue) {
+    Tokenizer tokenizer = testing::byte_tokenizer();
+    testing::FakeModel model{tokenizer.vocab_size()};
+    auto pool = testing::tiny_pool(64);
+    Engine prefill(model, tokenizer, *pool, EngineOptions{4, /*max_queued=*/1, 512});
+    auto box = std::make_shared<Mailbox>();
+    GenerationOptions options = greedy(1);
+    options.kv_export = std::make_shared<MailboxExport>(box);
+    auto waiting = prefill.submit(std::move(options)).stream;
+    ASSERT_TRUE(waiting);
+    for (auto deadline = std::chrono::steady_clock::now() + 5s; prefill.stats().exporting_requests == 0;) {
+        ASSERT_LT(std::chrono::steady_clock::now(), deadline);
+        std::this_thread::sleep_for(2ms);
+    }
+    const SubmitResult refused = prefill.submit(greedy(1));
+    ASSERT_TRUE(refused.refusal);
+    EXPECT_EQ(*refused.refusal, SubmitRefusal::QueueFull);
+    waiting->cancel();
+}
+
+}  // namespace
+}  // namespace tempered
