@@ -143,29 +143,13 @@ def registered_urls(listing):
     return {entry.get("url") for entry in listing.get("workers", []) if isinstance(entry, dict)}
 
 
-class Cluster(contextlib.AbstractContextManager):
-    """N workers and a gateway in front of them. Leaving the `with` kills every process."""
-
-    def __init__(self, binary, workers=3, policy="cache_aware", model=DEFAULT_MODEL, threads=1, log_dir=None,
-                 gateway_python=None, gateway_flags=(), worker_flags=()):
-        self.log_dir = pathlib.Path(log_dir or tempfile.mkdtemp(prefix="tempered-gateway-"))
-        self.log_dir.mkdir(parents=True, exist_ok=True)
-        self.binary, self.model, self.threads = str(binary), model, threads
-        self.worker_flags = list(worker_flags)
-        self.worker_count, self.policy = workers, policy
-        self.gateway_python = gateway_python or sys.executable
-        self.gateway_flags = list(gateway_flags)
-        self.workers, self.gateway = [], None
+class _ProcessGroup(contextlib.AbstractContextManager):
+    """Workers and a gateway started on entering the `with` (by `start()`); leaving it kills every process,
+    as does a failure while starting."""
 
     def __enter__(self):
         try:
-            self.workers = [Worker(i, self.binary, self.model, self.threads, self.log_dir, self.worker_flags)
-                            for i in range(self.worker_count)]
-            for worker in self.workers:
-                worker.wait_ready()
-            self.gateway = Gateway(self.gateway_python, [w.url for w in self.workers], self.policy, self.log_dir,
-                                   self.gateway_flags)
-            self.gateway.wait_ready()
+            self.start()
         except BaseException:
             self.close()
             raise
@@ -180,7 +164,31 @@ class Cluster(contextlib.AbstractContextManager):
             process.kill()
 
 
-class PdCluster(contextlib.AbstractContextManager):
+class Cluster(_ProcessGroup):
+    """N workers and a gateway in front of them. Leaving the `with` kills every process."""
+
+    def __init__(self, binary, workers=3, policy="cache_aware", model=DEFAULT_MODEL, threads=1, log_dir=None,
+                 gateway_python=None, gateway_flags=(), worker_flags=()):
+        self.log_dir = pathlib.Path(log_dir or tempfile.mkdtemp(prefix="tempered-gateway-"))
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self.binary, self.model, self.threads = str(binary), model, threads
+        self.worker_flags = list(worker_flags)
+        self.worker_count, self.policy = workers, policy
+        self.gateway_python = gateway_python or sys.executable
+        self.gateway_flags = list(gateway_flags)
+        self.workers, self.gateway = [], None
+
+    def start(self):
+        self.workers = [Worker(i, self.binary, self.model, self.threads, self.log_dir, self.worker_flags)
+                        for i in range(self.worker_count)]
+        for worker in self.workers:
+            worker.wait_ready()
+        self.gateway = Gateway(self.gateway_python, [w.url for w in self.workers], self.policy, self.log_dir,
+                               self.gateway_flags)
+        self.gateway.wait_ready()
+
+
+class PdCluster(_ProcessGroup):
     """Prefill/decode disaggregation: P prefill workers (each with its bootstrap port) and D decode workers
     behind the gateway's --pd-disaggregation mode. Leaving the `with` kills every process."""
 
@@ -207,32 +215,23 @@ class PdCluster(contextlib.AbstractContextManager):
         return Worker(f"decode-{index}", self.binary, self.model, self.threads, self.log_dir,
                       ["--disaggregation-mode", "decode", *self.decode_flags, *extra])
 
-    def __enter__(self):
-        try:
-            self.prefills = [self.start_prefill(i) for i in range(self.prefill_count)]
-            self.decodes = [self.start_decode(i) for i in range(self.decode_count)]
-            for worker in self.prefills + self.decodes:
-                worker.wait_ready()
-            extra = ["--pd-disaggregation"]
-            for worker in self.prefills:
-                extra += ["--prefill", worker.url, str(worker.bootstrap_port)]
-            for worker in self.decodes:
-                extra += ["--decode", worker.url]
-            self.gateway = Gateway(self.gateway_python, [], self.policy, self.log_dir, [*extra, *self.gateway_flags])
-            self.gateway.worker_urls = [w.url for w in self.prefills + self.decodes]
-            self.gateway.wait_ready()
-        except BaseException:
-            self.close()
-            raise
-        return self
+    @property
+    def workers(self):
+        return self.prefills + self.decodes
 
-    def __exit__(self, *exc):
-        self.close()
-        return False
-
-    def close(self):
-        for process in ([self.gateway] if self.gateway else []) + self.prefills + self.decodes:
-            process.kill()
+    def start(self):
+        self.prefills = [self.start_prefill(i) for i in range(self.prefill_count)]
+        self.decodes = [self.start_decode(i) for i in range(self.decode_count)]
+        for worker in self.workers:
+            worker.wait_ready()
+        extra = ["--pd-disaggregation"]
+        for worker in self.prefills:
+            extra += ["--prefill", worker.url, str(worker.bootstrap_port)]
+        for worker in self.decodes:
+            extra += ["--decode", worker.url]
+        self.gateway = Gateway(self.gateway_python, [], self.policy, self.log_dir, [*extra, *self.gateway_flags])
+        self.gateway.worker_urls = [w.url for w in self.workers]
+        self.gateway.wait_ready()
 
 
 # ---- Requests

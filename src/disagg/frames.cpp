@@ -5,6 +5,8 @@
 #include <cstring>
 #include <sstream>
 
+#include "core/fnv1a.h"
+
 namespace tempered {
 
 static_assert(std::endian::native == std::endian::little, "the wire format is written as the host stores it");
@@ -137,7 +139,9 @@ const char* frame_type_name(FrameType type) {
 }
 
 uint64_t prompt_hash(std::span<const int32_t> prompt) {
-    return fnv1a_bytes(kFnvOffsetBasis, prompt.data(), prompt.size_bytes());
+    Fnv1a hash;
+    hash.bytes(prompt.data(), prompt.size_bytes());
+    return hash.hash();
 }
 
 std::vector<uint8_t> encode_claim(const ClaimFrame& claim) {

@@ -3,19 +3,11 @@
 #include <cctype>
 #include <sstream>
 
+#include "core/fnv1a.h"
 #include "kv/kv_block_pool.h"
 #include "kv/kv_layer_groups.h"
 
 namespace tempered {
-
-uint64_t fnv1a_bytes(uint64_t hash, const void* data, size_t size) {
-    const auto* bytes = static_cast<const uint8_t*>(data);
-    for (size_t i = 0; i < size; ++i) {
-        hash ^= bytes[i];
-        hash *= 0x100000001b3ULL;
-    }
-    return hash;
-}
 
 KvLayout kv_layout_of(const KvCacheShape& shape, uint64_t model_fingerprint) {
     KvLayout layout;
@@ -24,9 +16,9 @@ KvLayout kv_layout_of(const KvCacheShape& shape, uint64_t model_fingerprint) {
     layout.layer_count = shape.layer_count;
     layout.kv_head_count = shape.kv_head_count;
     layout.head_dim = shape.head_dim;
-    uint64_t hash = kFnvOffsetBasis;
-    for (int64_t window : shape.layer_windows) hash = fnv1a_bytes(hash, &window, sizeof(window));
-    layout.windows_hash = hash;
+    Fnv1a windows;
+    for (int64_t window : shape.layer_windows) windows.value(window);
+    layout.windows_hash = windows.hash();
     layout.group_count = kv_layer_groups(shape).group_count();
     layout.pool_block_bytes = KvBlockPool::pool_block_bytes(shape);
     layout.model_fingerprint = model_fingerprint;

@@ -33,9 +33,4 @@ KvLayout kv_layout_of(const KvCacheShape& shape, uint64_t model_fingerprint);
 // ("KV dtype differs: prefill f16, decode f32"); nothing when they agree.
 std::optional<std::string> describe_mismatch(const KvLayout& prefill, const KvLayout& decode);
 
-// FNV-1a, 64 bits: the hash of the wire format (prompt tokens, windows). Not a defence against a
-// chosen collision; a check that two honest servers hold the same thing.
-constexpr uint64_t kFnvOffsetBasis = 0xcbf29ce484222325ULL;
-uint64_t fnv1a_bytes(uint64_t hash, const void* data, size_t size);
-
 }  // namespace tempered

@@ -146,6 +146,7 @@ void Engine::settle_kv_transfers() {
 // the pool could still hold every import in flight: KV waiting in memory for admission never outgrows the
 // pool, and the prefill server keeps the rest meanwhile. In arrival order; one at a time at least.
 void Engine::start_imports() {
+    if (importing_.empty()) return;
     int64_t promised = 0;  // in flight, or landed and waiting for admission with their KV in memory
     for (const auto& request : importing_) promised += request->import_blocks;
     for (const auto& request : scheduler_.waiting())

@@ -3,31 +3,10 @@
 #include <algorithm>
 #include <string_view>
 
+#include "core/fnv1a.h"
+
 namespace tempered {
 namespace {
-
-class Fnv1a {
-public:
-    void bytes(const void* data, size_t size) {
-        const auto* p = static_cast<const uint8_t*>(data);
-        for (size_t i = 0; i < size; ++i) {
-            hash_ ^= p[i];
-            hash_ *= 0x100000001b3ULL;
-        }
-    }
-    template <class T>
-    void value(T v) {
-        bytes(&v, sizeof(v));
-    }
-    void text(std::string_view s) {
-        value<uint64_t>(s.size());  // the length first, so ("ab", "c") and ("a", "bc") differ
-        bytes(s.data(), s.size());
-    }
-    uint64_t hash() const { return hash_; }
-
-private:
-    uint64_t hash_ = 0xcbf29ce484222325ULL;
-};
 
 void hash_value(Fnv1a& fnv, const GgufValue& value) {
     fnv.value(static_cast<uint32_t>(value.type));
