@@ -138,7 +138,7 @@ class Soak:
         rng = soak_client.seeded(self.args.seed, index)
         client = soak_client.new_client(self.target)
         with client:
-            while not self.stop.is_set() and time.monotonic() < self.target.deadline:
+            while time.monotonic() < self.target.deadline and self.process.poll() is None:
                 kind = soak_client.pick_kind(rng)
                 began = self.elapsed()
                 outcome = soak_client.run_kind(kind, rng, client, self.target)
@@ -237,7 +237,7 @@ def main(argv):
           f"(log {log_file.name})", flush=True)
     try:
         soak.run()
-        final = wait_idle(soak) if process.poll() is None else {"phase": "final", "t_s": soak.elapsed(), "fds": -1}
+        final = wait_idle(soak) if process.poll() is None else soak.sample("final")
         flush = flush_cache(target) if process.poll() is None else "server gone"
         after_flush = soak.sample("after flush") if process.poll() is None else None
     finally:
@@ -250,6 +250,8 @@ def main(argv):
                       "api_key": bool(args.api_key)},
            "samples": soak.samples, "final": final, "flush": flush, "after_flush": after_flush,
            "server_exit": exit_status, "requests": soak.requests}
+    if exit_status != 0:
+        run["server_log_tail"] = pathlib.Path(log_file.name).read_text(errors="replace")[-4000:]
     verdict = soak_report.checks(run)
     md_path, json_path = soak_report.write(run, verdict, args.out, args.label)
     passed = all(check["ok"] for check in verdict)
