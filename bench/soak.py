@@ -15,6 +15,7 @@ Writes <out>/<label>-<UTC stamp>.{md,json}; exits 1 when a check fails. The requ
 classes are in soak_client.py, the checks and report in soak_report.py.
 """
 import argparse
+import json
 import os
 import pathlib
 import platform
@@ -68,13 +69,13 @@ def parse_args(argv):
 
 # ---- the server
 
-def known_flags(binary):
-    help_text = subprocess.run([binary, "serve", "--help"], capture_output=True, text=True, timeout=30).stdout
-    return help_text
+def serve_help(binary):
+    """`serve --help`: which flags this binary knows (the soak's defaults are added only when it does)."""
+    return subprocess.run([binary, "serve", "--help"], capture_output=True, text=True, timeout=30).stdout
 
 
 def server_command(args, port):
-    help_text = known_flags(args.bin)
+    help_text = serve_help(args.bin)
     given = " ".join(args.server_args)
     command = [args.bin, "serve", "--host", "127.0.0.1", "--port", str(port), "--model", args.model]
     for flag, value in DEFAULT_SERVER_FLAGS:
@@ -91,14 +92,17 @@ def free_port():
         return sock.getsockname()[1]
 
 
-def start_server(command, port, log_file):
+def start_server(command, port, log_file, headers):
+    """Starts serve and waits for /health (with the key: `--protect-all` closes /health too)."""
     process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            sys.exit(f"tempered serve exited with {process.returncode}; log: {log_file.name}")
+            log_tail = pathlib.Path(log_file.name).read_text(errors="replace")[-2000:]
+            sys.exit(f"tempered serve exited with {process.returncode}; log {log_file.name}:\n{log_tail}")
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as response:
+            request = urllib.request.Request(f"http://127.0.0.1:{port}/health", headers=headers)
+            with urllib.request.urlopen(request, timeout=2) as response:
                 if response.status == 200:
                     return process
         except OSError:
@@ -114,7 +118,7 @@ def get(target, path):
 
 
 def served_model(target):
-    import json
+    """The served model's name and context length, from /v1/models."""
     card = json.loads(get(target, "/v1/models"))["data"][0]
     return card["id"], int(card.get("max_model_len", 8192))
 
@@ -226,9 +230,9 @@ def main(argv):
     port = free_port()
     command = server_command(args, port)
     log_file = tempfile.NamedTemporaryFile(prefix="tempered-soak-", suffix=".log", delete=False)
-    process = start_server(command, port, log_file)
     target = soak_client.Target("127.0.0.1", port, "", args.api_key, args.timeout,
                                 max_body_bytes=1 << 20, context_length=8192)
+    process = start_server(command, port, log_file, target.headers())
     target.model, target.context_length = served_model(target)
     target.max_body_bytes = body_limit(command)
     soak = Soak(args, target, process)
@@ -257,7 +261,8 @@ def main(argv):
     passed = all(check["ok"] for check in verdict)
     print(f"soak: {'PASS' if passed else 'FAIL'}; {md_path}", flush=True)
     for check in verdict:
-        print(f"  {'ok' if check['ok'] else 'FAILED'}: {check['name']} ({check['detail']})", flush=True)
+        mark = "skipped" if check.get("skipped") else ("ok" if check["ok"] else "FAILED")
+        print(f"  {mark}: {check['name']} ({check['detail']})", flush=True)
     return 0 if passed else 1
 
 
