@@ -227,6 +227,7 @@ def commit():
 
 def main(argv):
     args = parse_args(argv)
+    load_at_start = os.getloadavg()[0]
     port = free_port()
     command = server_command(args, port)
     log_file = tempfile.NamedTemporaryFile(prefix="tempered-soak-", suffix=".log", delete=False)
@@ -248,7 +249,8 @@ def main(argv):
         exit_status = stop_server(process)
     run = {"stamp": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H%M%SZ"), "server_command": command,
            "server_log": log_file.name, "commit": commit(),
-           "machine": f"{platform.machine()}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}",
+           "machine": f"{platform.machine()}, {os.cpu_count()} cores, load average {load_at_start:.1f} at the start, "
+                      f"{os.getloadavg()[0]:.1f} at the end",
            "config": {"streams": args.streams, "duration_s": args.duration_s, "sample_s": args.sample_seconds,
                       "warmup_s": args.warmup_s, "timeout_s": args.timeout, "seed": args.seed,
                       "api_key": bool(args.api_key)},
