@@ -147,7 +147,7 @@ def markdown(run, verdict):
         lines.append(f"- {check['name']}: {mark} ({check['detail']})")
     lines += ["", "`tempered:kv_blocks_in_use` counts blocks held by at least one request; cached prefix blocks "
               "nobody holds are not in it (they stay cached for reuse until /flush_cache). "
-              f"/flush_cache after idle: {run['flush']}.", ""]
+              f"/flush_cache after idle: {run['flush'].rstrip('.')}.", ""]
     lines += outcome_tables(run)
     lines += ["## Samples", "",
               "| phase | min | RSS MiB | fds | threads | KV blocks in use | KV usage | running | waiting | "
