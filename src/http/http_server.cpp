@@ -2,8 +2,10 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <linux/sockios.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -117,14 +119,32 @@ public:
         Clock::time_point stalled_at = Clock::now() + write_timeout_;
         while (sent < size) {
             const auto left = std::chrono::ceil<std::chrono::milliseconds>(stalled_at - Clock::now());
-            if (left.count() <= 0 || !wait_for(fd_, POLLOUT, left) || !socket_alive(fd_)) return -1;
+            if (left.count() <= 0 || client_stalled() || !wait_for(fd_, POLLOUT, left) || !socket_alive(fd_))
+                return -1;
             const ssize_t now_sent = ::send(fd_, data + sent, size - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
             if (now_sent < 0 && errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK) return -1;
             if (now_sent <= 0) continue;
             sent += static_cast<size_t>(now_sent);
+            bytes_sent_ += static_cast<uint64_t>(now_sent);
             stalled_at = Clock::now() + write_timeout_;  // progress
         }
         return static_cast<ssize_t>(size);
+    }
+
+    // True once the client has taken none of the bytes waiting for it for write_timeout. The kernel grows a
+    // socket's send buffer to megabytes, so send() alone would notice a client that stopped reading a
+    // stream only after minutes of tokens; what the client's side has acknowledged says whether it reads.
+    bool client_stalled() {
+        int queued = 0;  // sent but not yet acknowledged by the client
+        if (::ioctl(fd_, SIOCOUTQ, &queued) != 0 || queued < 0) return false;
+        const uint64_t taken = bytes_sent_ - static_cast<uint64_t>(queued);
+        const Clock::time_point now = Clock::now();
+        if (queued == 0 || taken > bytes_taken_) {
+            bytes_taken_ = taken;
+            last_taken_at_ = now;
+            return false;
+        }
+        return now - last_taken_at_ >= write_timeout_;
     }
 
     void get_remote_ip_and_port(std::string& ip, int& port) const override {
@@ -156,6 +176,9 @@ private:
     ReadDeadline deadline_;
     ReadDeadline::Phase timed_out_ = ReadDeadline::Phase::None;
     bool response_started_ = false;
+    uint64_t bytes_sent_ = 0;
+    uint64_t bytes_taken_ = 0;  // of those, acknowledged by the client when last seen to grow
+    Clock::time_point last_taken_at_ = Clock::now();
     std::array<char, 4096> buffer_{};
     size_t begin_ = 0;
     size_t end_ = 0;
@@ -167,7 +190,8 @@ thread_local ConnectionStream* current_connection = nullptr;
 
 class SinkWriter final : public StreamWriter {
 public:
-    SinkWriter(httplib::DataSink& sink, int fd) : sink_(sink), fd_(fd) {}
+    SinkWriter(httplib::DataSink& sink, ConnectionStream* connection)
+        : sink_(sink), connection_(connection), fd_(connection != nullptr ? connection->socket() : -1) {}
 
     bool write(std::string_view chunk) override {
         if (failed_) return false;
@@ -176,14 +200,17 @@ public:
         if (!sink_.write(chunk.data(), chunk.size())) failed_ = true;
         return !failed_;
     }
+    // Also false for a client that has stopped reading (ConnectionStream::client_stalled).
     bool is_connection_alive() const override {
-        if (!failed_ && !socket_alive(fd_)) failed_ = true;
+        const bool stalled = connection_ != nullptr && connection_->client_stalled();
+        if (!failed_ && (stalled || !socket_alive(fd_))) failed_ = true;
         return !failed_;
     }
     bool failed() const { return failed_; }
 
 private:
     httplib::DataSink& sink_;
+    ConnectionStream* connection_;
     int fd_;
     mutable bool failed_ = false;
 };
@@ -393,7 +420,7 @@ void HttpServer::Impl::to_httplib(HttpResponse response, httplib::Response& out)
     out.set_chunked_content_provider(
         response.content_type,
         [producer = std::move(response.producer)](size_t /*offset*/, httplib::DataSink& sink) {
-            SinkWriter writer(sink, current_connection ? current_connection->socket() : -1);
+            SinkWriter writer(sink, current_connection);
             try {
                 producer(writer);
             } catch (...) {

@@ -259,5 +259,33 @@ TEST(HttpSlowClients, AWriteToAClientThatReadsNothingFailsAfterTheStallTimeout) 
     EXPECT_LT(stalled, 3.0);
 }
 
+TEST(HttpSlowClients, AStreamWhoseClientTakesNothingFailsLongBeforeTheSendBufferFills) {
+    // Small chunks at a token-like pace: the kernel would queue megabytes of them before send() blocks, so
+    // it is what the client acknowledges that tells it has stopped reading.
+    HttpServerOptions options = quick_options();
+    options.write_timeout = 500ms;
+    HttpServer server(options);
+    std::promise<double> failed_after;  // seconds from the first chunk to the failed write
+    server.route("GET", "/tokens", [&](const HttpRequest&) {
+        return HttpResponse::streaming("text/event-stream", [&](StreamWriter& writer) {
+            const std::string chunk = "data: " + std::string(200, 't') + "\n\n";
+            const auto start = Clock::now();
+            while (seconds_since(start) < 20) {
+                if (!writer.write(chunk)) return failed_after.set_value(seconds_since(start));
+                std::this_thread::sleep_for(5ms);
+            }
+            failed_after.set_value(-1);
+        });
+    });
+    ASSERT_TRUE(server.start().ok());
+    RawClient client(server.port(), /*receive_buffer=*/4096);
+    client.send("GET /tokens HTTP/1.1\r\nHost: x\r\n\r\n");
+    auto result = failed_after.get_future();
+    ASSERT_EQ(result.wait_for(15s), std::future_status::ready);
+    const double failed = result.get();
+    EXPECT_GE(failed, 0.45);
+    EXPECT_LT(failed, 4.0);  // ~200 KB/s for 20 s would fit in a send buffer of 4 MB
+}
+
 }  // namespace
 }  // namespace tempered::http
