@@ -62,7 +62,36 @@ struct ServeOptions {
     // one server would queue, rather than fail (bench/results/pd_value-2026-12-01T212539Z.md).
     double disaggregation_timeout = 300.0;
     std::string disaggregation_fault;  // tests only: a transfer that pauses or aborts on purpose
+    // Slow and idle clients (http/http_server.h says why these defaults).
+    double header_timeout = 10.0;
+    double body_timeout = 30.0;
+    double keep_alive_timeout = 30.0;
+    double stream_stall_timeout = 30.0;
+    size_t max_connections_per_client = 0;
 };
+
+// The slow-client flags checked and put into the HTTP server's options; an error names the flag.
+Status apply_client_timeout_flags(const ServeOptions& options, http::HttpServerOptions& http_options) {
+    using Seconds = std::chrono::duration<double>;
+    auto to_ms = [](double seconds) {
+        return std::chrono::duration_cast<std::chrono::milliseconds>(Seconds(seconds));
+    };
+    const std::pair<const char*, double> timeouts[] = {{"--header-timeout", options.header_timeout},
+                                                       {"--body-timeout", options.body_timeout},
+                                                       {"--keep-alive-timeout", options.keep_alive_timeout},
+                                                       {"--stream-stall-timeout", options.stream_stall_timeout}};
+    for (const auto& [flag, seconds] : timeouts) {
+        if (!(seconds >= 0.001 && seconds <= 86400))
+            return Error{std::string(flag) + " must be in [0.001, 86400] seconds"};
+    }
+    http_options.header_timeout = to_ms(options.header_timeout);
+    http_options.body_timeout = to_ms(options.body_timeout);
+    // httplib keeps this one in whole seconds; a fraction rounds up.
+    http_options.keep_alive_timeout = std::chrono::ceil<std::chrono::seconds>(Seconds(options.keep_alive_timeout));
+    http_options.write_timeout = to_ms(options.stream_stall_timeout);
+    http_options.max_connections_per_client = options.max_connections_per_client;
+    return Ok{};
+}
 
 // The --disaggregation-* flags checked; the layout both servers of a pair must share comes from the KV
 // cache's shape and the model file.
@@ -232,6 +261,10 @@ int serve(const ServeOptions& options) {
     http_options.port = options.port;
     http_options.threads = options.http_threads;
     http_options.max_body_bytes = options.max_body_bytes;
+    if (auto applied = apply_client_timeout_flags(options, http_options); !applied) {
+        std::fprintf(stderr, "tempered serve: %s\n", applied.error().message.c_str());
+        return 1;
+    }
     http::HttpServer server(http_options);
     server.set_error_renderer(api::http_error_response);
     service.register_routes(server);
@@ -289,6 +322,20 @@ void add_serve_command(CLI::App& app, int& exit_code) {
         ->capture_default_str();
     command->add_option("--max-body-bytes", options->max_body_bytes, "larger request bodies get 413")
         ->check(CLI::Range(size_t{1}, size_t{1} << 32))
+        ->capture_default_str();
+    command->add_option("--header-timeout", options->header_timeout,
+                        "seconds a request's line and headers may take to arrive; then 408 and close")
+        ->capture_default_str();
+    command->add_option("--body-timeout", options->body_timeout, "seconds a request body may take to arrive")
+        ->capture_default_str();
+    command->add_option("--keep-alive-timeout", options->keep_alive_timeout, "seconds an idle connection stays open")
+        ->capture_default_str();
+    command->add_option("--stream-stall-timeout", options->stream_stall_timeout,
+                        "seconds a client may read nothing of its response before it is cut and its request "
+                        "cancelled")
+        ->capture_default_str();
+    command->add_option("--max-connections-per-client", options->max_connections_per_client,
+                        "open connections per client IP; more get 429 (0: no limit)")
         ->capture_default_str();
     command->add_option("--drain-timeout", options->drain_timeout, "seconds to finish requests on SIGTERM")
         ->check(CLI::Range(0.0, 86400.0))

@@ -45,6 +45,15 @@ bool GenerationStream::cancelled() const {
 void GenerationStream::push(GenerationEvent event) {
     {
         std::lock_guard lock(mutex_);
+        if (overflowed_) return;
+        if (events_.size() >= max_undelivered_ && !event.done) {
+            overflowed_ = true;
+            cancelled_ = true;
+            event = GenerationEvent{};
+            event.done = true;
+            event.error = "the client did not read its stream: " + std::to_string(events_.size()) +
+                          " events undelivered, the request was cancelled";
+        }
         events_.push_back(std::move(event));
     }
     ready_.notify_one();

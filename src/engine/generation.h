@@ -83,24 +83,36 @@ struct GenerationEvent {
     GenerationUsage usage;             // filled in the last event
 };
 
+// Events the engine queues for a reader that does not take them: a stream whose client stopped reading
+// blocks its writer (until the HTTP server's stall timeout), and the engine goes on generating meanwhile.
+// Past this many the request ends with an error and its KV is freed, so that queue and the KV behind it
+// stay bounded whatever max_tokens is. A reader keeping up holds a few; 4096 is about 40 s of decoding at
+// 100 tokens/s, beyond the default 30 s stall timeout, so that timeout normally comes first.
+inline constexpr size_t kMaxUndeliveredEvents = 4096;
+
 // The reader's end of a request: events in order, and a way to abandon it (client disconnect).
 // Shared by the engine thread and one HTTP thread.
 class GenerationStream {
 public:
+    explicit GenerationStream(size_t max_undelivered = kMaxUndeliveredEvents) : max_undelivered_(max_undelivered) {}
+
     // The next event, or nullopt if none arrived within `timeout` (so the reader can check its client).
     std::optional<GenerationEvent> next(std::chrono::milliseconds timeout);
     // The reader is gone: the engine drops the request and frees its KV blocks at its next step.
     void cancel();
     bool cancelled() const;
 
-    // Engine side.
+    // Engine side. Once `max_undelivered` events wait unread, the stream ends itself instead: a last
+    // event with an error, and cancelled() so that the engine drops the request; later pushes are dropped.
     void push(GenerationEvent event);
 
 private:
+    const size_t max_undelivered_;
     mutable std::mutex mutex_;
     std::condition_variable ready_;
     std::deque<GenerationEvent> events_;
     bool cancelled_ = false;
+    bool overflowed_ = false;
 };
 
 }  // namespace tempered

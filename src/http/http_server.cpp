@@ -2,8 +2,10 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <linux/sockios.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -11,11 +13,14 @@
 #include <array>
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "http/client_connection_limit.h"
 #include "http/httplib_include.h"
+#include "http/read_deadline.h"
 #include "http/router.h"
 
 namespace tempered::http {
@@ -60,9 +65,11 @@ void address_of(const sockaddr_storage& address, std::string& ip, int& port) {
     ip = text;
 }
 
+using Clock = std::chrono::steady_clock;
+
 // One accepted connection as an httplib::Stream. We serve connections ourselves (see
-// TrackingServer) so that waiting for the next keep-alive request also wakes on stop(), and so that
-// handlers can ask whether their client is still there.
+// TrackingServer) so that waiting for the next keep-alive request also wakes on stop(), so that
+// handlers can ask whether their client is still there, and so that reading a request has deadlines.
 class ConnectionStream final : public httplib::Stream {
 public:
     ConnectionStream(int fd, std::chrono::milliseconds read_timeout, std::chrono::milliseconds write_timeout)
@@ -70,12 +77,28 @@ public:
 
     bool has_buffered_input() const { return begin_ < end_; }
 
-    bool is_readable() const override { return has_buffered_input() || wait_for(fd_, POLLIN, read_timeout_); }
+    // A new request: its line and headers must arrive by `deadline`.
+    void begin_request(Clock::time_point deadline) {
+        deadline_.start(ReadDeadline::Phase::Header, deadline);
+        timed_out_ = ReadDeadline::Phase::None;
+        response_started_ = false;
+    }
+    void begin_body(Clock::time_point deadline) { deadline_.start(ReadDeadline::Phase::Body, deadline); }
+    void end_reading() { deadline_.clear(); }
+    // The phase whose deadline a read of this request missed; None if none did.
+    ReadDeadline::Phase timed_out() const { return timed_out_; }
+    // Whether any byte of this request's response has been written.
+    bool response_started() const { return response_started_; }
+
+    bool is_readable() const override { return has_buffered_input() || wait_for(fd_, POLLIN, next_read_wait()); }
     bool is_writable() const override { return wait_for(fd_, POLLOUT, write_timeout_) && socket_alive(fd_); }
 
     ssize_t read(char* out, size_t size) override {
         if (!has_buffered_input()) {
-            if (!wait_for(fd_, POLLIN, read_timeout_)) return -1;
+            if (!wait_for(fd_, POLLIN, next_read_wait())) {
+                if (deadline_.passed(Clock::now())) timed_out_ = deadline_.phase();
+                return -1;
+            }
             const ssize_t received = receive(buffer_.data(), buffer_.size());
             if (received <= 0) return received;
             begin_ = 0;
@@ -87,13 +110,41 @@ public:
         return static_cast<ssize_t>(count);
     }
 
+    // Sends all of `data` (httplib writes status lines and headers without retrying a partial write), or
+    // fails once the client has taken nothing for write_timeout: a client that stops reading cannot hold a
+    // writer, and the request behind it, longer than that.
     ssize_t write(const char* data, size_t size) override {
-        if (!is_writable()) return -1;
-        while (true) {
-            const ssize_t sent = ::send(fd_, data, size, MSG_NOSIGNAL);
-            if (sent < 0 && errno == EINTR) continue;
-            return sent < 0 ? -1 : sent;
+        response_started_ = true;
+        size_t sent = 0;
+        Clock::time_point stalled_at = Clock::now() + write_timeout_;
+        while (sent < size) {
+            const auto left = std::chrono::ceil<std::chrono::milliseconds>(stalled_at - Clock::now());
+            if (left.count() <= 0 || client_stalled() || !wait_for(fd_, POLLOUT, left) || !socket_alive(fd_))
+                return -1;
+            const ssize_t now_sent = ::send(fd_, data + sent, size - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+            if (now_sent < 0 && errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK) return -1;
+            if (now_sent <= 0) continue;
+            sent += static_cast<size_t>(now_sent);
+            bytes_sent_ += static_cast<uint64_t>(now_sent);
+            stalled_at = Clock::now() + write_timeout_;  // progress
         }
+        return static_cast<ssize_t>(size);
+    }
+
+    // True once the client has taken none of the bytes waiting for it for write_timeout. The kernel grows a
+    // socket's send buffer to megabytes, so send() alone would notice a client that stopped reading a
+    // stream only after minutes of tokens; what the client's side has acknowledged says whether it reads.
+    bool client_stalled() {
+        int queued = 0;  // sent but not yet acknowledged by the client
+        if (::ioctl(fd_, SIOCOUTQ, &queued) != 0 || queued < 0) return false;
+        const uint64_t taken = bytes_sent_ - static_cast<uint64_t>(queued);
+        const Clock::time_point now = Clock::now();
+        if (queued == 0 || taken > bytes_taken_) {
+            bytes_taken_ = taken;
+            last_taken_at_ = now;
+            return false;
+        }
+        return now - last_taken_at_ >= write_timeout_;
     }
 
     void get_remote_ip_and_port(std::string& ip, int& port) const override {
@@ -109,6 +160,8 @@ public:
     socket_t socket() const override { return fd_; }
 
 private:
+    std::chrono::milliseconds next_read_wait() const { return deadline_.next_wait(read_timeout_, Clock::now()); }
+
     ssize_t receive(char* out, size_t size) {
         while (true) {
             const ssize_t received = ::recv(fd_, out, size, 0);
@@ -120,6 +173,12 @@ private:
     int fd_;
     std::chrono::milliseconds read_timeout_;
     std::chrono::milliseconds write_timeout_;
+    ReadDeadline deadline_;
+    ReadDeadline::Phase timed_out_ = ReadDeadline::Phase::None;
+    bool response_started_ = false;
+    uint64_t bytes_sent_ = 0;
+    uint64_t bytes_taken_ = 0;  // of those, acknowledged by the client when last seen to grow
+    Clock::time_point last_taken_at_ = Clock::now();
     std::array<char, 4096> buffer_{};
     size_t begin_ = 0;
     size_t end_ = 0;
@@ -127,11 +186,12 @@ private:
 
 // The connection the current thread serves: httplib runs a connection's requests, handlers and
 // content providers on the thread that called process_and_close_socket.
-thread_local const ConnectionStream* current_connection = nullptr;
+thread_local ConnectionStream* current_connection = nullptr;
 
 class SinkWriter final : public StreamWriter {
 public:
-    SinkWriter(httplib::DataSink& sink, int fd) : sink_(sink), fd_(fd) {}
+    SinkWriter(httplib::DataSink& sink, ConnectionStream* connection)
+        : sink_(sink), connection_(connection), fd_(connection != nullptr ? connection->socket() : -1) {}
 
     bool write(std::string_view chunk) override {
         if (failed_) return false;
@@ -140,19 +200,78 @@ public:
         if (!sink_.write(chunk.data(), chunk.size())) failed_ = true;
         return !failed_;
     }
+    // Also false for a client that has stopped reading (ConnectionStream::client_stalled).
     bool is_connection_alive() const override {
-        if (!failed_ && !socket_alive(fd_)) failed_ = true;
+        const bool stalled = connection_ != nullptr && connection_->client_stalled();
+        if (!failed_ && (stalled || !socket_alive(fd_))) failed_ = true;
         return !failed_;
     }
     bool failed() const { return failed_; }
 
 private:
     httplib::DataSink& sink_;
+    ConnectionStream* connection_;
     int fd_;
     mutable bool failed_ = false;
 };
 
 std::string_view error_type_for(int status) { return status < 500 ? "invalid_request_error" : "server_error"; }
+
+// When the connection the current thread serves was accepted: its first request's header deadline
+// runs from then, so a connection that waited in the queue for a thread has used part of it.
+thread_local Clock::time_point connection_accepted_at{};
+
+// httplib's thread pool, noting when each connection was accepted (httplib enqueues it right after
+// accept()) for the thread that serves it.
+class AcceptTimingPool final : public httplib::TaskQueue {
+public:
+    explicit AcceptTimingPool(size_t threads) : pool_(threads) {}
+    void enqueue(std::function<void()> serve) override {
+        pool_.enqueue([serve = std::move(serve), accepted = Clock::now()] {
+            connection_accepted_at = accepted;
+            serve();
+        });
+    }
+    void shutdown() override { pool_.shutdown(); }
+
+private:
+    httplib::ThreadPool pool_;
+};
+
+// A whole response for a connection we close right after it (408, 429), written without httplib.
+std::string closing_response(const HttpResponse& response, std::string_view reason) {
+    std::string out = "HTTP/1.1 " + std::to_string(response.status) + " " + std::string(reason) + "\r\n";
+    out += "Content-Type: " + response.content_type + "\r\n";
+    for (const auto& [name, value] : response.headers) out += name + ": " + value + "\r\n";
+    out += "Content-Length: " + std::to_string(response.body.size()) + "\r\nConnection: close\r\n\r\n";
+    return out + response.body;
+}
+
+// Writes a last response and closes politely: stop sending, then read what the client still sends for up
+// to `linger`, so that closing with unread bytes does not reset the connection before the client has
+// read the answer. The caller closes the socket.
+void answer_and_close(ConnectionStream& stream, const std::string& response, std::chrono::milliseconds linger) {
+    const int fd = stream.socket();
+    stream.write(response.data(), response.size());
+    ::shutdown(fd, SHUT_WR);
+    const Clock::time_point until = Clock::now() + linger;
+    std::array<char, 4096> discard{};
+    while (true) {
+        const auto left = std::max(std::chrono::ceil<std::chrono::milliseconds>(until - Clock::now()),
+                                   std::chrono::milliseconds(0));
+        if (!wait_for(fd, POLLIN, left) || ::recv(fd, discard.data(), discard.size(), MSG_DONTWAIT) <= 0) break;
+    }
+}
+
+// The message of a 408: which part of the request was late, and the flag that sets its deadline.
+std::string timeout_message(ReadDeadline::Phase phase, const HttpServerOptions& options) {
+    const bool header = phase == ReadDeadline::Phase::Header;
+    const auto limit = header ? options.header_timeout : options.body_timeout;
+    char seconds[32];
+    std::snprintf(seconds, sizeof(seconds), "%g", std::chrono::duration<double>(limit).count());
+    return std::string("the request ") + (header ? "headers" : "body") + " did not arrive within " + seconds +
+           " s (--" + (header ? "header" : "body") + "-timeout)";
+}
 
 }  // namespace
 
@@ -163,11 +282,12 @@ HttpResponse default_error_response(int status, std::string_view message) {
 }
 
 // httplib::Server whose per-connection loop is ours: httplib parses requests and writes responses
-// (process_request), we decide when to wait for the next request and when to give up on it.
+// (process_request), we decide when to wait for the next request, when to give up on it, and whom to
+// refuse.
 class TrackingServer final : public httplib::Server {
 public:
-    TrackingServer(std::chrono::milliseconds read_timeout, std::chrono::milliseconds write_timeout)
-        : read_timeout_(read_timeout), write_timeout_(write_timeout) {
+    TrackingServer(const HttpServerOptions& options, const ErrorRenderer& render_error)
+        : options_(options), render_error_(render_error), per_client_(options.max_connections_per_client) {
         if (::pipe2(stop_pipe_, O_CLOEXEC) != 0) stop_pipe_[0] = stop_pipe_[1] = -1;
     }
     ~TrackingServer() override {
@@ -188,37 +308,87 @@ private:
     // Overrides httplib's (private) per-connection loop.
     bool process_and_close_socket(socket_t sock) override {
         ++open_connections;
-        ConnectionStream stream(sock, read_timeout_, write_timeout_);
-        current_connection = &stream;
+        ConnectionStream stream(sock, options_.read_timeout, options_.write_timeout);
+        std::string client;
+        int client_port = 0;
+        stream.get_remote_ip_and_port(client, client_port);
         bool ok = false;
-        for (size_t remaining = keep_alive_max_count_;
-             remaining > 0 && svr_sock_ != INVALID_SOCKET && wait_for_request(stream); --remaining) {
-            bool connection_closed = false;
-            ok = process_request(stream, /*close_connection=*/remaining == 1, connection_closed, nullptr);
-            if (!ok || connection_closed) break;
+        if (per_client_.try_open(client)) {
+            current_connection = &stream;
+            ok = serve_requests(stream);
+            current_connection = nullptr;
+            per_client_.close(client);
+        } else {
+            refuse(stream);
         }
-        current_connection = nullptr;
         ::shutdown(sock, SHUT_RDWR);
         ::close(sock);
         --open_connections;
         return ok;
     }
 
-    // True when request bytes are waiting; false on keep-alive timeout, peer close or stop().
-    bool wait_for_request(const ConnectionStream& stream) const {
+    bool serve_requests(ConnectionStream& stream) {
+        Clock::time_point request_began =
+            connection_accepted_at == Clock::time_point{} ? Clock::now() : connection_accepted_at;
+        bool ok = false;
+        for (size_t remaining = keep_alive_max_count_; remaining > 0 && svr_sock_ != INVALID_SOCKET; --remaining) {
+            const bool first = remaining == keep_alive_max_count_;
+            // A new connection has its header timeout to start; an idle one, the keep-alive timeout.
+            const Clock::time_point wait_until = first ? request_began + options_.header_timeout
+                                                       : Clock::now() + options_.keep_alive_timeout;
+            if (!wait_for_request(stream, wait_until)) break;
+            if (!first) request_began = Clock::now();
+            stream.begin_request(request_began + options_.header_timeout);
+            bool connection_closed = false;
+            ok = process_request(stream, /*close_connection=*/remaining == 1, connection_closed,
+                                 [&stream, this](httplib::Request&) {
+                                     stream.begin_body(Clock::now() + options_.body_timeout);
+                                 });
+            if (stream.timed_out() != ReadDeadline::Phase::None) {
+                answer_timeout(stream);
+                break;
+            }
+            if (!ok || connection_closed) break;
+        }
+        return ok;
+    }
+
+    // A request that missed its deadline gets 408 unless httplib already answered it (the error handler
+    // makes its 400 a 408); then the connection closes.
+    void answer_timeout(ConnectionStream& stream) const {
+        if (stream.response_started()) return;
+        const HttpResponse response = render_error_(408, timeout_message(stream.timed_out(), options_));
+        // No lingering for a client already too slow: only what it has sent is read.
+        answer_and_close(stream, closing_response(response, "Request Timeout"), std::chrono::milliseconds(0));
+    }
+
+    // A client over --max-connections-per-client: 429 and close, without reading its request.
+    void refuse(ConnectionStream& stream) const {
+        const HttpResponse response =
+            render_error_(429, "too many connections from this address: the limit is " +
+                                   std::to_string(per_client_.max_per_client()) + " (--max-connections-per-client)");
+        // Answered on accept, likely before the request arrives: wait briefly for it (and the close).
+        answer_and_close(stream, closing_response(response, "Too Many Requests"), std::chrono::milliseconds(500));
+    }
+
+    // True when request bytes are waiting; false at `deadline` (keep-alive or first header timeout), on
+    // peer close or on stop().
+    bool wait_for_request(const ConnectionStream& stream, Clock::time_point deadline) const {
         if (stream.has_buffered_input()) return true;  // a pipelined request
         pollfd entries[2] = {{stream.socket(), POLLIN, 0}, {stop_pipe_[0], POLLIN, 0}};
-        const int timeout_ms = static_cast<int>(keep_alive_timeout_sec_ * 1000);
         while (true) {
-            const int ready = ::poll(entries, stop_pipe_[0] >= 0 ? 2 : 1, timeout_ms);
+            const auto left = std::max(std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()),
+                                       std::chrono::milliseconds(0));
+            const int ready = ::poll(entries, stop_pipe_[0] >= 0 ? 2 : 1, static_cast<int>(left.count()));
             if (ready < 0 && errno == EINTR) continue;
             if (ready <= 0 || (entries[1].revents & POLLIN)) return false;
             return (entries[0].revents & POLLIN) != 0;
         }
     }
 
-    std::chrono::milliseconds read_timeout_;
-    std::chrono::milliseconds write_timeout_;
+    const HttpServerOptions& options_;
+    const ErrorRenderer& render_error_;
+    ClientConnectionLimit per_client_;
     int stop_pipe_[2] = {-1, -1};
 };
 
@@ -228,7 +398,7 @@ struct HttpServer::Impl {
     HttpServerOptions options;
     Router router;
     ErrorRenderer render_error = default_error_response;
-    TrackingServer server{options.read_timeout, options.write_timeout};
+    TrackingServer server{options, render_error};
     std::thread listen_thread;
     std::atomic<int> listen_fd{-1};
     int bound_port = -1;
@@ -250,7 +420,7 @@ void HttpServer::Impl::to_httplib(HttpResponse response, httplib::Response& out)
     out.set_chunked_content_provider(
         response.content_type,
         [producer = std::move(response.producer)](size_t /*offset*/, httplib::DataSink& sink) {
-            SinkWriter writer(sink, current_connection ? current_connection->socket() : -1);
+            SinkWriter writer(sink, current_connection);
             try {
                 producer(writer);
             } catch (...) {
@@ -273,6 +443,7 @@ void HttpServer::Impl::serve(const httplib::Request& in, std::string body, httpl
     request.remote_address = in.remote_addr;
     request.remote_port = in.remote_port;
     if (current_connection != nullptr) {
+        current_connection->end_reading();  // the handler's time is not the client's to keep short
         request.connection_probe = [fd = current_connection->socket()] { return socket_alive(fd); };
     }
     for (const auto& [name, value] : in.headers) {
@@ -343,6 +514,10 @@ void HttpServer::Impl::serve_with_body(const httplib::Request& in, httplib::Resp
         to_httplib(response, out);
         return;
     }
+    if (!read_ok && current_connection != nullptr && current_connection->timed_out() != ReadDeadline::Phase::None) {
+        to_httplib(render_error(408, timeout_message(current_connection->timed_out(), options)), out);
+        return;
+    }
     if (!read_ok) {
         to_httplib(render_error(400, "Could not read the request body"), out);
         return;
@@ -352,7 +527,7 @@ void HttpServer::Impl::serve_with_body(const httplib::Request& in, httplib::Resp
 
 void HttpServer::Impl::configure() {
     server.new_task_queue = [threads = options.threads] {
-        return new httplib::ThreadPool(static_cast<size_t>(threads > 0 ? threads : 1));
+        return new AcceptTimingPool(static_cast<size_t>(threads > 0 ? threads : 1));
     };
     server.set_keep_alive_max_count(options.keep_alive_max_requests);
     server.set_keep_alive_timeout(options.keep_alive_timeout.count());
@@ -380,11 +555,16 @@ void HttpServer::Impl::configure() {
     server.Delete(any, with_body);
 
     // Errors httplib produces itself (malformed request line, URI too long) get our body; ours
-    // already have one.
+    // already have one. A request that missed its read deadline is a 408, not httplib's 400.
     server.set_error_handler(
         httplib::Server::HandlerWithResponse([this](const httplib::Request&, httplib::Response& out) {
             if (!out.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-            const HttpResponse response = render_error(out.status, "HTTP error " + std::to_string(out.status));
+            const ReadDeadline::Phase late =
+                current_connection != nullptr ? current_connection->timed_out() : ReadDeadline::Phase::None;
+            if (late != ReadDeadline::Phase::None) out.status = 408;
+            const HttpResponse response = late != ReadDeadline::Phase::None
+                                              ? render_error(408, timeout_message(late, options))
+                                              : render_error(out.status, "HTTP error " + std::to_string(out.status));
             out.set_content(response.body, response.content_type.c_str());
             return httplib::Server::HandlerResponse::Handled;
         }));

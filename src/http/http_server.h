@@ -6,7 +6,10 @@
 // Threading: one thread per open connection (cpp-httplib's model), taken from a pool of
 // `HttpServerOptions::threads`. A handler and its producer run on that thread and may block; a
 // keep-alive connection holds its thread while idle, so size the pool for the clients' connection
-// pools, not for the number of requests in flight.
+// pools, not for the number of requests in flight. Slow clients hold a thread only until their
+// request's deadline (header_timeout, body_timeout), idle ones until keep_alive_timeout, and a client
+// that stops reading until write_timeout; so a connection queued for a thread waits about one
+// header_timeout at most, even when slow clients hold every thread.
 #pragma once
 
 #include <chrono>
@@ -30,9 +33,25 @@ struct HttpServerOptions {
     // least as long, or a client reuses a connection the server is closing and the request fails.
     size_t keep_alive_max_requests = 100000;
     std::chrono::seconds keep_alive_timeout{30};
-    std::chrono::milliseconds read_timeout{30000};   // a request's line, headers and body
-    std::chrono::milliseconds write_timeout{30000};  // each write to a client that does not read
-    size_t max_body_bytes = 32u << 20;               // larger bodies get 413
+    // Slow clients. A connection holds its thread while a request trickles in, so each part of a request
+    // has a deadline, not only each read: past it the connection gets 408 and is closed.
+    // The request line and headers (a few KB) within header_timeout of their first byte, or of accept for
+    // a connection's first request (time queued for a thread counts). 10 s is ample on any real link
+    // (nginx and uvicorn wait about as long) and cuts a client that trickles headers byte by byte.
+    std::chrono::milliseconds header_timeout{10000};
+    // The whole body. 30 s carries a chat body (tens of KB) over any link and one at the 32 MiB limit over
+    // ~9 Mbit/s; an operator taking huge bodies over slow links raises it.
+    std::chrono::milliseconds body_timeout{30000};
+    std::chrono::milliseconds read_timeout{30000};  // one wait for bytes, within the deadlines above
+    // A write that makes no progress for this long fails (--stream-stall-timeout): a client that stops
+    // reading its stream is cut, so its request is cancelled and its KV freed. 30 s outlasts a phone's
+    // network handover or a TCP retransmission back-off; the engine's queue is bounded meanwhile
+    // (engine/generation.h).
+    std::chrono::milliseconds write_timeout{30000};
+    // Connections one remote IP may hold open; past it a new one gets 429 and is closed at once. 0: no
+    // limit (the default: routers, gateways and tests reach us from one address).
+    size_t max_connections_per_client = 0;
+    size_t max_body_bytes = 32u << 20;  // larger bodies get 413
 };
 
 // Renders an error the server itself produces (404 unknown path, 405, 413, 400 malformed HTTP,
