@@ -48,13 +48,19 @@ def keyed():
     """Four keys: two named in a file, one by flag (key1), one from TEMPERED_API_KEY (key4); JSON logs."""
     with tempfile.NamedTemporaryFile("w", suffix=".keys", delete=False) as key_file:
         key_file.write(f"# who may call\n\nalice {ALICE_KEY}\n  bob\t{BOB_KEY}  \n")
+    # Only this server's process sees the variable.
+    with environment("TEMPERED_API_KEY", ENV_KEY):
+        server = Server(model_args() + ["--api-key", FLAG_KEY, "--api-key-file", key_file.name, "--log-format", "json"],
+                        name="auth-keyed")
     try:
-        with environment("TEMPERED_API_KEY", ENV_KEY), \
-                running_server(model_args() + ["--api-key", FLAG_KEY, "--api-key-file", key_file.name,
-                                               "--log-format", "json"], name="auth-keyed") as server:
-            yield server
+        server.wait_ready()
+    except BaseException:
+        server.kill()
+        raise
     finally:
         os.unlink(key_file.name)
+    yield server
+    server.stop()
 
 
 def work_done(server):
