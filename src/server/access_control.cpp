@@ -79,7 +79,8 @@ Result<std::vector<ApiKey>> parse_api_key_file(std::string_view text) {
         if (line.empty() || line.front() == '#') continue;
         const std::vector<std::string_view> words = split_words(line);
         const std::string where = "line " + std::to_string(line_number) + ": ";
-        if (words.size() > 2) return Error{where + "expected KEY or NAME KEY, got " + std::to_string(words.size()) + " words"};
+        if (words.size() > 2)
+            return Error{where + "expected KEY or NAME KEY, got " + std::to_string(words.size()) + " words"};
         const std::string_view name = words.size() == 2 ? words[0] : std::string_view();
         const std::string_view secret = words.back();
         if (words.size() == 2 && !valid_key_name(name))

@@ -6,14 +6,15 @@ keys never reach the log; the probes stay open unless --protect-all; a named key
 import contextlib
 import json
 import os
+import subprocess
 import tempfile
 import time
 
 import openai
 import pytest
 
-from helpers import (MODEL_SHORT_NAME, REQUEST_TIMEOUT_S, Metrics, Server, assert_error, chat_body, completion_body, httpx,
-                     model_args, running_server)
+from helpers import (MODEL_SHORT_NAME, REQUEST_TIMEOUT_S, Metrics, Server, assert_error, chat_body,
+                     completion_body, httpx, model_args, running_server, tempered_bin)
 
 ALICE_KEY = "sk-alice-0123456789abcdef"
 BOB_KEY = "sk-bob-fedcba9876543210"
@@ -50,8 +51,8 @@ def keyed():
         key_file.write(f"# who may call\n\nalice {ALICE_KEY}\n  bob\t{BOB_KEY}  \n")
     # Only this server's process sees the variable.
     with environment("TEMPERED_API_KEY", ENV_KEY):
-        server = Server(model_args() + ["--api-key", FLAG_KEY, "--api-key-file", key_file.name, "--log-format", "json"],
-                        name="auth-keyed")
+        server = Server(model_args() + ["--api-key", FLAG_KEY, "--api-key-file", key_file.name,
+                                        "--log-format", "json"], name="auth-keyed")
     try:
         server.wait_ready()
     except BaseException:
@@ -191,3 +192,21 @@ def test_client_label_header_is_bounded():
         assert log_entry(server, "labels-31")["client"] == "team-31"
         assert log_entry(server, "labels-32")["client"] == "other"
         assert log_entry(server, "labels-none")["client"] == "unknown"
+
+
+@pytest.mark.parametrize("contents, flags, message", [
+    ("alice sk-one extra-word\n", [], "line 1"),
+    ("# only a comment\n", [], "holds no key"),
+    (None, ["--protect-all"], "--protect-all needs an API key"),
+])
+def test_bad_key_settings_stop_the_server_with_a_clear_message(tmp_path, contents, flags, message):
+    args = model_args() + flags
+    if contents is not None:
+        key_file = tmp_path / "keys"
+        key_file.write_text(contents)
+        args += ["--api-key-file", str(key_file)]
+    result = subprocess.run([str(tempered_bin()), "serve", "--port", "0", *args], capture_output=True, text=True,
+                            timeout=60, env={k: v for k, v in os.environ.items() if k != "TEMPERED_API_KEY"})
+    assert result.returncode != 0
+    assert message in result.stderr, result.stderr
+    assert "sk-one" not in result.stderr + result.stdout

@@ -42,7 +42,8 @@ def test_off_by_default_preflight_is_a_plain_405(default_server):
 
 @pytest.mark.parametrize("origin", [ALLOWED, OTHER_ALLOWED])
 def test_preflight_of_an_allowed_origin_needs_no_key(cors_server, origin):
-    response = preflight(cors_server, "/v1/chat/completions", origin, headers="authorization, content-type, x-stainless-lang")
+    response = preflight(cors_server, "/v1/chat/completions", origin,
+                         headers="authorization, content-type, x-stainless-lang")
     assert response.status_code == 204, response.text
     headers = cors_headers(response)
     assert headers["access-control-allow-origin"] == origin

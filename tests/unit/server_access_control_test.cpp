@@ -184,7 +184,8 @@ TEST(AccessControl, DescribesKeysByNameOnly) {
 
 TEST(ClientLabels, TheFirstNDistinctValuesKeepTheirLabelTheRestAreOther) {
     ClientLabels labels(32);
-    for (int i = 1; i <= 32; ++i) EXPECT_EQ(labels.label_for("client-" + std::to_string(i)), "client-" + std::to_string(i));
+    for (int i = 1; i <= 32; ++i)
+        EXPECT_EQ(labels.label_for("client-" + std::to_string(i)), "client-" + std::to_string(i));
     EXPECT_EQ(labels.label_for("client-33"), "other");
     EXPECT_EQ(labels.label_for("client-34"), "other");
     EXPECT_EQ(labels.label_for("client-1"), "client-1");  // known values stay themselves

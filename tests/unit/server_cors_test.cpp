@@ -72,7 +72,8 @@ TEST(CorsPolicy, PreflightNamesMethodsHeadersAndMaxAge) {
     const http::HttpResponse odd = policy("https://a.example").preflight(request, {"POST"});
     EXPECT_EQ(odd.headers.find("Access-Control-Allow-Headers")->second.find("cookie"), std::string::npos);
 
-    const http::HttpResponse refused = policy("https://a.example").preflight(from_origin("https://evil.example"), {"POST"});
+    const http::HttpResponse refused =
+        policy("https://a.example").preflight(from_origin("https://evil.example"), {"POST"});
     EXPECT_EQ(refused.status, 204);
     EXPECT_FALSE(refused.headers.count("Access-Control-Allow-Origin"));
     EXPECT_FALSE(refused.headers.count("Access-Control-Allow-Methods"));
