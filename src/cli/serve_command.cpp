@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <thread>
@@ -20,8 +21,11 @@
 #include "reasoning/reasoning_parser.h"
 #include "runtime/loaded_model.h"
 #include "runtime/model_names.h"
+#include "server/access_control.h"
+#include "server/cors.h"
 #include "server/degeneration_settings.h"
 #include "server/disaggregation.h"
+#include "server/guarded_routes.h"
 #include "server/openai_service.h"
 #include "server/request_log.h"
 #include "server/sampling_settings.h"
@@ -68,6 +72,12 @@ struct ServeOptions {
     double keep_alive_timeout = 30.0;
     double stream_stall_timeout = 30.0;
     size_t max_connections_per_client = 0;
+    std::vector<std::string> api_keys;  // --api-key, repeatable
+    std::string api_key_file;
+    bool protect_all = false;
+    std::string client_label_header;
+    int max_client_labels = 32;
+    std::string allowed_origins;  // "" CORS off
 };
 
 // The slow-client flags checked and put into the HTTP server's options; an error names the flag.
@@ -91,6 +101,21 @@ Status apply_client_timeout_flags(const ServeOptions& options, http::HttpServerO
     http_options.write_timeout = to_ms(options.stream_stall_timeout);
     http_options.max_connections_per_client = options.max_connections_per_client;
     return Ok{};
+}
+
+// The API keys (flags, key file, TEMPERED_API_KEY), client naming and CORS flags checked; an error
+// names the flag, never a key.
+Result<std::pair<AccessSettings, CorsPolicy>> access_flags(const ServeOptions& options) {
+    const char* environment_key = std::getenv("TEMPERED_API_KEY");
+    auto keys = load_api_keys({options.api_keys, options.api_key_file, environment_key ? environment_key : ""});
+    if (!keys) return keys.error();
+    if (options.protect_all && keys->empty())
+        return Error{"--protect-all needs an API key (--api-key, --api-key-file or TEMPERED_API_KEY)"};
+    auto cors = CorsPolicy::parse(options.allowed_origins);
+    if (!cors) return cors.error();
+    AccessSettings access{std::move(keys).value(), options.protect_all, options.client_label_header,
+                          static_cast<size_t>(options.max_client_labels)};
+    return std::pair{std::move(access), std::move(cors).value()};
 }
 
 // The --disaggregation-* flags checked; the layout both servers of a pair must share comes from the KV
@@ -176,6 +201,13 @@ int serve(const ServeOptions& options) {
         std::fprintf(stderr, "tempered serve: %s\n", kv_type.error().message.c_str());
         return 1;
     }
+    auto access_settings = access_flags(options);
+    if (!access_settings) {
+        std::fprintf(stderr, "tempered serve: %s\n", access_settings.error().message.c_str());
+        return 1;
+    }
+    const AccessControl access(std::move(access_settings->first));
+    const CorsPolicy& cors = access_settings->second;
     const sigset_t signals = block_termination_signals();
     log.info("loading " + options.model);
     auto loaded = load_model_bundle(options.model, options.threads);
@@ -213,6 +245,7 @@ int serve(const ServeOptions& options) {
     settings.sampling = sampling->config;
     settings.report_sampling = !options.no_report_sampling;
     settings.created = static_cast<int64_t>(std::time(nullptr));
+    settings.access = &access;
     if (auto applied = apply_tool_call_flags(options, *sampling, settings); !applied) {
         std::fprintf(stderr, "tempered serve: %s\n", applied.error().message.c_str());
         return 1;
@@ -267,7 +300,11 @@ int serve(const ServeOptions& options) {
     }
     http::HttpServer server(http_options);
     server.set_error_renderer(api::http_error_response);
-    service.register_routes(server);
+    GuardedRoutes routes(server, access, cors);
+    service.register_routes(routes);
+    routes.add_preflight_routes();
+    log.info(access.describe());
+    if (cors.enabled()) log.info("CORS: allowed origins " + options.allowed_origins);
     if (auto started = server.start(); !started) {
         std::fprintf(stderr, "tempered serve: %s\n", started.error().message.c_str());
         return 1;
@@ -288,6 +325,25 @@ int serve(const ServeOptions& options) {
     server.stop();
     log.info("stopped");
     return 0;
+}
+
+// The flags of access_flags().
+void add_access_options(CLI::App& command, ServeOptions& options) {
+    command.add_option("--api-key", options.api_keys,
+                       "a key clients send as 'Authorization: Bearer KEY' (repeatable; also TEMPERED_API_KEY); "
+                       "with any key, all but the probe endpoints (/health, /metrics, ...) need one");
+    command.add_option("--api-key-file", options.api_key_file,
+                       "a file of keys, one a line: KEY or NAME KEY (the name labels the client); # comments");
+    command.add_flag("--protect-all", options.protect_all, "the probe endpoints need a key too");
+    command.add_option("--client-label-header", options.client_label_header,
+                       "without keys: the header whose value names the client in the log and metrics, "
+                       "e.g. X-Client-Name or User-Agent");
+    command.add_option("--max-client-labels", options.max_client_labels,
+                       "distinct client labels kept; later ones count as 'other'")
+        ->check(CLI::Range(0, 4096))
+        ->capture_default_str();
+    command.add_option("--allowed-origins", options.allowed_origins,
+                       "CORS: * or comma-separated origins (https://app.example.com) browsers may call from");
 }
 
 }  // namespace
@@ -394,6 +450,7 @@ void add_serve_command(CLI::App& app, int& exit_code) {
     command->add_option("--disaggregation-fault", options->disaggregation_fault)->group("");  // tests only
     command->add_option("--reasoning-effort-budgets", options->reasoning_effort_budgets,
                         "budgets for reasoning_effort, e.g. low=256,medium=1024,high=4096 (the defaults)");
+    add_access_options(*command, *options);
     command->callback([options, &exit_code] { exit_code = serve(*options); });
 }
 

@@ -28,7 +28,8 @@ http::HttpResponse OpenAiService::chat(const http::HttpRequest& http_request) {
     auto prompt = chat_prompt(request);
     if (!prompt) return api::to_http_response(prompt.error());
 
-    const ResolvedSampling sampling = resolve(request.generation);
+    const std::optional<std::string> client = client_of(http_request);
+    const ResolvedSampling sampling = resolve(request.generation, client);
     auto options = generation_options(request.generation, std::move(prompt).value(),
                                       request.logprobs ? request.top_logprobs : -1, sampling, "messages", std::nullopt);
     if (!options) return api::to_http_response(options.error());
@@ -44,6 +45,7 @@ http::HttpResponse OpenAiService::chat(const http::HttpRequest& http_request) {
 
     const api::ResponseMeta meta = api::make_chat_meta(settings_.served_model_name, system_fingerprint_);
     GenerationJob job = generation_job("chat", http_request, request.generation, sampling, meta.id, received);
+    job.client = client;
     job.streams->add(*stream, 0, prompt_tokens);
     const ChatResponseBuilder::Shape shape{
         .choices = choices, .logprobs = request.logprobs, .stream = job.stream, .include_usage = job.include_usage};

@@ -74,10 +74,12 @@ http::HttpResponse OpenAiService::completions(const http::HttpRequest& http_requ
     if (auto error = check_completion_request(request)) return api::to_http_response(*error);
     const CompletionPrompts prompts = completion_prompts(request);
 
-    const ResolvedSampling sampling = resolve(request.generation);
+    const std::optional<std::string> client = client_of(http_request);
+    const ResolvedSampling sampling = resolve(request.generation, client);
     const bool score_only = request.generation.max_tokens.given() && *request.generation.max_tokens.value == 0;
     const api::ResponseMeta meta = api::make_completion_meta(settings_.served_model_name, system_fingerprint_);
     GenerationJob job = generation_job("completions", http_request, request.generation, sampling, meta.id, received);
+    job.client = client;
     if (auto error = submit_prompts(request, prompts, sampling, score_only, *job.streams))
         return api::to_http_response(*error);
     if (score_only) job.outcome = "length";

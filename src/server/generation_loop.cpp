@@ -93,6 +93,7 @@ void GenerationLoop::log_finished(const std::string& outcome) {
                             {"ttft_s", first_token_s_},
                             {"total_s", seconds_since_received()},
                             {"sampling", job_.sampling}};
+    if (job_.client) entry["client"] = *job_.client;
     // Only a request whose first choice looped has the field, so other lines keep their shape.
     if (auto loop = degeneration_.of_choice(0)) entry["degeneration"] = std::move(*loop);
     log_.write(entry);

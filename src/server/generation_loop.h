@@ -50,6 +50,9 @@ struct GenerationJob {
     // The request log: which endpoint, under which id, since when.
     std::string endpoint;
     std::string request_id;
+    // Who sent it (server/access_control.h); nullopt when the server names no clients, and then the
+    // log line has no "client" field.
+    std::optional<std::string> client;
     std::chrono::steady_clock::time_point received;
     // The outcome logged until choice 0 finishes ("length" for completions that only score a prompt).
     std::string outcome = "stop";

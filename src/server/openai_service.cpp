@@ -61,7 +61,7 @@ OpenAiService::OpenAiService(ServedModel model, Engine& engine, ServingMetrics& 
         log_.info("chat requests will be refused: " + chat_template_.error().message);
 }
 
-void OpenAiService::register_routes(http::HttpServer& server) {
+void OpenAiService::register_routes(GuardedRoutes& server) {
     // Every response echoes the client's X-Request-Id, errors included, so logs on both sides join up.
     auto bind = [this](auto method) {
         return [this, method](const http::HttpRequest& request) {
@@ -237,11 +237,17 @@ http::HttpResponse OpenAiService::flush_cache(const http::HttpRequest&) {
         200, "Cache flushed: " + std::to_string(flush->blocks_dropped) + " cached blocks dropped.\n");
 }
 
-ResolvedSampling OpenAiService::resolve(const api::GenerationRequest& generation) {
+ResolvedSampling OpenAiService::resolve(const api::GenerationRequest& generation,
+                                        const std::optional<std::string>& client) {
     ResolvedSampling sampling =
         resolve_sampling(api::to_sampling_values(generation.sampling), settings_.sampling, random_seed());
-    metrics_.count_sampling_sources(sampling);
+    metrics_.count_sampling_sources(sampling, client.value_or(""));
+    if (sampling.temperature.value == 0) metrics_.count_greedy(client.value_or(""));
     return sampling;
+}
+
+std::optional<std::string> OpenAiService::client_of(const http::HttpRequest& request) const {
+    return settings_.access ? settings_.access->client_of(request) : std::nullopt;
 }
 
 std::optional<api::ApiError> OpenAiService::check_model(const std::string& requested) const {

@@ -18,9 +18,11 @@
 #include "sampling/sampling_resolution.h"
 #include "server/chat_tool_calls.h"
 #include "server/degeneration_settings.h"
+#include "server/access_control.h"
 #include "server/disaggregation.h"
 #include "server/dry_breaker_cache.h"
 #include "server/generation_loop.h"
+#include "server/guarded_routes.h"
 #include "server/reasoning_settings.h"
 #include "server/request_log.h"
 #include "server/serving_metrics.h"
@@ -54,6 +56,9 @@ struct ServiceSettings {
     ReasoningSettings reasoning;
     // --disaggregation-mode and its transfer (outlives the service); nullptr: one server does everything.
     const Disaggregation* disaggregation = nullptr;
+    // Who sent a request, for the request log and the per-client counters (outlives the service);
+    // nullptr: clients are not named.
+    const AccessControl* access = nullptr;
 };
 
 // How long /health_generate waits for its one token before it calls the engine stuck.
@@ -66,7 +71,8 @@ public:
     OpenAiService(ServedModel model, Engine& engine, ServingMetrics& metrics, RequestLog& log,
                   ServiceSettings settings);
 
-    void register_routes(http::HttpServer& server);
+    // Through `server`, every endpoint sits behind the API-key check and CORS (guarded_routes.h).
+    void register_routes(GuardedRoutes& server);
     // Draining: /health answers 503 and new generation requests are refused.
     void begin_drain() { draining_ = true; }
 
@@ -92,8 +98,10 @@ private:
     http::HttpResponse flush_cache(const http::HttpRequest& request);
 
     nlohmann::json model_card() const;
-    // The sampling values for `generation`, resolved and counted.
-    ResolvedSampling resolve(const api::GenerationRequest& generation);
+    // The sampling values for `generation`, resolved and counted under the request's client.
+    ResolvedSampling resolve(const api::GenerationRequest& generation, const std::optional<std::string>& client);
+    // The request's client label (access_control.h), or nullopt when the server names no clients.
+    std::optional<std::string> client_of(const http::HttpRequest& request) const;
     // Checks the model name and the context length; fills the engine's options.
     std::optional<api::ApiError> check_model(const std::string& requested) const;
     api::ApiResult<GenerationOptions> generation_options(const api::GenerationRequest& generation,

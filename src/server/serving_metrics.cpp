@@ -68,7 +68,10 @@ ServingMetrics::ServingMetrics(std::string model_name, std::string kv_cache_dtyp
       failed_(registry_.counter("tempered:requests_failed_total", "Requests that ended in an error.")),
       sampling_sources_(registry_.counter("tempered:sampling_param_source_total",
                                           "Sampling parameter values used, by where each came from.",
-                                          {"param", "source"})),
+                                          {"param", "source", "client"})),
+      greedy_requests_(registry_.counter("tempered:greedy_requests_total",
+                                         "Requests whose resolved temperature is 0 (greedy), by client.",
+                                         {"client"})),
       kv_dtype_info_(
           registry_.gauge("tempered:kv_cache_dtype_info", "The KV cache element type (value 1).", {"dtype"})),
       kv_blocks_in_use_(registry_.gauge("tempered:kv_blocks_in_use", "KV blocks held by running sequences.")),
@@ -137,9 +140,9 @@ void ServingMetrics::watch_engine(std::function<EngineStats()> stats) {
     });
 }
 
-void ServingMetrics::count_sampling_sources(const ResolvedSampling& sampling) {
+void ServingMetrics::count_sampling_sources(const ResolvedSampling& sampling, const std::string& client) {
     sampling.for_each_source([&](std::string_view param, ParamSource source) {
-        sampling_sources_.with({std::string(param), std::string(param_source_name(source))}).inc();
+        sampling_sources_.with({std::string(param), std::string(param_source_name(source)), client}).inc();
     });
 }
 

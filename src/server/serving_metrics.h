@@ -25,7 +25,12 @@ public:
     // For series other modules own (src/disagg's transfer metrics), rendered with these.
     metrics::Registry& registry() { return registry_; }
 
-    void count_sampling_sources(const ResolvedSampling& sampling);
+    // `client`: the request's client label (server/access_control.h); "" when the server names no
+    // clients, so the label has one value.
+    void count_sampling_sources(const ResolvedSampling& sampling, const std::string& client);
+    // A request whose resolved temperature is 0, wherever the 0 came from (request, preferred, model,
+    // policy): what the operator needs is who gets greedy answers; the source counter tells who asked.
+    void count_greedy(const std::string& client) { greedy_requests_.with({client}).inc(); }
     void count_rejected() { rejected_.get().inc(); }
     void count_aborted() { aborted_.get().inc(); }
     // One tool call the model wrote: valid, rejected_unknown_name, rejected_bad_arguments or unparsed.
@@ -72,6 +77,7 @@ private:
     metrics::CounterFamily& aborted_;
     metrics::CounterFamily& failed_;
     metrics::CounterFamily& sampling_sources_;
+    metrics::CounterFamily& greedy_requests_;
     metrics::GaugeFamily& kv_dtype_info_;
     metrics::GaugeFamily& kv_blocks_in_use_;
     metrics::CounterFamily& tool_calls_;

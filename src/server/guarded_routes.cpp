@@ -1,0 +1,33 @@
+#include "server/guarded_routes.h"
+
+#include <algorithm>
+
+namespace tempered {
+
+void GuardedRoutes::route(std::string method, std::string_view path_pattern, http::HttpHandler handler) {
+    auto known = std::find_if(methods_by_path_.begin(), methods_by_path_.end(),
+                              [&](const auto& entry) { return entry.first == path_pattern; });
+    if (known == methods_by_path_.end()) known = methods_by_path_.insert(known, {std::string(path_pattern), {}});
+    known->second.push_back(method);
+
+    const bool needs_key = access_.requires_key(path_pattern);
+    server_.route(std::move(method), path_pattern,
+                  [needs_key, &access = access_, &cors = cors_,
+                   handler = std::move(handler)](const http::HttpRequest& request) {
+                      std::optional<api::ApiError> refused = needs_key ? access.check(request) : std::nullopt;
+                      // Refused: the endpoint never runs, so nothing is submitted or counted.
+                      http::HttpResponse response = refused ? unauthorized_response(*refused) : handler(request);
+                      cors.decorate(request, response);
+                      return response;
+                  });
+}
+
+void GuardedRoutes::add_preflight_routes() {
+    if (!cors_.enabled()) return;
+    for (const auto& [path, methods] : methods_by_path_)
+        server_.route("OPTIONS", path, [&cors = cors_, methods](const http::HttpRequest& request) {
+            return cors.preflight(request, methods);
+        });
+}
+
+}  // namespace tempered
