@@ -23,11 +23,11 @@ HOSTILE = {
     "recursion": ("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}" + GOOD_TEMPLATE, "max_depth"),
     "gigabyte": ("{% for i in range(100000) %}{{ 'x' * 10000 }}{% endfor %}" + GOOD_TEMPLATE, "max_output_bytes"),
 }
-# Passes the probe (four messages, no magic word) but runs away on some requests.
-MAGIC_WORD_BOMB = ("{% for m in messages %}{% if m.content == 'detonate' %}" + ENDLESS + "{% endif %}{% endfor %}"
-                   + GOOD_TEMPLATE)
-CUBIC_IN_MESSAGES = ("{% for a in messages %}{% for b in messages %}{% for c in messages %}{% endfor %}{% endfor %}"
-                     "{% endfor %}" + GOOD_TEMPLATE)
+# Passes the probe (four messages, no magic word) but runs away on a request with the magic word, or with
+# many messages (a loop cubic in their number).
+BOMB = ("{% for m in messages %}{% if m.content == 'detonate' %}" + ENDLESS + "{% endif %}{% endfor %}"
+        "{% for a in messages %}{% for b in messages %}{% for c in messages %}{% endfor %}{% endfor %}{% endfor %}"
+        + GOOD_TEMPLATE)
 LOAD_TIMEOUT_S = 60  # loading the model on a busy 2-core machine; the probe itself takes well under a second
 
 
@@ -142,17 +142,14 @@ def test_run_refuses_a_hostile_template(tmp_path):
 
 # ---- request time
 
-@pytest.mark.parametrize("bomb, messages", [
-    (MAGIC_WORD_BOMB, [{"role": "user", "content": "detonate"}]),
-    (CUBIC_IN_MESSAGES, [{"role": "user", "content": "hi"}] * 200),
-], ids=["magic-word", "cubic-in-messages"])
-def test_a_request_that_sets_off_the_template_gets_an_error_and_the_server_goes_on(tmp_path, bomb, messages):
+def test_a_request_that_sets_off_the_template_gets_an_error_and_the_server_goes_on(tmp_path):
     template = tmp_path / "bomb.jinja"
-    template.write_text(bomb)
+    template.write_text(BOMB)
     with running_server(model_args() + ["--chat-template", str(template)], name="template-bomb") as server:
-        body = chat_body(max_tokens=4, temperature=0)
-        body["messages"] = messages
-        error = assert_error(server.post("/v1/chat/completions", body), 400)
-        assert "max_loop_iterations" in error["message"], error
-        response = server.post("/v1/chat/completions", chat_body(max_tokens=4, temperature=0))
-        assert response.status_code == 200, response.text
+        for messages in ([{"role": "user", "content": "detonate"}], [{"role": "user", "content": "hi"}] * 200):
+            body = chat_body(max_tokens=4, temperature=0)
+            body["messages"] = messages
+            error = assert_error(server.post("/v1/chat/completions", body), 400)
+            assert "max_loop_iterations" in error["message"], error
+            response = server.post("/v1/chat/completions", chat_body(max_tokens=4, temperature=0))
+            assert response.status_code == 200, response.text
