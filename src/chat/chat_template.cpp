@@ -9,10 +9,17 @@ Result<ChatTemplate> ChatTemplate::parse(std::string_view template_source, int m
 }
 
 Result<std::string> ChatTemplate::apply(const ChatTemplateInputs& inputs) const {
-    if (!inputs.messages.is_array()) return Error{"chat template: messages must be an array"};
-    if (!inputs.tools.is_null() && !inputs.tools.is_array()) return Error{"chat template: tools must be an array"};
+    auto rendered = apply_checked(inputs);
+    if (!rendered) return Error{rendered.error().message};
+    return std::move(rendered).value();
+}
+
+Result<std::string, JinjaRenderError> ChatTemplate::apply_checked(const ChatTemplateInputs& inputs) const {
+    if (!inputs.messages.is_array()) return JinjaRenderError{"chat template: messages must be an array"};
+    if (!inputs.tools.is_null() && !inputs.tools.is_array())
+        return JinjaRenderError{"chat template: tools must be an array"};
     if (!inputs.extra_context.is_null() && !inputs.extra_context.is_object()) {
-        return Error{"chat template: extra context must be an object"};
+        return JinjaRenderError{"chat template: extra context must be an object"};
     }
     // The variables transformers passes: messages, tools, documents, add_generation_prompt and the
     // tokenizer's special tokens; template kwargs come last and may override them.
@@ -29,7 +36,7 @@ Result<std::string> ChatTemplate::apply(const ChatTemplateInputs& inputs) const 
     JinjaOptions options;
     options.limits = inputs.limits;
     options.now = inputs.now;
-    return program_.render(context, options);
+    return program_.render_checked(context, options);
 }
 
 Result<std::string> apply_chat_template(std::string_view template_source, const ChatTemplateInputs& inputs) {

@@ -32,6 +32,8 @@ public:
     static Result<ChatTemplate> parse(std::string_view template_source, int max_depth = JinjaLimits{}.max_depth);
     // inputs.limits bound the rendering; the nesting depth of the template itself was bounded at parse.
     Result<std::string> apply(const ChatTemplateInputs& inputs) const;
+    // The same, telling a template's own raise_exception() apart from other failures.
+    Result<std::string, JinjaRenderError> apply_checked(const ChatTemplateInputs& inputs) const;
 
 private:
     explicit ChatTemplate(ParsedJinja program) : program_(std::move(program)) {}

@@ -10,6 +10,7 @@
 #include "engine/engine.h"
 #include "kv/kv_block_pool.h"
 #include "kv/kv_dtype_name.h"
+#include "runtime/chat_template_choice.h"
 #include "runtime/loaded_model.h"
 #include "runtime/model_names.h"
 #include "sampling/generation_config.h"
@@ -31,6 +32,7 @@ struct RunOptions {
     int threads = 0;
     std::string kv_cache_dtype = "f16";
     std::string degeneration_guard;  // "" = the server's default (flag)
+    std::string chat_template_file;  // "" = the model file's own template
 };
 
 // The guard's report on stderr, as the server's "degeneration" object; each time it changes.
@@ -60,6 +62,11 @@ int run(const RunOptions& options) {
 
     std::vector<int32_t> prompt;
     if (!options.chat.empty()) {
+        // Probed as the server probes it: a template that runs away is refused, not run.
+        if (auto chosen = choose_chat_template(bundle, options.chat_template_file); !chosen) {
+            std::fprintf(stderr, "tempered run: %s\n", chosen.error().message.c_str());
+            return 1;
+        }
         if (bundle.chat_template.empty()) {
             std::fprintf(stderr, "tempered run: the model has no chat template; use --prompt\n");
             return 1;
@@ -144,6 +151,10 @@ void add_run_command(CLI::App& app, int& exit_code) {
     auto* chat = command->add_option("--chat,-c", options->chat, "a user message, rendered with the chat template");
     prompt->excludes(chat);
     command->add_option("--system", options->system, "a system message (with --chat)")->needs(chat);
+    command
+        ->add_option("--chat-template", options->chat_template_file,
+                     "a Jinja file that replaces the model's chat template (with --chat)")
+        ->needs(chat);
     command->add_option("--max-tokens,-n", options->max_tokens, "tokens to generate at most")
         ->check(CLI::Range(int64_t{1}, int64_t{1} << 30))
         ->capture_default_str();

@@ -19,6 +19,7 @@
 #include "kv/kv_block_pool.h"
 #include "kv/kv_dtype_name.h"
 #include "reasoning/reasoning_parser.h"
+#include "runtime/chat_template_choice.h"
 #include "runtime/loaded_model.h"
 #include "runtime/model_names.h"
 #include "server/access_control.h"
@@ -78,6 +79,7 @@ struct ServeOptions {
     std::string client_label_header;
     int max_client_labels = 32;
     std::string allowed_origins;  // "" CORS off
+    std::string chat_template_file;    // "" = the model file's own template
 };
 
 // The slow-client flags checked and put into the HTTP server's options; an error names the flag.
@@ -216,6 +218,13 @@ int serve(const ServeOptions& options) {
         return 1;
     }
     LoadedModel& bundle = **loaded;
+    auto chat_template = choose_chat_template(bundle, options.chat_template_file);
+    if (!chat_template) {
+        std::fprintf(stderr, "tempered serve: %s\n", chat_template.error().message.c_str());
+        return 1;
+    }
+    if (!options.chat_template_file.empty()) log.info("chat template: " + options.chat_template_file);
+    if (!chat_template->empty()) log.info(*chat_template);
     auto sampling = load_sampling_settings(options.sampling, *bundle.file);
     if (!sampling) {
         std::fprintf(stderr, "tempered serve: %s\n", sampling.error().message.c_str());
@@ -451,6 +460,9 @@ void add_serve_command(CLI::App& app, int& exit_code) {
     command->add_option("--reasoning-effort-budgets", options->reasoning_effort_budgets,
                         "budgets for reasoning_effort, e.g. low=256,medium=1024,high=4096 (the defaults)");
     add_access_options(*command, *options);
+    command->add_option("--chat-template", options->chat_template_file,
+                        "a Jinja file that replaces the model's chat template (it must pass the load-time probe "
+                        "render, as the model's own must)");
     command->callback([options, &exit_code] { exit_code = serve(*options); });
 }
 

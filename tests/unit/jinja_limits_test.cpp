@@ -1,6 +1,7 @@
 // Hostile templates and inputs end in a clean Error (never a crash, hang or unbounded allocation).
 #include <gtest/gtest.h>
 
+#include <ctime>
 #include <random>
 
 #include "chat/jinja/jinja.h"
@@ -19,6 +20,32 @@ void expect_error_containing(const std::string& source, const std::string& needl
     const auto result = render_jinja(source, context);
     ASSERT_FALSE(result.ok()) << source.substr(0, 200);
     EXPECT_NE(result.error().message.find(needle), std::string::npos) << result.error().message;
+}
+
+// A hostile template fails with an error naming the limit it hit, and fast: the issue asks for well under a
+// second. Measured in CPU time (the machine running the tests may be busy), and looser under the
+// sanitizers, whose build runs these tests too.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr double kHostileTemplateSeconds = 10.0;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr double kHostileTemplateSeconds = 10.0;
+#else
+constexpr double kHostileTemplateSeconds = 1.0;
+#endif
+#else
+constexpr double kHostileTemplateSeconds = 1.0;
+#endif
+
+double cpu_seconds() { return static_cast<double>(std::clock()) / CLOCKS_PER_SEC; }
+
+void expect_limit(const std::string& source, const std::string& limit_name) {
+    const double start = cpu_seconds();
+    const auto result = render_jinja(source, nlohmann::ordered_json::object());
+    const double elapsed = cpu_seconds() - start;
+    ASSERT_FALSE(result.ok()) << source.substr(0, 200);
+    EXPECT_NE(result.error().message.find(limit_name), std::string::npos) << result.error().message;
+    EXPECT_LT(elapsed, kHostileTemplateSeconds) << source.substr(0, 200);
 }
 
 TEST(JinjaLimits, DeeplyNestedExpressionsAreRejectedByTheParser) {
@@ -132,6 +159,137 @@ TEST(JinjaLimits, ErrorsCarryLineNumbers) {
                             "line 3: bad role");
     expect_error_containing("a\nb\n{{ 1 + }}", "line 3");
     expect_error_containing("{% for x in y %}\n\n", "endfor");
+}
+
+TEST(JinjaLimits, ErrorsNameTheLimitAndItsValue) {
+    expect_limit("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}",
+                 "max_loop_iterations (1000000)");
+    expect_limit("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}", "max_depth (256)");
+    expect_limit("{{ 'x' * 1000000000 }}", "max_output_bytes (4194304)");
+    expect_limit(
+        "{% set ns = namespace(s='') %}{% for i in range(100000) %}{% set ns.s = ns.s ~ 'xxxxxxxxxx' %}"
+        "{% endfor %}",
+        "max_work_bytes (268435456)");
+    expect_limit("{{ " + repeat("(", 1000) + "1" + repeat(")", 1000) + " }}", "max_depth (256)");
+}
+
+TEST(JinjaLimits, InfiniteLoopsDeepRecursionAndHugeOutputFailFast) {
+    // Loops: nested, and loops inside recursion (no single loop is long).
+    expect_limit(
+        "{% for i in range(100000) %}{% for j in range(100000) %}{% for k in range(100000) %}"
+        "{% endfor %}{% endfor %}{% endfor %}",
+        "max_loop_iterations");
+    expect_limit(
+        "{% macro f(n) %}{% for i in range(10) %}{{ f(n) if n < 200 else '' }}{% endfor %}{% endmacro %}"
+        "{{ f(0) }}",
+        "max_");
+    // Recursion: a macro calling itself, two macros calling each other, a macro through its caller().
+    expect_limit("{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}", "max_depth");
+    expect_limit("{% macro a(n) %}{{ b(n) }}{% endmacro %}{% macro b(n) %}{{ a(n) }}{% endmacro %}{{ a(0) }}",
+                 "max_depth");
+    expect_limit("{% macro m() %}{% call m() %}x{% endcall %}{{ caller() }}{% endmacro %}{{ m() }}", "max_depth");
+    expect_limit(
+        "{% macro m() %}{{ caller() }}{% endmacro %}"
+        "{% macro r() %}{% call m() %}{{ r() }}{% endcall %}{% endmacro %}{{ r() }}",
+        "max_depth");
+    // A macro calling itself twice is only 200 deep but makes 2^200 calls: steps bound it.
+    expect_limit("{% macro f(n) %}{% if n > 0 %}{{ f(n - 1) }}{{ f(n - 1) }}{% endif %}{% endmacro %}{{ f(200) }}",
+                 "max_render_steps (5000000)");
+    // A gigabyte of output, written piece by piece or in one go.
+    expect_limit("{% for i in range(100000) %}{{ 'x' * 1000 }}{% endfor %}", "max_output_bytes");
+}
+
+TEST(JinjaLimits, RepetitionIsCheckedBeforeItAllocates) {
+    expect_limit("{{ 'ab' * 1000 * 1000 * 1000 }}", "max_output_bytes");
+    expect_limit("{{ 'ab' * 4611686018427387904 }}", "max_output_bytes");  // size * times overflows 64 bits
+    expect_limit("{{ [1] * 1000000000 }}", "max_output_bytes");
+    expect_limit("{{ [1, 2] * 1000 * 1000 * 1000 }}", "max_output_bytes");
+    expect_limit("{{ (1,) * 1000000000 }}", "max_output_bytes");
+    expect_limit("{{ range(1000000000000) }}", "MAX_RANGE (100000)");
+    expect_limit("{{ [1]|batch(1000000000, 'x')|list }}", "max_output_bytes");
+}
+
+TEST(JinjaLimits, StringBuildersAreBounded) {
+    expect_limit("{{ (['a'] * 100000)|join('x' * 1000) }}", "max_output_bytes");
+    expect_limit("{{ ('x' * 1000).join(['a'] * 100000) }}", "max_output_bytes");
+    expect_limit("{{ ('%9999s' * 100000) % ((1,) * 100000) }}", "max_output_bytes");
+    expect_limit("{{ ('%(a)9999s' * 100000) % {'a': 1} }}", "max_output_bytes");
+    expect_limit("{{ ('%9999s' * 100000)|format(*((1,) * 100000)) }}", "max_output_bytes");
+    expect_limit("{{ ('{0}' * 100000).format('x' * 1000) }}", "max_output_bytes");
+    expect_limit("{{ ('\n' * 1000000)|indent(1000, blank=true) }}", "max_output_bytes");
+    expect_limit("{{ ('a\n' * 100000)|indent(1000) }}", "max_output_bytes");
+    expect_limit("{{ 'a'|center(1000000000) }}", "max_output_bytes");
+    expect_limit("{{ ('a' * 1000000)|replace('a', 'x' * 1000) }}", "max_output_bytes");
+    expect_limit("{{ ([[1] * 1000] * 1000)|tojson }}", "max_output_bytes");
+}
+
+TEST(JinjaLimits, GrowingNamespacesAndDictsAreBounded) {
+    expect_limit(
+        "{% set ns = namespace(d={}) %}{% for i in range(100000) %}"
+        "{% set ns.d = dict(ns.d, **{('key' ~ i): i}) %}{% endfor %}",
+        "max_work_bytes");
+    expect_limit("{% set ns = namespace(l=[]) %}{% for i in range(100000) %}{% set ns.l = ns.l + [i] %}{% endfor %}",
+                 "max_work_bytes");
+    expect_limit("{% set ns = namespace(s='') %}{% for i in range(100000) %}{% set ns.s = ns.s ~ i %}{% endfor %}",
+                 "max_work_bytes");
+}
+
+TEST(JinjaLimits, RereadingALongStringIsCharged) {
+    const std::string big = "{% set big = 'x' * 4000000 %}";
+    const std::string loop = "{% for i in range(100000) %}";
+    expect_limit(big + loop + "{% if 'y' in big %}{% endif %}{% endfor %}", "max_work_bytes");
+    expect_limit(big + loop + "{% if big == big %}{% endif %}{% endfor %}", "max_work_bytes");
+    expect_limit(big + loop + "{% set n = big|length %}{% endfor %}", "max_work_bytes");
+    expect_limit(big + loop + "{% set n = big.upper() %}{% endfor %}", "max_work_bytes");
+    expect_limit(big + loop + "{% set n = big.find('y') %}{% endfor %}", "max_work_bytes");
+    expect_limit(big + loop + "{% set n = big[1000] %}{% endfor %}", "max_work_bytes");
+    expect_limit(big + loop + "{% set n = big[:10] %}{% endfor %}", "max_work_bytes");
+    expect_limit(big + "{% for c in big %}{% endfor %}", "max_work_bytes");  // a Value per character
+    expect_limit("{{ range(100000)|unique|list|length }}", "max_work_bytes");
+}
+
+TEST(JinjaLimits, PassingALongStringAroundIsFree) {
+    // Strings are shared, not copied, by a lookup, an assignment or a loop item.
+    const double start = cpu_seconds();
+    const auto result = render_jinja(
+        "{% set big = 'x' * 4000000 %}{% set ns = namespace(n=0) %}{% for i in range(100000) %}{% set y = big %}"
+        "{% set ns.last = y %}{% endfor %}{{ ns.last|length }}",
+        nlohmann::ordered_json::object());
+    ASSERT_TRUE(result.ok()) << result.error().message;
+    EXPECT_EQ(result.value(), "4000000");
+    EXPECT_LT(cpu_seconds() - start, kHostileTemplateSeconds);
+}
+
+TEST(JinjaLimits, HugeIntegersFailCleanly) {
+    expect_error_containing("{{ 10 ** 10 ** 10 }}", "integer overflow");
+    expect_error_containing("{{ 2 ** 64 }}", "integer overflow");
+    expect_error_containing("{{ 9223372036854775807 * 2 }}", "integer overflow");
+    const auto result = render_jinja("{{ 2 ** 62 }}", nlohmann::json::object());
+    ASSERT_TRUE(result.ok()) << result.error().message;
+    EXPECT_EQ(result.value(), "4611686018427387904");
+}
+
+TEST(JinjaLimits, RenderStepsAreConfigurable) {
+    JinjaLimits limits;
+    limits.max_render_steps = 100;
+    const auto result = render_jinja("{% for i in range(50) %}{{ i }}{% endfor %}", nlohmann::json::object(), limits);
+    ASSERT_FALSE(result.ok());
+    EXPECT_NE(result.error().message.find("max_render_steps (100)"), std::string::npos) << result.error().message;
+    limits.max_render_steps = 1000;
+    EXPECT_TRUE(render_jinja("{% for i in range(50) %}{{ i }}{% endfor %}", nlohmann::json::object(), limits).ok());
+}
+
+TEST(JinjaLimits, RaiseExceptionIsToldApartFromOtherFailures) {
+    const auto parsed = ParsedJinja::parse("{% if x %}{{ raise_exception('no system role') }}{% endif %}{{ y.z }}");
+    ASSERT_TRUE(parsed.ok());
+    JinjaOptions options;
+    const auto raised = parsed->render_checked({{"x", true}}, options);
+    ASSERT_FALSE(raised.ok());
+    EXPECT_TRUE(raised.error().raised_by_template);
+    EXPECT_NE(raised.error().message.find("no system role"), std::string::npos);
+    const auto broken = parsed->render_checked({{"x", false}}, options);
+    ASSERT_FALSE(broken.ok());
+    EXPECT_FALSE(broken.error().raised_by_template);
 }
 
 // Random edits of a real template never crash; they render or fail cleanly.

@@ -118,6 +118,10 @@ Value f_batch(Interpreter& interp, const Value& v, CallArgs& args) {
     }
     if (!current.empty()) {
         if (fill && !fill->is_none()) {
+            const auto missing = static_cast<uint64_t>(size) - current.size();  // batch(10**9, 'x') on one item
+            if (missing > interp.options().limits.max_output_bytes / 16)
+                fail_output_size(interp.options().limits.max_output_bytes);
+            interp.check_size(missing * fill->approx_bytes());
             while (static_cast<int64_t>(current.size()) < size) current.push_back(*fill);
         }
         batches.push_back(Value::list(std::move(current)));
@@ -465,6 +469,7 @@ Value f_unique(Interpreter& interp, const Value& v, CallArgs& args) {
     for (const auto& item : as_list(interp, v)) {
         Value key = sort_key(item, attribute, case_sensitive);
         if ((key.is_list() && !key.is_tuple()) || key.is_dict()) fail("unhashable type: '" + key.type_name() + "'");
+        interp.charge(16 * seen.size());  // a linear search per item: quadratic in the list's length
         if (std::any_of(seen.begin(), seen.end(), [&](const Value& s) { return values_equal(s, key); })) continue;
         seen.push_back(std::move(key));
         out.push_back(item);
@@ -483,7 +488,7 @@ Value f_wordcount(Interpreter&, const Value& v, CallArgs&) {
     return Value(count);
 }
 
-Value f_indent(Interpreter&, const Value& v, CallArgs& args) {
+Value f_indent(Interpreter& interp, const Value& v, CallArgs& args) {
     if (!v.is_string()) fail("unsupported operand type(s) for +=: '" + v.type_name() + "' and 'str'");
     const Value width = args.get_or(0, "width", Value(int64_t{4}));
     const bool first = bool_param(args, 1, "first", false);
@@ -496,6 +501,9 @@ Value f_indent(Interpreter&, const Value& v, CallArgs& args) {
         indentation = std::string(static_cast<size_t>(std::max<int64_t>(0, width.as_int())), ' ');
     }
     const auto lines = py_splitlines(to_str(v) + "\n");
+    // Up to 1024 spaces before each of a few million short lines: check before building.
+    interp.check_size(v.as_string().size() + lines.size() * indentation.size());
+    interp.charge(v.as_string().size() + lines.size() * indentation.size());
     std::string out;
     if (blank) {
         for (size_t i = 0; i < lines.size(); ++i) {
@@ -514,15 +522,15 @@ Value f_indent(Interpreter&, const Value& v, CallArgs& args) {
     return Value(std::move(out));
 }
 
-Value f_format(Interpreter&, const Value& v, CallArgs& args) {
+Value f_format(Interpreter& interp, const Value& v, CallArgs& args) {
     if (!args.positional.empty() && !args.keyword.empty())
         fail("can't handle positional and keyword arguments at the same time");
     if (!args.keyword.empty()) {
         auto data = std::make_shared<DictData>();
         for (const auto& [k, val] : args.keyword) data->set(Value(k), val);
-        return Value(python_percent_format(to_str(v), Value::dict(std::move(data))));
+        return Value(python_percent_format(interp, to_str(v), Value::dict(std::move(data))));
     }
-    return Value(python_percent_format(to_str(v), Value::list(args.positional, true)));
+    return Value(python_percent_format(interp, to_str(v), Value::list(args.positional, true)));
 }
 
 bool run_test_or_truthy(Interpreter& interp, const Value& item, const CallArgs& args, size_t name_index) {
@@ -706,17 +714,24 @@ Value g_range(Interpreter& interp, CallArgs& args) {
     const long double count_ld = step > 0 ? (static_cast<long double>(stop) - start + step - 1) / step
                                           : (static_cast<long double>(start) - stop - step - 1) / -step;
     const int64_t count = count_ld > 0 ? static_cast<int64_t>(count_ld) : 0;
-    if (count > 100000) fail("Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).");
+    if (count > 100000) fail_limit("Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).");
     interp.check_size(static_cast<size_t>(count) * 16);
     std::vector<Value> out;
     for (int64_t i = 0; i < count; ++i) out.emplace_back(start + i * step);
     return Value::list(std::move(out));
 }
 
-std::shared_ptr<DictData> dict_from_args(CallArgs& args, std::shared_ptr<DictData> data) {
+constexpr size_t kEntryCost = 128;  // an insert into a DictData costs about as much as copying this many bytes
+
+std::shared_ptr<DictData> dict_from_args(Interpreter& interp, CallArgs& args, std::shared_ptr<DictData> data) {
     if (args.positional.size() > 1) fail("dict expected at most 1 argument");
     if (!args.positional.empty()) {
         const Value& source = args.positional[0];
+        // dict(d, k=v) in a loop copies d every time; an entry costs a hash-table insert besides its bytes.
+        const size_t entries = source.is_dict()   ? source.dict_data().size()
+                               : source.is_list() ? source.items().size()
+                                                  : 0;
+        interp.charge(source.approx_bytes() + entries * kEntryCost);
         if (source.is_dict()) {
             for (const auto& [k, v] : source.dict_data().entries()) data->set(k, v);
         } else if (source.is_list()) {
@@ -730,6 +745,7 @@ std::shared_ptr<DictData> dict_from_args(CallArgs& args, std::shared_ptr<DictDat
         }
     }
     for (const auto& [k, v] : args.keyword) data->set(Value(k), v);
+    interp.check_size(16 + data->bytes());
     return data;
 }
 
@@ -752,6 +768,8 @@ Value g_strftime_now(Interpreter& interp, CallArgs& args) {
 Value apply_filter(Interpreter& interp, const std::string& name, const Value& value, CallArgs& args) {
     auto it = filters().find(name);
     if (it == filters().end()) fail("No filter named '" + name + "'.");
+    // String filters read the whole string (lists pay when iterated): a loop over a long one pays for it.
+    if (value.is_string()) interp.charge(value.as_string().size() * kStringScanCost);
     return it->second(interp, value, args);
 }
 
@@ -765,14 +783,15 @@ bool apply_test(Interpreter& interp, const std::string& name, const Value& value
 
 void install_globals(Scope& root) {
     root.vars["range"] = Value::function("range", g_range);
-    root.vars["dict"] = Value::function("dict", [](Interpreter&, CallArgs& args) {
-        return Value::dict(dict_from_args(args, std::make_shared<DictData>()));
+    root.vars["dict"] = Value::function("dict", [](Interpreter& in, CallArgs& args) {
+        return Value::dict(dict_from_args(in, args, std::make_shared<DictData>()));
     });
     root.vars["namespace"] = Value::function("namespace", [](Interpreter& in, CallArgs& args) {
-        return Value::namespace_object(dict_from_args(args, in.new_namespace()));
+        return Value::namespace_object(dict_from_args(in, args, in.new_namespace()));
     });
     root.vars["raise_exception"] = Value::function("raise_exception", [](Interpreter&, CallArgs& args) -> Value {
-        fail(args.positional.empty() ? std::string() : to_str(args.positional[0]));
+        throw TemplateError{args.positional.empty() ? std::string() : to_str(args.positional[0]), 0,
+                            ErrorCause::Raised};
     });
     root.vars["strftime_now"] = Value::function("strftime_now", g_strftime_now);
 }

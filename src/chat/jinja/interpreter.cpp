@@ -1,17 +1,32 @@
 #include "chat/jinja/interpreter.h"
 
+#include <algorithm>
+
 #include "chat/jinja/parser.h"
 
 namespace tempered::jinja {
 namespace {
 
+// "…: max_depth (256)": what the operator sees names the limit that stopped the render.
+std::string limit_note(const char* name, size_t value) { return cat({": ", name, " (", std::to_string(value), ")"}); }
+
 struct DepthGuard {
     int& depth;
-    DepthGuard(int& d, int max, int line) : depth(d) {
-        if (++depth > max) fail("maximum recursion depth exceeded", line);
+    // `max` may be a multiple of max_depth (native frames); the message names the limit itself.
+    DepthGuard(int& d, int max, int max_depth, int line) : depth(d) {
+        if (++depth > max)
+            fail_limit("maximum recursion depth exceeded" + limit_note("max_depth", static_cast<size_t>(max_depth)),
+                       line);
     }
     ~DepthGuard() { --depth; }
 };
+
+// Bytes a comparison may read: `in` scans the container (a dict looks its key up), the others read
+// both sides as far as the shorter one goes.
+size_t comparison_cost(const std::string& op, const Value& left, const Value& right) {
+    if (op == "in" || op == "not in") return right.is_dict() ? left.approx_bytes() : right.approx_bytes();
+    return std::min(left.approx_bytes(), right.approx_bytes());
+}
 
 std::shared_ptr<Scope> child_scope(const std::shared_ptr<Scope>& parent) {
     auto scope = std::make_shared<Scope>();
@@ -19,7 +34,22 @@ std::shared_ptr<Scope> child_scope(const std::shared_ptr<Scope>& parent) {
     return scope;
 }
 
+// The interpreter rendering on this thread, for the charges of helpers that do not take it.
+thread_local Interpreter* active_interpreter = nullptr;
+
+struct ActiveInterpreter {
+    Interpreter* previous;
+    explicit ActiveInterpreter(Interpreter* interpreter) : previous(active_interpreter) {
+        active_interpreter = interpreter;
+    }
+    ~ActiveInterpreter() { active_interpreter = previous; }
+};
+
 }  // namespace
+
+void charge_character_split(size_t bytes) {
+    if (active_interpreter) active_interpreter->charge(bytes * sizeof(std::string));
+}
 
 Interpreter::Interpreter(const JinjaOptions& options) : options_(options), root_(std::make_shared<Scope>()) {
     install_globals(*root_);
@@ -43,6 +73,7 @@ std::string Interpreter::render(const Template& tmpl, const Value& context) {
         }
     }
     std::string out;
+    const ActiveInterpreter active(this);
     exec(tmpl.body, top, out);
     top->vars.clear();
     return out;
@@ -50,22 +81,25 @@ std::string Interpreter::render(const Template& tmpl, const Value& context) {
 
 void Interpreter::count_iterations(size_t n) {
     iterations_ += n;
-    if (iterations_ > options_.limits.max_loop_iterations) {
-        fail("loop iteration limit exceeded (" + std::to_string(options_.limits.max_loop_iterations) + ")");
-    }
+    if (iterations_ > options_.limits.max_loop_iterations)
+        fail_limit("loop iteration limit exceeded" +
+                   limit_note("max_loop_iterations", options_.limits.max_loop_iterations));
 }
 
 void Interpreter::check_size(size_t bytes) const {
-    if (bytes > options_.limits.max_output_bytes) {
-        fail("output size limit exceeded (" + std::to_string(options_.limits.max_output_bytes) + " bytes)");
-    }
+    if (bytes > options_.limits.max_output_bytes) fail_output_size(options_.limits.max_output_bytes);
 }
 
 void Interpreter::charge(size_t bytes) {
-    work_bytes_ += bytes;
-    if (work_bytes_ > options_.limits.max_work_bytes) {
-        fail("template work limit exceeded (" + std::to_string(options_.limits.max_work_bytes) + " bytes copied)");
-    }
+    // Saturating: a product such as size * times may not fit size_t and must still fail.
+    work_bytes_ = bytes > SIZE_MAX - work_bytes_ ? SIZE_MAX : work_bytes_ + bytes;
+    if (work_bytes_ > options_.limits.max_work_bytes)
+        fail_limit("template work limit exceeded" + limit_note("max_work_bytes", options_.limits.max_work_bytes));
+}
+
+void Interpreter::count_step() {
+    if (++steps_ > options_.limits.max_render_steps)
+        fail_limit("render step limit exceeded" + limit_note("max_render_steps", options_.limits.max_render_steps));
 }
 
 void Interpreter::append(std::string& out, std::string_view text) const {
@@ -91,6 +125,8 @@ std::vector<Value> Interpreter::iterate(const Value& value) {
             return keys;
         }
         case Kind::String: {
+            // One Value per character: charged before they exist, as a long string would need many times its size.
+            charge(value.as_string().size() * sizeof(Value));
             std::vector<Value> chars;
             for (auto& ch : utf8_chars(value.as_string())) chars.emplace_back(std::move(ch));
             return chars;
@@ -124,6 +160,7 @@ void Interpreter::eval_args(const Expr& e, const std::shared_ptr<Scope>& scope, 
     if (e.star_kwargs) {
         const Value kw = eval(*e.star_kwargs, scope);
         if (!kw.is_dict()) fail("argument after ** must be a mapping, not " + kw.type_name());
+        charge(kw.approx_bytes());
         for (const auto& [k, v] : kw.dict_data().entries()) {
             if (!k.is_string()) fail("keywords must be strings");
             args.keyword.emplace_back(k.as_string(), v);
@@ -153,7 +190,8 @@ Value Interpreter::eval_filter(const Expr& e, const std::shared_ptr<Scope>& scop
 
 Value Interpreter::eval(const Expr& e, const std::shared_ptr<Scope>& scope) {
     try {
-        DepthGuard guard(frames_, 4 * options_.limits.max_depth, e.line);
+        DepthGuard guard(frames_, 4 * options_.limits.max_depth, options_.limits.max_depth, e.line);
+        count_step();
         switch (e.kind) {
             case ExprKind::Literal: return e.literal;
             case ExprKind::Name: return lookup(e.name, scope);
@@ -179,7 +217,11 @@ Value Interpreter::eval(const Expr& e, const std::shared_ptr<Scope>& scope) {
                 return dict;
             }
             case ExprKind::Attribute: return get_attribute(eval(*e.children[0], scope), e.name);
-            case ExprKind::Index: return get_item(eval(*e.children[0], scope), eval(*e.children[1], scope));
+            case ExprKind::Index: {
+                const Value object = eval(*e.children[0], scope);
+                if (object.is_string()) charge(2 * object.as_string().size());  // s[i]: two scans, length and i
+                return get_item(object, eval(*e.children[1], scope));
+            }
             case ExprKind::Slice: {
                 const Value object = eval(*e.children[0], scope);
                 const auto part = [&](size_t i) { return e.children[i] ? eval(*e.children[i], scope) : Value::none(); };
@@ -218,6 +260,7 @@ Value Interpreter::eval(const Expr& e, const std::shared_ptr<Scope>& scope) {
                 for (size_t i = 0; i < e.ops.size(); ++i) {
                     Value right = eval(*e.children[i + 1], scope);
                     const std::string& op = e.ops[i];
+                    charge(comparison_cost(op, left, right));
                     bool result;
                     if (op == "==")
                         result = values_equal(left, right);
@@ -317,7 +360,7 @@ Value Interpreter::make_macro(const Stmt& s, const std::shared_ptr<Scope>& scope
     std::weak_ptr<Scope> definition_scope = scope;
     const Stmt* macro = &s;
     return Value::function(s.name, [this, macro, definition_scope](Interpreter&, CallArgs& args) {
-        DepthGuard guard(macro_depth_, options_.limits.max_depth, macro->line);
+        DepthGuard guard(macro_depth_, options_.limits.max_depth, options_.limits.max_depth, macro->line);
         auto parent = definition_scope.lock();
         auto frame = child_scope(parent ? parent : root_);
         std::vector<bool> bound(macro->params.size(), false);
@@ -361,7 +404,8 @@ Value Interpreter::make_macro(const Stmt& s, const std::shared_ptr<Scope>& scope
 
 Flow Interpreter::exec_stmt(const Stmt& s, const std::shared_ptr<Scope>& scope, std::string& out) {
     try {
-        DepthGuard guard(frames_, 4 * options_.limits.max_depth, s.line);
+        DepthGuard guard(frames_, 4 * options_.limits.max_depth, options_.limits.max_depth, s.line);
+        count_step();
         switch (s.kind) {
             case StmtKind::Text: append(out, s.text); return Flow::Normal;
             case StmtKind::Output: {
@@ -441,17 +485,18 @@ Flow Interpreter::exec_stmt(const Stmt& s, const std::shared_ptr<Scope>& scope, 
 namespace tempered {
 namespace {
 
-// Runs one step of parsing or rendering, turning what the interpreter throws into an Error.
+// Runs one step of parsing or rendering, turning what the interpreter throws into an error.
 template <class Step>
-auto template_errors_as_result(Step&& step) -> Result<decltype(step())> {
+auto template_errors_as_result(Step&& step) -> Result<decltype(step()), JinjaRenderError> {
     try {
         return step();
     } catch (const jinja::TemplateError& error) {
-        return Error{"template error at line " + std::to_string(error.line) + ": " + error.message};
+        return JinjaRenderError{"template error at line " + std::to_string(error.line) + ": " + error.message,
+                                error.cause == jinja::ErrorCause::Raised, error.cause == jinja::ErrorCause::Limit};
     } catch (const std::bad_alloc&) {
-        return Error{"template error: out of memory"};
+        return JinjaRenderError{"template error: out of memory", false, true};
     } catch (const std::exception& error) {
-        return Error{std::string("template error: ") + error.what()};
+        return JinjaRenderError{std::string("template error: ") + error.what()};
     }
 }
 
@@ -460,11 +505,18 @@ auto template_errors_as_result(Step&& step) -> Result<decltype(step())> {
 Result<ParsedJinja> ParsedJinja::parse(std::string_view template_source, int max_depth) {
     auto program = template_errors_as_result(
         [&] { return std::make_shared<const jinja::Template>(jinja::parse_template(template_source, max_depth)); });
-    if (!program) return program.error();
+    if (!program) return Error{program.error().message};
     return ParsedJinja(std::move(program).value());
 }
 
 Result<std::string> ParsedJinja::render(const nlohmann::ordered_json& context, const JinjaOptions& options) const {
+    auto rendered = render_checked(context, options);
+    if (!rendered) return Error{rendered.error().message};
+    return std::move(rendered).value();
+}
+
+Result<std::string, JinjaRenderError> ParsedJinja::render_checked(const nlohmann::ordered_json& context,
+                                                                  const JinjaOptions& options) const {
     return template_errors_as_result([&] {
         jinja::Interpreter interpreter(options);
         return interpreter.render(*program_, jinja::Value::from_json(context));

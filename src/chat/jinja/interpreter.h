@@ -33,7 +33,8 @@ public:
     std::vector<Value> iterate(const Value& value);
     void count_iterations(size_t n = 1);
     void check_size(size_t bytes) const;  // one string / list / output must fit max_output_bytes
-    void charge(size_t bytes);            // work done copying, bounded by max_work_bytes
+    void charge(size_t bytes);            // work done copying or scanning, bounded by max_work_bytes
+    void count_step();                    // one expression or statement evaluated, bounded by max_render_steps
     const JinjaOptions& options() const { return options_; }
     std::shared_ptr<DictData> new_namespace();
 
@@ -56,6 +57,7 @@ private:
     std::shared_ptr<Scope> root_;
     size_t iterations_ = 0;
     size_t work_bytes_ = 0;
+    size_t steps_ = 0;
     int macro_depth_ = 0;  // macro recursion
     int frames_ = 0;       // nested eval / exec calls, bounds the native stack
     const Value* filter_block_input_ = nullptr;
@@ -75,7 +77,7 @@ Value apply_filter(Interpreter& interp, const std::string& name, const Value& va
 bool apply_test(Interpreter& interp, const std::string& name, const Value& value, CallArgs& args);
 void install_globals(Scope& root);
 Value string_method(const std::string& s, const std::string& name);
-std::string python_percent_format(const std::string& format, const Value& args);
+std::string python_percent_format(Interpreter& interp, const std::string& format, const Value& args);
 std::string html_escape(const std::string& s);
 
 }  // namespace tempered::jinja

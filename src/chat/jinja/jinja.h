@@ -31,17 +31,31 @@ namespace jinja {
 struct Template;
 }
 
+// Each limit, when exceeded, ends the render with an Error that names it, e.g. "loop iteration limit
+// exceeded: max_loop_iterations (1000000)". Together they bound a hostile template's time and memory:
+// loops by iterations, recursion by depth, everything else (a macro calling itself twice, so that depth
+// alone allows 2^256 calls) by steps, and every string or list by its size and by the bytes spent on it.
 struct JinjaLimits {
     size_t max_loop_iterations = 1'000'000;  // summed over all loops of one render
     int max_depth = 256;                     // expression / statement nesting and macro recursion
     size_t max_output_bytes = 4u << 20;      // rendered text, and any string or list built on the way
-    size_t max_work_bytes = 256u << 20;      // bytes copied building strings and lists (bounds O(n^2) loops)
+    size_t max_work_bytes = 256u << 20;      // bytes copied or scanned by strings and lists (bounds O(n^2) loops)
+    size_t max_render_steps = 5'000'000;     // expressions and statements evaluated, macro calls included
 };
 
 struct JinjaOptions {
     JinjaLimits limits;
     // The clock strftime_now() reads (local time); empty = the system clock. Tests pin it.
     std::function<std::chrono::system_clock::time_point()> now;
+};
+
+// A failed render: the message, and why. raised_by_template: the template called raise_exception(), it ran
+// to a deliberate error ("roles must alternate"). limit_exceeded: a JinjaLimits bound (or the sandbox's
+// range bound, or memory) stopped it. Neither: the template does not fit its input (a type error, say).
+struct JinjaRenderError {
+    std::string message;
+    bool raised_by_template = false;
+    bool limit_exceeded = false;
 };
 
 // A template parsed once and rendered many times (a model's chat template, on every request). Rendering
@@ -51,6 +65,8 @@ public:
     // Syntax errors come back here, not at render time. `max_depth` bounds the parser's nesting.
     static Result<ParsedJinja> parse(std::string_view template_source, int max_depth = JinjaLimits{}.max_depth);
     Result<std::string> render(const nlohmann::ordered_json& context, const JinjaOptions& options) const;
+    Result<std::string, JinjaRenderError> render_checked(const nlohmann::ordered_json& context,
+                                                         const JinjaOptions& options) const;
 
 private:
     explicit ParsedJinja(std::shared_ptr<const jinja::Template> program) : program_(std::move(program)) {}

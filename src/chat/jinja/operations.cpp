@@ -173,7 +173,7 @@ Value get_item(const Value& object, const Value& key) {
                     return Value::undefined(cat({"'", object_type_repr(object), "' has no element ", to_repr(key)}));
                 }
                 if (object.is_list()) return object.items()[static_cast<size_t>(index)];
-                return Value(utf8_chars(object.as_string())[static_cast<size_t>(index)]);
+                return Value(utf8_char_at(object.as_string(), static_cast<size_t>(index)));
             }
             if (key.is_string()) return get_attribute(object, key.as_string());
             return Value::undefined(cat({"'", object_type_repr(object), "' has no element ", to_repr(key)}));
@@ -258,7 +258,7 @@ Value repeat(const Value& seq, int64_t times, Interpreter& interp) {
         return seq.is_markup() ? Value::markup(std::move(out)) : Value(std::move(out));
     }
     interp.check_size(seq.approx_bytes() * static_cast<size_t>(std::min<int64_t>(times, INT32_MAX)));
-    interp.charge(seq.approx_bytes() * static_cast<size_t>(times));
+    interp.charge((seq.approx_bytes() + seq.items().size() * sizeof(Value)) * static_cast<size_t>(times));
     std::vector<Value> out;
     for (int64_t i = 0; i < times; ++i) out.insert(out.end(), seq.items().begin(), seq.items().end());
     return Value::list(std::move(out), seq.is_tuple());
@@ -296,8 +296,8 @@ Value binary_op(const std::string& op, const Value& a, const Value& b, Interpret
         return Value(out + right);
     }
     if (op == "%" && a.is_string()) {  // printf-style; Undefined passes as an empty mapping, as in Python
-        if (a.is_markup()) return Value::markup(python_percent_format(a.as_string(), escape_markup_args(b)));
-        return Value(python_percent_format(a.as_string(), b));
+        if (a.is_markup()) return Value::markup(python_percent_format(interp, a.as_string(), escape_markup_args(b)));
+        return Value(python_percent_format(interp, a.as_string(), b));
     }
     if (a.is_undefined()) fail_undefined(a);
     if (b.is_undefined()) fail_undefined(b);
@@ -322,7 +322,8 @@ Value binary_op(const std::string& op, const Value& a, const Value& b, Interpret
         }
         if (a.is_list() && b.is_list() && a.is_tuple() == b.is_tuple()) {
             interp.check_size(a.approx_bytes() + b.approx_bytes());
-            interp.charge(a.approx_bytes() + b.approx_bytes());
+            // Copying the items costs a Value each, however small their contents.
+            interp.charge(a.approx_bytes() + b.approx_bytes() + (a.items().size() + b.items().size()) * sizeof(Value));
             std::vector<Value> items = a.items();
             items.insert(items.end(), b.items().begin(), b.items().end());
             return Value::list(std::move(items), a.is_tuple());

@@ -8,6 +8,8 @@
 namespace tempered::jinja {
 namespace {
 
+std::string limit_note(int max_depth) { return ": max_depth (" + std::to_string(max_depth) + ")"; }
+
 class Parser {
 public:
     Parser(std::vector<Token> tokens, int max_depth) : tokens_(std::move(tokens)), max_depth_(max_depth) {}
@@ -72,7 +74,8 @@ private:
     struct DepthGuard {
         Parser& p;
         explicit DepthGuard(Parser& parser) : p(parser) {
-            if (++p.depth_ > p.max_depth_) fail("template nesting too deep", p.current().line);
+            if (++p.depth_ > p.max_depth_)
+                fail("template nesting too deep" + limit_note(p.max_depth_), p.current().line);
         }
         ~DepthGuard() { --p.depth_; }
     };
@@ -96,7 +99,7 @@ private:
         for (const auto& kv : e->keyword) visit(kv.second);
         visit(e->star_args);
         visit(e->star_kwargs);
-        if (depth + 1 > max_depth_) fail("expression nesting too deep", e->line);
+        if (depth + 1 > max_depth_) fail("expression nesting too deep" + limit_note(max_depth_), e->line);
         e->depth = depth + 1;
         return e;
     }

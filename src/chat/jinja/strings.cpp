@@ -75,7 +75,17 @@ static std::string map_char(const std::string& ch, bool to_upper) {
 static std::string map_string(const std::string& s, bool to_upper) {
     std::string out;
     out.reserve(s.size());
-    for (const std::string& ch : utf8_chars(s)) out += map_char(ch, to_upper);
+    for (size_t i = 0; i < s.size();) {
+        const auto lead = static_cast<unsigned char>(s[i]);
+        if (lead < 0x80) {  // ASCII without building a string per character
+            out += static_cast<char>(map_case(lead, to_upper));
+            ++i;
+            continue;
+        }
+        const size_t n = std::min(utf8_sequence_length(lead), s.size() - i);
+        out += map_char(s.substr(i, n), to_upper);
+        i += n;
+    }
     return out;
 }
 
@@ -189,7 +199,7 @@ std::vector<std::string> py_splitlines(const std::string& s) {
 std::string py_replace(const std::string& s, const std::string& old, const std::string& replacement, int64_t count,
                        size_t max_bytes) {
     const auto check = [&](const std::string& out) {
-        if (out.size() > max_bytes) fail("output size limit exceeded in replace");
+        if (out.size() > max_bytes) fail_output_size(max_bytes);
     };
     std::string out;
     if (old.empty()) {
@@ -268,7 +278,7 @@ static const std::string& required_string(const CallArgs& args, size_t index, co
     return v.as_string();
 }
 
-static std::string str_format(const std::string& format, CallArgs& args) {
+static std::string str_format(Interpreter& interp, const std::string& format, CallArgs& args) {
     std::string out;
     size_t auto_index = 0;
     for (size_t i = 0; i < format.size(); ++i) {
@@ -309,7 +319,9 @@ static std::string str_format(const std::string& format, CallArgs& args) {
             v = *found;
         }
         out += to_str(v);
+        interp.check_size(out.size());  // "{0}{0}{0}…" repeats one argument as often as the format is long
     }
+    interp.charge(out.size());
     return out;
 }
 
@@ -324,7 +336,7 @@ int64_t py_count(const std::string& s, const std::string& needle) {
 }
 
 // str.join over a list, a dict's keys or a string's characters; every item must be a string.
-std::string py_join(const std::string& separator, const Value& sequence) {
+std::string py_join(Interpreter& interp, const std::string& separator, const Value& sequence) {
     std::vector<Value> items;
     if (sequence.is_list())
         items = sequence.items();
@@ -340,7 +352,9 @@ std::string py_join(const std::string& separator, const Value& sequence) {
             fail("sequence item " + std::to_string(i) + ": expected str instance, " + items[i].type_name() + " found");
         if (i) out += separator;
         out += items[i].as_string();
+        interp.check_size(out.size());  // a long separator between many items
     }
+    interp.charge(out.size());
     return out;
 }
 
@@ -393,9 +407,9 @@ Value string_method(const std::string& s, const std::string& name) {
          }},
         {"count", [](Interpreter&, const std::string& s,
                      CallArgs& a) { return Value(py_count(s, required_string(a, 0, "count"))); }},
-        {"join",
-         [](Interpreter&, const std::string& s, CallArgs& a) { return Value(py_join(s, required(a, 0, "join"))); }},
-        {"format", [](Interpreter&, const std::string& s, CallArgs& a) { return Value(str_format(s, a)); }},
+        {"join", [](Interpreter& in, const std::string& s,
+                    CallArgs& a) { return Value(py_join(in, s, required(a, 0, "join"))); }},
+        {"format", [](Interpreter& in, const std::string& s, CallArgs& a) { return Value(str_format(in, s, a)); }},
         {"center",
          [](Interpreter& in, const std::string& s, CallArgs& a) {
              const Value fill = a.get_or(1, "fillchar", Value(" "));
@@ -427,7 +441,11 @@ Value string_method(const std::string& s, const std::string& name) {
     auto it = methods.find(name);
     if (it == methods.end()) return Value();
     const Fn fn = it->second;
-    return Value::function(name, [s, fn](Interpreter& in, CallArgs& args) { return fn(in, s, args); });
+    // Every method reads the whole string at least once: a loop calling one on a long string pays for it.
+    return Value::function(name, [s, fn](Interpreter& in, CallArgs& args) {
+        in.charge(s.size() * kStringScanCost);
+        return fn(in, s, args);
+    });
 }
 
 bool py_islower(const std::string& s) {
@@ -538,7 +556,7 @@ PercentSpec read_percent_spec(const std::string& format, size_t& i) {
 
 }  // namespace
 
-std::string python_percent_format(const std::string& format, const Value& args) {
+std::string python_percent_format(Interpreter& interp, const std::string& format, const Value& args) {
     std::vector<Value> positional;
     const Value* mapping = nullptr;
     if (args.is_tuple()) {
@@ -577,7 +595,9 @@ std::string python_percent_format(const std::string& format, const Value& args) 
         }
         if (spec.width.size() > 4 || spec.precision.size() > 4) fail("format width too large");
         out += format_percent_value(spec, *value);
+        interp.check_size(out.size());  // "%9999s" repeated: each conversion is bounded, their sum is not
     }
+    interp.charge(out.size());
     // Python skips this check when the argument has __getitem__ (dict, list), as for a mapping.
     const bool subscriptable = args.is_dict() || (args.is_list() && !args.is_tuple()) || args.is_undefined();
     if (!subscriptable && next < positional.size()) fail("not all arguments converted during string formatting");

@@ -26,7 +26,7 @@ static size_t saturating_add(size_t a, size_t b) { return a + b < a ? SIZE_MAX :
 
 void DictData::set(const Value& key, Value value) {
     depth_ = std::max(depth_, 1 + std::max(key.depth(), value.depth()));
-    if (depth_ > kMaxValueDepth) fail("value nesting too deep");
+    if (depth_ > kMaxValueDepth) fail_limit("value nesting too deep");
     bytes_ = saturating_add(bytes_, saturating_add(key.approx_bytes(), value.approx_bytes()));
     if (key.is_string()) {
         auto it = string_index_.find(key.as_string());
@@ -51,7 +51,7 @@ void DictData::set(const Value& key, Value value) {
 
 Value Value::undefined(std::string hint) {
     Value v;
-    v.string_ = std::move(hint);
+    if (!hint.empty()) v.string_ = std::make_shared<const std::string>(std::move(hint));
     return v;
 }
 Value Value::none() {
@@ -62,7 +62,12 @@ Value Value::none() {
 Value::Value(bool b) : kind_(Kind::Bool), bool_(b) {}
 Value::Value(int64_t i) : kind_(Kind::Int), int_(i) {}
 Value::Value(double f) : kind_(Kind::Float), float_(f) {}
-Value::Value(std::string s) : kind_(Kind::String), string_(std::move(s)) {}
+Value::Value(std::string s) : kind_(Kind::String), string_(std::make_shared<const std::string>(std::move(s))) {}
+
+const std::string& Value::empty_string() {
+    static const std::string empty;
+    return empty;
+}
 
 Value Value::list(std::vector<Value> items, bool is_tuple) {
     Value v;
@@ -73,7 +78,7 @@ Value Value::list(std::vector<Value> items, bool is_tuple) {
         bytes = saturating_add(bytes, item.approx_bytes());
         depth = std::max(depth, 1 + item.depth());
     }
-    if (depth > kMaxValueDepth) fail("value nesting too deep");
+    if (depth > kMaxValueDepth) fail_limit("value nesting too deep");
     v.list_ = std::make_shared<ListData>(ListData{std::move(items), is_tuple, bytes, depth});
     return v;
 }
@@ -116,7 +121,7 @@ Value Value::namespace_object(std::shared_ptr<DictData> attributes) {
 }
 
 Value Value::from_json(const nlohmann::ordered_json& json, int depth) {
-    if (depth > kMaxValueDepth) fail("input nesting too deep");
+    if (depth > kMaxValueDepth) fail_limit("input nesting too deep");
     switch (json.type()) {
         case nlohmann::ordered_json::value_t::null: return none();
         case nlohmann::ordered_json::value_t::boolean: return Value(json.get<bool>());
@@ -150,7 +155,7 @@ bool Value::truthy() const {
         case Kind::Bool: return bool_;
         case Kind::Int: return int_ != 0;
         case Kind::Float: return float_ != 0.0;
-        case Kind::String: return !string_.empty();
+        case Kind::String: return !as_string().empty();
         case Kind::List: return !list_->items.empty();
         case Kind::Dict: return dict_->size() != 0;
         case Kind::Function:
@@ -163,7 +168,7 @@ bool Value::truthy() const {
 
 size_t Value::approx_bytes() const {
     switch (kind_) {
-        case Kind::String: return 16 + string_.size();
+        case Kind::String: return 16 + as_string().size();
         case Kind::List:
         case Kind::Iterator: return list_->bytes;
         case Kind::Dict: return 16 + dict_->bytes();
@@ -212,7 +217,7 @@ Value CallArgs::get_or(size_t index, std::string_view name, Value fallback) cons
 
 // ---- UTF-8 -----------------------------------------------------------------------------------------
 
-static size_t utf8_sequence_length(unsigned char lead) {
+size_t utf8_sequence_length(unsigned char lead) {
     if (lead < 0x80) return 1;
     if ((lead >> 5) == 0x6) return 2;
     if ((lead >> 4) == 0xE) return 3;
@@ -221,6 +226,7 @@ static size_t utf8_sequence_length(unsigned char lead) {
 }
 
 std::vector<std::string> utf8_chars(std::string_view s) {
+    charge_character_split(s.size());
     std::vector<std::string> out;
     for (size_t i = 0; i < s.size();) {
         size_t n = std::min(utf8_sequence_length(static_cast<unsigned char>(s[i])), s.size() - i);
@@ -228,6 +234,15 @@ std::vector<std::string> utf8_chars(std::string_view s) {
         i += n;
     }
     return out;
+}
+
+std::string utf8_char_at(std::string_view s, size_t index) {
+    for (size_t i = 0; i < s.size();) {
+        const size_t n = std::min(utf8_sequence_length(static_cast<unsigned char>(s[i])), s.size() - i);
+        if (index-- == 0) return std::string(s.substr(i, n));
+        i += n;
+    }
+    return {};
 }
 
 size_t utf8_length(std::string_view s) {
@@ -436,7 +451,7 @@ static std::string json_float(double f) {
 static void json_dump(const Value& value, const JsonDumpOptions& options, int level, std::string& out) {
     const auto newline = [&](int depth) {
         if (out.size() + options.indent.size() * static_cast<size_t>(depth) > options.max_bytes) {
-            fail("output size limit exceeded in tojson");
+            fail_output_size(options.max_bytes);
         }
         out += '\n';
         for (int i = 0; i < depth; ++i) out += options.indent;

@@ -19,12 +19,27 @@
 namespace tempered::jinja {
 
 // Raised anywhere inside the interpreter; render_jinja turns it into an Error with the line number.
+enum class ErrorCause : uint8_t {
+    Fault,   // the template is wrong for its input (a type error, an undefined name, …)
+    Raised,  // the template called raise_exception(): a deliberate error
+    Limit,   // a JinjaLimits bound (or another sandbox bound) stopped it
+};
+
 struct TemplateError {
     std::string message;
     int line = 0;  // 0 = not yet known; the statement being executed fills it in
+    ErrorCause cause = ErrorCause::Fault;
 };
 
 [[noreturn]] inline void fail(std::string message, int line = 0) { throw TemplateError{std::move(message), line}; }
+[[noreturn]] inline void fail_limit(std::string message, int line = 0) {
+    throw TemplateError{std::move(message), line, ErrorCause::Limit};
+}
+
+// A string or list over JinjaLimits::max_output_bytes; the message names the limit.
+[[noreturn]] inline void fail_output_size(size_t max_bytes) {
+    fail_limit("output size limit exceeded: max_output_bytes (" + std::to_string(max_bytes) + ")");
+}
 
 // Iterator: what jinja2 filters such as map/select/unique return (a Python generator): single-pass,
 // always truthy, no len(), not JSON-serializable. Its items live in a ListData with a cursor.
@@ -135,14 +150,14 @@ public:
     bool as_bool() const { return bool_; }
     int64_t as_int() const { return kind_ == Kind::Bool ? (bool_ ? 1 : 0) : int_; }
     double as_double() const { return kind_ == Kind::Float ? float_ : static_cast<double>(as_int()); }
-    const std::string& as_string() const { return string_; }
+    const std::string& as_string() const { return string_ ? *string_ : empty_string(); }
     const std::vector<Value>& items() const { return list_->items; }  // list, tuple or iterator
     ListData& iterator_state() const { return *list_; }
     const DictData& dict_data() const { return *dict_; }
     DictData& mutable_dict_data() const { return *dict_; }  // namespaces only
     const FunctionData& function_data() const { return *function_; }
     const LoopData& loop_data() const { return *loop_; }
-    const std::string& undefined_hint() const { return string_; }
+    const std::string& undefined_hint() const { return as_string(); }
 
     bool truthy() const;
     // Approximate deep size in bytes (what printing or copying it costs) and nesting depth.
@@ -157,7 +172,10 @@ private:
     bool bool_ = false;
     int64_t int_ = 0;
     double float_ = 0.0;
-    std::string string_;  // the string, or the undefined hint
+    // The string, or the undefined hint; shared, so that passing a long string around (a variable
+    // lookup, an attribute, a loop item) costs nothing per use.
+    std::shared_ptr<const std::string> string_;
+    static const std::string& empty_string();
     std::shared_ptr<ListData> list_;
     std::shared_ptr<DictData> dict_;  // dict entries or namespace attributes
     std::shared_ptr<FunctionData> function_;
@@ -204,8 +222,18 @@ inline std::string cat(std::initializer_list<std::string_view> parts) {
     return out;
 }
 
+// What a string method or filter is charged per byte of its input (JinjaLimits::max_work_bytes): many split
+// the string into characters first, a std::string each, which costs far more than copying the byte.
+inline constexpr size_t kStringScanCost = 8;
+
 // UTF-8 helpers: Python str indexes by code point.
 std::vector<std::string> utf8_chars(std::string_view s);
 size_t utf8_length(std::string_view s);
+size_t utf8_sequence_length(unsigned char lead);  // bytes of the character a lead byte starts; 1 if invalid
+// Charges the render running on this thread for splitting `bytes` into characters (a std::string each, the
+// costliest step of most string methods); nothing outside a render. utf8_chars calls it.
+void charge_character_split(size_t bytes);
+// utf8_chars(s)[index] without splitting the rest of s; "" past the end.
+std::string utf8_char_at(std::string_view s, size_t index);
 
 }  // namespace tempered::jinja
