@@ -62,7 +62,18 @@ struct ServeOptions {
     // one server would queue, rather than fail (bench/results/pd_value-2026-12-01T212539Z.md).
     double disaggregation_timeout = 300.0;
     std::string disaggregation_fault;  // tests only: a transfer that pauses or aborts on purpose
+    // Per-request bounds (server/request_limits.h); 0: off. No timeout by default, as vLLM: a long
+    // answer on a CPU can take many minutes, and only the operator knows how long is too long.
+    int64_t max_tokens_limit = 0;
+    int64_t max_prompt_tokens = 0;
+    int64_t max_request_tokens = 0;
+    double request_timeout = 0;
 };
+
+// The per-request limit flags, as the service's RequestLimits.
+RequestLimits request_limit_flags(const ServeOptions& options) {
+    return {options.max_tokens_limit, options.max_prompt_tokens, options.max_request_tokens, options.request_timeout};
+}
 
 // The --disaggregation-* flags checked; the layout both servers of a pair must share comes from the KV
 // cache's shape and the model file.
@@ -184,6 +195,7 @@ int serve(const ServeOptions& options) {
     settings.sampling = sampling->config;
     settings.report_sampling = !options.no_report_sampling;
     settings.created = static_cast<int64_t>(std::time(nullptr));
+    settings.limits = request_limit_flags(options);
     if (auto applied = apply_tool_call_flags(options, *sampling, settings); !applied) {
         std::fprintf(stderr, "tempered serve: %s\n", applied.error().message.c_str());
         return 1;
@@ -345,6 +357,18 @@ void add_serve_command(CLI::App& app, int& exit_code) {
                      "seconds a KV transfer may take, claim included")
         ->capture_default_str();
     command->add_option("--disaggregation-fault", options->disaggregation_fault)->group("");  // tests only
+    command->add_option("--max-tokens-limit", options->max_tokens_limit,
+                        "a request's max_tokens above this is a 400; an omitted one is capped at it (0: off)")
+        ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
+    command->add_option("--max-prompt-tokens", options->max_prompt_tokens,
+                        "prompts longer than this, after the chat template, are a 400 (0: off)")
+        ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
+    command->add_option("--max-request-tokens", options->max_request_tokens,
+                        "n x max_tokens, summed over a request's prompts, above this is a 400 (0: off)")
+        ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
+    command->add_option("--request-timeout", options->request_timeout,
+                        "seconds from receipt after which a request is cancelled and answered 408 (0: off)")
+        ->check(CLI::Range(0.0, 31536000.0));
     command->add_option("--reasoning-effort-budgets", options->reasoning_effort_budgets,
                         "budgets for reasoning_effort, e.g. low=256,medium=1024,high=4096 (the defaults)");
     command->callback([options, &exit_code] { exit_code = serve(*options); });
