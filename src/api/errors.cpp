@@ -1,5 +1,7 @@
 #include "api/errors.h"
 
+#include <sstream>
+
 namespace tempered::api {
 namespace {
 
@@ -58,6 +60,18 @@ ApiError payload_too_large(size_t limit_bytes) {
 
 ApiError rate_limited(std::string message, int retry_after_seconds) {
     return {429, std::move(message), "requests", "", "rate_limit_exceeded", retry_after_seconds};
+}
+
+ApiError request_timeout(double timeout_seconds) {
+    std::ostringstream seconds;
+    seconds << timeout_seconds;
+    return {408,
+            "The request took longer than this server's limit of " + seconds.str() +
+                " seconds (--request-timeout) and was cancelled.",
+            "timeout_error",
+            "",
+            "request_timeout",
+            std::nullopt};
 }
 
 ApiError internal_error(std::string message) { return {500, std::move(message), "server_error", "", "", std::nullopt}; }

@@ -44,6 +44,10 @@ ApiError context_length_exceeded(int64_t max_context_tokens, int64_t prompt_toke
 ApiError payload_too_large(size_t limit_bytes);
 // 429: too many requests waiting; retry after the given seconds.
 ApiError rate_limited(std::string message, int retry_after_seconds);
+// 408 type timeout_error, code request_timeout: the request ran past --request-timeout (queued or
+// generating) and was cancelled. A 4xx, not a 5xx: the server is healthy, the request outran the
+// operator's limit, and a gateway should not count it against the worker.
+ApiError request_timeout(double timeout_seconds);
 // 500: a bug or an unexpected failure on our side.
 ApiError internal_error(std::string message);
 // 503: the server is starting, stopping or overloaded.

@@ -141,6 +141,8 @@ ApiResult<Json> parse_json_object(std::string_view body) {
     } catch (const Json::parse_error& error) {
         return invalid_request(std::string("We could not parse the JSON body of your request: ") + error.what(), "",
                                "invalid_json");
+    } catch (const Json::out_of_range&) {
+        return number_overflow_error(body);  // valid JSON, but a number no double holds: name its field
     }
     if (!json.is_object()) {
         return invalid_request("The request body must be a JSON object, but got " + json_type_name(json) + ".", "",
@@ -172,6 +174,7 @@ FieldError parse_generation_fields(const Json& body, int64_t max_tokens_min, Gen
     const bool completion_null = max_completion_tokens.presence == Presence::Null;
     if (max_completion_tokens.given() || (completion_null && !out.max_tokens.given())) {
         out.max_tokens = max_completion_tokens;
+        out.max_tokens_param = "max_completion_tokens";
     }
     if (auto e = read_integer(find_field(body, "min_tokens"), "min_tokens", 0, unbounded, out.min_tokens)) return e;
     if (out.min_tokens.given() && out.max_tokens.given() && *out.min_tokens.value > *out.max_tokens.value) {

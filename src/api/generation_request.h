@@ -47,6 +47,7 @@ struct GenerationRequest {
     std::string model;  // "" when omitted
     SamplingRequest sampling;
     RequestedValue<int64_t> max_tokens;  // chat: max_completion_tokens, else max_tokens
+    std::string max_tokens_param = "max_tokens";  // the field max_tokens came from, for errors
     RequestedValue<int64_t> min_tokens;
     int n = 1;                      // choices per prompt, 1..16
     std::vector<std::string> stop;  // at most 4; empty strings are dropped

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <sstream>
+#include <vector>
 
 namespace tempered::api {
 namespace {
@@ -18,6 +19,52 @@ std::string format_bound(double value) {
     return format_number(value);
 }
 
+// The path of the value a parse is reading, kept from the parser's events: a frame per open object
+// (the last key read) or array (the index of the element being read).
+class ValuePath {
+public:
+    bool on_event(Json::parse_event_t event, const Json& parsed) {
+        using Event = Json::parse_event_t;
+        switch (event) {
+            case Event::object_start: frames_.push_back({false, 0, ""}); break;
+            case Event::array_start: frames_.push_back({true, 0, ""}); break;
+            case Event::key: frames_.back().key = parsed.get<std::string>(); break;
+            case Event::value: element_done(); break;
+            case Event::object_end:
+            case Event::array_end:
+                frames_.pop_back();
+                element_done();
+                break;
+        }
+        return true;
+    }
+
+    std::string path() const {
+        std::string joined;
+        for (const Frame& frame : frames_)
+            joined = frame.array ? param_path(joined, frame.index) : param_path(joined, frame.key);
+        return joined;
+    }
+
+private:
+    struct Frame {
+        bool array = false;
+        size_t index = 0;
+        std::string key;
+    };
+    void element_done() {
+        if (!frames_.empty() && frames_.back().array) ++frames_.back().index;
+    }
+    std::vector<Frame> frames_;
+};
+
+ApiError integer_out_of_range(const std::string& param, int64_t min, int64_t max, const std::string& got) {
+    const std::string upper = max == std::numeric_limits<int64_t>::max() ? "" : " and <= " + std::to_string(max);
+    return invalid_request("Invalid value for '" + param + "': expected an integer >= " + std::to_string(min) + upper +
+                               ", but got " + got + " instead.",
+                           param, "invalid_value");
+}
+
 }  // namespace
 
 std::string param_path(std::string_view parent, size_t index) {
@@ -26,6 +73,23 @@ std::string param_path(std::string_view parent, size_t index) {
 
 std::string param_path(std::string_view parent, std::string_view key) {
     return parent.empty() ? std::string(key) : std::string(parent) + "." + std::string(key);
+}
+
+ApiError number_overflow_error(std::string_view body) {
+    ValuePath tracker;
+    try {
+        const auto track = [&tracker](int, Json::parse_event_t event, Json& parsed) {
+            return tracker.on_event(event, parsed);
+        };
+        [[maybe_unused]] const Json never = Json::parse(body, track);
+    } catch (const Json::exception&) {
+        // Expected: the same overflow, now with the tracker standing on the value that caused it.
+    }
+    const std::string param = tracker.path();
+    const std::string name = param.empty() ? "the request body" : "'" + param + "'";
+    return invalid_request("Invalid value for " + name +
+                               ": the number is out of range; JSON numbers must fit a double (about 1.8e308).",
+                           param, "invalid_value");
 }
 
 bool Range::contains(double value) const {
@@ -99,19 +163,14 @@ FieldError read_integer(const Json* field, const std::string& param, int64_t min
         }
     } else if (field->is_number_float()) {
         const double number = field->get<double>();
-        if (std::trunc(number) != number || std::fabs(number) > 9.0e18) {
-            return wrong_type(param, "an integer", *field);
-        }
+        if (std::trunc(number) != number) return wrong_type(param, "an integer", *field);
+        // 1e19, 2^64 (which nlohmann reads as a double): integers, but beyond any field's range.
+        if (std::fabs(number) > 9.0e18) return integer_out_of_range(param, min, max, field->dump());
         value = static_cast<int64_t>(number);
     } else {
         return wrong_type(param, "an integer", *field);
     }
-    if (value < min || value > max) {
-        const std::string upper = max == std::numeric_limits<int64_t>::max() ? "" : " and <= " + std::to_string(max);
-        return invalid_request("Invalid value for '" + param + "': expected an integer >= " + std::to_string(min) +
-                                   upper + ", but got " + std::to_string(value) + " instead.",
-                               param, "invalid_value");
-    }
+    if (value < min || value > max) return integer_out_of_range(param, min, max, std::to_string(value));
     out = RequestedValue<int64_t>::of(value);
     return std::nullopt;
 }

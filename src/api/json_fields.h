@@ -46,6 +46,11 @@ FieldError read_integer(const Json* field, const std::string& param, int64_t min
 FieldError read_bool(const Json* field, const std::string& param, RequestedValue<bool>& out);
 FieldError read_string(const Json* field, const std::string& param, RequestedValue<std::string>& out);
 
+// The 400 for a body nlohmann refused with a number that does not fit a double (1e309, -1e400): the
+// body is read again with a path tracker, so the error names the field ("logit_bias.42",
+// "response_format.json_schema.schema.maximum") as any other invalid value does.
+ApiError number_overflow_error(std::string_view body);
+
 // Describes a JSON value's type for messages: "a string", "an array", "null".
 std::string json_type_name(const Json& value);
 

@@ -80,6 +80,12 @@ struct ServeOptions {
     int max_client_labels = 32;
     std::string allowed_origins;  // "" CORS off
     std::string chat_template_file;    // "" = the model file's own template
+    // Per-request bounds (server/request_limits.h); 0: off. No timeout by default, as vLLM: a long
+    // answer on a CPU can take many minutes, and only the operator knows how long is too long.
+    int64_t max_tokens_limit = 0;
+    int64_t max_prompt_tokens = 0;
+    int64_t max_request_tokens = 0;
+    double request_timeout = 0;
 };
 
 // The slow-client flags checked and put into the HTTP server's options; an error names the flag.
@@ -118,6 +124,11 @@ Result<std::pair<AccessSettings, CorsPolicy>> access_flags(const ServeOptions& o
     AccessSettings access{std::move(keys).value(), options.protect_all, options.client_label_header,
                           static_cast<size_t>(options.max_client_labels)};
     return std::pair{std::move(access), std::move(cors).value()};
+}
+
+// The per-request limit flags, as the service's RequestLimits.
+RequestLimits request_limit_flags(const ServeOptions& options) {
+    return {options.max_tokens_limit, options.max_prompt_tokens, options.max_request_tokens, options.request_timeout};
 }
 
 // The --disaggregation-* flags checked; the layout both servers of a pair must share comes from the KV
@@ -255,6 +266,7 @@ int serve(const ServeOptions& options) {
     settings.report_sampling = !options.no_report_sampling;
     settings.created = static_cast<int64_t>(std::time(nullptr));
     settings.access = &access;
+    settings.limits = request_limit_flags(options);
     if (auto applied = apply_tool_call_flags(options, *sampling, settings); !applied) {
         std::fprintf(stderr, "tempered serve: %s\n", applied.error().message.c_str());
         return 1;
@@ -457,6 +469,18 @@ void add_serve_command(CLI::App& app, int& exit_code) {
                      "seconds a KV transfer may take, claim included")
         ->capture_default_str();
     command->add_option("--disaggregation-fault", options->disaggregation_fault)->group("");  // tests only
+    command->add_option("--max-tokens-limit", options->max_tokens_limit,
+                        "a request's max_tokens above this is a 400; an omitted one is capped at it (0: off)")
+        ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
+    command->add_option("--max-prompt-tokens", options->max_prompt_tokens,
+                        "prompts longer than this, after the chat template, are a 400 (0: off)")
+        ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
+    command->add_option("--max-request-tokens", options->max_request_tokens,
+                        "n x max_tokens, summed over a request's prompts, above this is a 400 (0: off)")
+        ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
+    command->add_option("--request-timeout", options->request_timeout,
+                        "seconds from receipt after which a request is cancelled and answered 408 (0: off)")
+        ->check(CLI::Range(0.0, 31536000.0));
     command->add_option("--reasoning-effort-budgets", options->reasoning_effort_budgets,
                         "budgets for reasoning_effort, e.g. low=256,medium=1024,high=4096 (the defaults)");
     add_access_options(*command, *options);

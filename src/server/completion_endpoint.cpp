@@ -44,7 +44,7 @@ std::optional<api::ApiError> OpenAiService::submit_prompts(const api::Completion
     for (size_t p = 0; p < prompts.tokens.size(); ++p) {
         const std::string param = request.prompt_is_batch ? api::param_path("prompt", p) : "prompt";
         auto options = generation_options(request.generation, prompts.tokens[p], request.logprobs.value_or(-1),
-                                          sampling, param.c_str(), kDefaultCompletionTokens);
+                                          sampling, param.c_str(), kDefaultCompletionTokens, prompts.tokens.size());
         if (!options) return options.error();
         options->constraint = *constraint;
         if (auto error = attach_disaggregation(request.generation, p, prompts.tokens.size(), *options)) return error;

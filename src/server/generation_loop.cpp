@@ -21,13 +21,15 @@ public:
     void cancel() { job_.streams->cancel_all(); }
 
 private:
-    enum class End { Finished, ClientGone, EngineError };
+    enum class End { Finished, ClientGone, EngineError, TimedOut };
 
     // Reads events until every stream is done. `client_alive` is asked whenever a poll comes back
     // empty; `deliver` gets each delta and says whether the client took it.
     End pump(const std::function<bool()>& client_alive, const std::function<bool(const ChoiceDelta&)>& deliver);
     void note(const ChoiceDelta& delta);
     void abort();
+    // Past --request-timeout: the engine drops the request (its KV is freed), the log says "timeout".
+    api::ApiError time_out();
     void log_finished(const std::string& outcome);
     api::Usage usage() const;
     double seconds_since_received() const {
@@ -47,6 +49,8 @@ GenerationLoop::End GenerationLoop::pump(const std::function<bool()>& client_ali
                                          const std::function<bool(const ChoiceDelta&)>& deliver) {
     StreamSet& streams = *job_.streams;
     while (!streams.all_done()) {
+        // Checked before every poll, not only on empty ones: a request decoding steadily must end too.
+        if (Clock::now() >= job_.deadline) return End::TimedOut;
         auto event = streams.next(kStreamPollInterval);
         if (!event) {
             if (!client_alive()) return End::ClientGone;
@@ -75,6 +79,13 @@ void GenerationLoop::abort() {
     cancel();
     metrics_.count_aborted();
     log_finished("aborted");
+}
+
+api::ApiError GenerationLoop::time_out() {
+    cancel();
+    metrics_.count_timeout();
+    log_finished("timeout");
+    return api::request_timeout(job_.timeout_seconds);
 }
 
 api::Usage GenerationLoop::usage() const {
@@ -112,6 +123,11 @@ void GenerationLoop::stream(http::StreamWriter& writer) {
                              return !chunk || writer.write(api::sse_json(*chunk));
                          });
     if (end == End::ClientGone) return abort();
+    if (end == End::TimedOut) {
+        writer.write(api::sse_error(time_out()));
+        writer.write(api::sse_data("[DONE]"));
+        return;
+    }
     if (end == End::EngineError) {
         writer.write(api::sse_error(api::internal_error(engine_error_)));
         outcome_ = "error";
@@ -132,6 +148,7 @@ http::HttpResponse GenerationLoop::whole(const http::HttpRequest& request) {
         abort();
         return api::to_http_response(api::invalid_request("the client disconnected"));
     }
+    if (end == End::TimedOut) return api::to_http_response(time_out());
     if (end == End::EngineError) {
         log_finished("error");
         return api::to_http_response(api::internal_error(engine_error_));

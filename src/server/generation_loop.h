@@ -54,6 +54,10 @@ struct GenerationJob {
     // log line has no "client" field.
     std::optional<std::string> client;
     std::chrono::steady_clock::time_point received;
+    // --request-timeout: past the deadline the request is cancelled in the engine and answered with a
+    // 408 (a stream: an error event, then [DONE]). No timeout: the deadline never comes.
+    std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+    double timeout_seconds = 0;  // for the error message
     // The outcome logged until choice 0 finishes ("length" for completions that only score a prompt).
     std::string outcome = "stop";
 };

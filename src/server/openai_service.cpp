@@ -260,12 +260,17 @@ api::ApiResult<GenerationOptions> OpenAiService::generation_options(const api::G
                                                                     std::vector<int32_t> prompt, int top_logprobs,
                                                                     const ResolvedSampling& sampling,
                                                                     const char* prompt_param,
-                                                                    std::optional<int64_t> default_max_tokens) const {
+                                                                    std::optional<int64_t> default_max_tokens,
+                                                                    size_t prompts) const {
     const int64_t context = model_.config.context_length;
     const auto prompt_length = static_cast<int64_t>(prompt.size());
-    // Chat's default is "up to the context"; legacy completions default to 16 tokens, as OpenAI's do.
-    const int64_t max_tokens = generation.max_tokens.value_or(default_max_tokens.value_or(context - prompt_length));
     if (prompt_length == 0) return api::invalid_request("the prompt is empty", prompt_param);
+    if (auto error = check_prompt_tokens(settings_.limits, prompt_length, prompt_param)) return *error;
+    // Chat's default is "up to the context"; legacy completions default to 16 tokens, as OpenAI's do.
+    auto chosen = choice_max_tokens(settings_.limits, generation, default_max_tokens.value_or(context - prompt_length),
+                                    prompts);
+    if (!chosen) return chosen.error();
+    const int64_t max_tokens = *chosen;
     if (prompt_length >= context || prompt_length + max_tokens > context)
         return api::context_length_exceeded(context, prompt_length, max_tokens, prompt_param);
     GenerationOptions options;
@@ -342,6 +347,11 @@ GenerationJob OpenAiService::generation_job(const char* endpoint, const http::Ht
     const std::string client_id = http_request.header("X-Request-Id");
     job.request_id = client_id.empty() ? response_id : client_id;
     job.received = received;
+    if (settings_.limits.timeout_seconds > 0) {
+        job.timeout_seconds = settings_.limits.timeout_seconds;
+        job.deadline = received + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                      std::chrono::duration<double>(settings_.limits.timeout_seconds));
+    }
     return job;
 }
 

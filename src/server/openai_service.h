@@ -24,6 +24,7 @@
 #include "server/generation_loop.h"
 #include "server/guarded_routes.h"
 #include "server/reasoning_settings.h"
+#include "server/request_limits.h"
 #include "server/request_log.h"
 #include "server/serving_metrics.h"
 #include "server/stream_set.h"
@@ -59,6 +60,8 @@ struct ServiceSettings {
     // Who sent a request, for the request log and the per-client counters (outlives the service);
     // nullptr: clients are not named.
     const AccessControl* access = nullptr;
+    // --max-tokens-limit, --max-prompt-tokens, --max-request-tokens, --request-timeout.
+    RequestLimits limits;
 };
 
 // How long /health_generate waits for its one token before it calls the engine stuck.
@@ -107,7 +110,8 @@ private:
     api::ApiResult<GenerationOptions> generation_options(const api::GenerationRequest& generation,
                                                          std::vector<int32_t> prompt, int top_logprobs,
                                                          const ResolvedSampling& sampling, const char* prompt_param,
-                                                         std::optional<int64_t> default_max_tokens) const;
+                                                         std::optional<int64_t> default_max_tokens,
+                                                         size_t prompts = 1) const;
     api::ApiResult<std::shared_ptr<GenerationStream>> submit(GenerationOptions options);
     // Prefill/decode disaggregation: prompt `prompt` of `prompts` gets its part of the KV transfer.
     std::optional<api::ApiError> attach_disaggregation(const api::GenerationRequest& generation, size_t prompt,

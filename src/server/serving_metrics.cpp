@@ -65,6 +65,8 @@ ServingMetrics::ServingMetrics(std::string model_name, std::string kv_cache_dtyp
                                      {"model_name"})),
       rejected_(registry_.counter("tempered:requests_rejected_total", "Requests refused with 429 (queue full).")),
       aborted_(registry_.counter("tempered:requests_aborted_total", "Requests abandoned by their client.")),
+      timeouts_(registry_.counter("tempered:request_timeouts_total",
+                                  "Requests cancelled for running past --request-timeout.")),
       failed_(registry_.counter("tempered:requests_failed_total", "Requests that ended in an error.")),
       sampling_sources_(registry_.counter("tempered:sampling_param_source_total",
                                           "Sampling parameter values used, by where each came from.",
@@ -99,6 +101,7 @@ ServingMetrics::ServingMetrics(std::string model_name, std::string kv_cache_dtyp
     kv_dtype_info_.with({kv_cache_dtype_}).set(1);
     rejected_.get();
     aborted_.get();
+    timeouts_.get();
     failed_.get();
     grammar_mask_.get();
     for (const char* kind : {"json_object", "json_schema", "tool_call"}) structured_requests_.with({kind});

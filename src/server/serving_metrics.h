@@ -33,6 +33,7 @@ public:
     void count_greedy(const std::string& client) { greedy_requests_.with({client}).inc(); }
     void count_rejected() { rejected_.get().inc(); }
     void count_aborted() { aborted_.get().inc(); }
+    void count_timeout() { timeouts_.get().inc(); }
     // One tool call the model wrote: valid, rejected_unknown_name, rejected_bad_arguments or unparsed.
     void count_tool_call(std::string_view outcome) { tool_calls_.with({std::string(outcome)}).inc(); }
     // A request whose output follows a grammar; `kind` json_object | json_schema | tool_call.
@@ -75,6 +76,7 @@ private:
     metrics::CounterFamily& prefix_hits_;
     metrics::CounterFamily& rejected_;
     metrics::CounterFamily& aborted_;
+    metrics::CounterFamily& timeouts_;
     metrics::CounterFamily& failed_;
     metrics::CounterFamily& sampling_sources_;
     metrics::CounterFamily& greedy_requests_;

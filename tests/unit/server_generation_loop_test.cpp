@@ -78,6 +78,11 @@ struct Fixture {
         out.received = std::chrono::steady_clock::now();
         return out;
     }
+    double counter(const std::string& name) const {
+        const std::string text = metrics.render();
+        const size_t at = text.find("\n" + name + " ");
+        return std::stod(text.substr(text.find(' ', at + 1)));
+    }
     double aborted() const {
         const std::string text = metrics.render();
         const size_t at = text.find("\ntempered:requests_aborted_total");
@@ -187,6 +192,48 @@ TEST(GenerationLoop, EngineErrorMidStreamIsAnErrorEventThenDone) {
     EXPECT_EQ(writer.written[2], "data: [DONE]\n\n");
     EXPECT_EQ(entry["outcome"], "error");
     EXPECT_EQ(fixture.aborted(), 0);
+}
+
+// --request-timeout: a deadline already past ends the request at the first look, whatever the engine
+// is still sending; it is cancelled there, answered 408 (a stream: an error event, then [DONE]),
+// counted and logged as a timeout, not as an abort.
+TEST(GenerationLoop, PastItsDeadlineAStreamGetsATimeoutEventThenDone) {
+    Fixture fixture;
+    fixture.engine->push(text_event("a"));
+    GenerationJob job = fixture.job(true, true);
+    job.timeout_seconds = 1;
+    job.deadline = job.received - 1ms;
+    http::HttpRequest request;
+    const http::HttpResponse response = run_generation(std::move(job), request, fixture.metrics, fixture.log);
+    FakeWriter writer(100);
+    testing::internal::CaptureStderr();
+    response.producer(writer);
+    const nlohmann::json entry = log_line(testing::internal::GetCapturedStderr());
+    ASSERT_EQ(writer.written.size(), 3u);  // opening, the timeout error, [DONE]: no usage chunk
+    const nlohmann::json error = nlohmann::json::parse(writer.written[1].substr(6))["error"];
+    EXPECT_EQ(error["code"], "request_timeout");
+    EXPECT_EQ(error["type"], "timeout_error");
+    EXPECT_EQ(writer.written[2], "data: [DONE]\n\n");
+    EXPECT_TRUE(fixture.engine->cancelled());
+    EXPECT_EQ(entry["outcome"], "timeout");
+    EXPECT_EQ(fixture.counter("tempered:request_timeouts_total"), 1);
+    EXPECT_EQ(fixture.aborted(), 0);
+}
+
+TEST(GenerationLoop, WholeResponsePastItsDeadlineIs408) {
+    Fixture fixture;  // the engine never answers: the request would wait for ever without the deadline
+    GenerationJob job = fixture.job(false);
+    job.timeout_seconds = 0.2;
+    job.deadline = job.received + 200ms;
+    http::HttpRequest request;
+    testing::internal::CaptureStderr();
+    const http::HttpResponse response = run_generation(std::move(job), request, fixture.metrics, fixture.log);
+    const nlohmann::json entry = log_line(testing::internal::GetCapturedStderr());
+    EXPECT_EQ(response.status, 408);
+    EXPECT_EQ(nlohmann::json::parse(response.body)["error"]["code"], "request_timeout");
+    EXPECT_TRUE(fixture.engine->cancelled());
+    EXPECT_EQ(entry["outcome"], "timeout");
+    EXPECT_EQ(fixture.counter("tempered:request_timeouts_total"), 1);
 }
 
 }  // namespace
