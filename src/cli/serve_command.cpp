@@ -78,8 +78,8 @@ struct ServeOptions {
     bool protect_all = false;
     std::string client_label_header;
     int max_client_labels = 32;
-    std::string allowed_origins;  // "" CORS off
-    std::string chat_template_file;    // "" = the model file's own template
+    std::string allowed_origins;     // "" CORS off
+    std::string chat_template_file;  // "" = the model file's own template
     // Per-request bounds (server/request_limits.h); 0: off. No timeout by default, as vLLM: a long
     // answer on a CPU can take many minutes, and only the operator knows how long is too long.
     int64_t max_tokens_limit = 0;
@@ -91,9 +91,7 @@ struct ServeOptions {
 // The slow-client flags checked and put into the HTTP server's options; an error names the flag.
 Status apply_client_timeout_flags(const ServeOptions& options, http::HttpServerOptions& http_options) {
     using Seconds = std::chrono::duration<double>;
-    auto to_ms = [](double seconds) {
-        return std::chrono::duration_cast<std::chrono::milliseconds>(Seconds(seconds));
-    };
+    auto to_ms = [](double seconds) { return std::chrono::duration_cast<std::chrono::milliseconds>(Seconds(seconds)); };
     const std::pair<const char*, double> timeouts[] = {{"--header-timeout", options.header_timeout},
                                                        {"--body-timeout", options.body_timeout},
                                                        {"--keep-alive-timeout", options.keep_alive_timeout},
@@ -203,54 +201,13 @@ sigset_t block_termination_signals() {
     return signals;
 }
 
-int serve(const ServeOptions& options) {
-    RequestLog log(options.log_format == "json");
-    if (options.log_format != "text" && options.log_format != "json") {
-        std::fprintf(stderr, "tempered serve: --log-format must be text or json\n");
-        return 1;
-    }
-    auto kv_type = parse_kv_dtype(options.kv_cache_dtype);
-    if (!kv_type) {
-        std::fprintf(stderr, "tempered serve: %s\n", kv_type.error().message.c_str());
-        return 1;
-    }
-    auto access_settings = access_flags(options);
-    if (!access_settings) {
-        std::fprintf(stderr, "tempered serve: %s\n", access_settings.error().message.c_str());
-        return 1;
-    }
-    const AccessControl access(std::move(access_settings->first));
-    const CorsPolicy& cors = access_settings->second;
-    const sigset_t signals = block_termination_signals();
-    log.info("loading " + options.model);
-    auto loaded = load_model_bundle(options.model, options.threads);
-    if (!loaded) {
-        std::fprintf(stderr, "tempered serve: %s\n", loaded.error().message.c_str());
-        return 1;
-    }
-    LoadedModel& bundle = **loaded;
-    auto chat_template = choose_chat_template(bundle, options.chat_template_file);
-    if (!chat_template) {
-        std::fprintf(stderr, "tempered serve: %s\n", chat_template.error().message.c_str());
-        return 1;
-    }
-    if (!options.chat_template_file.empty()) log.info("chat template: " + options.chat_template_file);
-    if (!chat_template->empty()) log.info(*chat_template);
-    auto sampling = load_sampling_settings(options.sampling, *bundle.file);
-    if (!sampling) {
-        std::fprintf(stderr, "tempered serve: %s\n", sampling.error().message.c_str());
-        return 1;
-    }
-
-    const ModelConfig& config = bundle.model->config();
-    const KvCacheShape shape = kv_cache_shape(config, *kv_type, options.block_size);
+// The KV pool --kv-cache-tokens asks for, logged with its size.
+Result<std::unique_ptr<KvBlockPool>> create_kv_pool(const ServeOptions& options, const KvCacheShape& shape,
+                                                    RequestLog& log) {
     // The memory of kv_cache_tokens positions in every layer; sliding-window layers make it hold more.
     const int64_t blocks = KvBlockPool::blocks_for_positions(shape, options.kv_cache_tokens);
     auto kv = KvBlockPool::create(shape, blocks);
-    if (!kv) {
-        std::fprintf(stderr, "tempered serve: %s\n", kv.error().message.c_str());
-        return 1;
-    }
+    if (!kv) return kv.error();
     const double kv_mib = static_cast<double>(blocks * KvBlockPool::pool_block_bytes(shape)) / (1 << 20);
     const KvLayerGroups groups = kv_layer_groups(shape);
     const std::string layers_per_block =
@@ -258,7 +215,14 @@ int serve(const ServeOptions& options) {
     log.info("KV cache: " + options.kv_cache_dtype + ", " + std::to_string(blocks) + " blocks of " +
              std::to_string(options.block_size) + " tokens" + layers_per_block + " (" +
              std::to_string(static_cast<int64_t>(kv_mib)) + " MiB)");
+    return kv;
+}
 
+// The service's settings from the flags, the config file and the model; what was chosen is logged.
+Result<ServiceSettings> service_settings(const ServeOptions& options, const LoadedModel& bundle,
+                                         const AccessControl& access, RequestLog& log) {
+    auto sampling = load_sampling_settings(options.sampling, *bundle.file);
+    if (!sampling) return sampling.error();
     ServiceSettings settings;
     settings.served_model_name =
         options.served_model_name.empty() ? default_served_name(options.model) : options.served_model_name;
@@ -267,72 +231,24 @@ int serve(const ServeOptions& options) {
     settings.created = static_cast<int64_t>(std::time(nullptr));
     settings.access = &access;
     settings.limits = request_limit_flags(options);
-    if (auto applied = apply_tool_call_flags(options, *sampling, settings); !applied) {
-        std::fprintf(stderr, "tempered serve: %s\n", applied.error().message.c_str());
-        return 1;
-    }
+    if (auto applied = apply_tool_call_flags(options, *sampling, settings); !applied) return applied.error();
     auto guard = choose_degeneration_guard(options.degeneration_guard, sampling->degeneration_guard);
-    if (!guard) {
-        std::fprintf(stderr, "tempered serve: %s\n", guard.error().message.c_str());
-        return 1;
-    }
+    if (!guard) return guard.error();
     settings.degeneration = std::move(guard).value();
     settings.degeneration.build_breakers(*bundle.tokenizer);
     log.info("degeneration guard: " + settings.degeneration.describe().dump());
-    if (auto applied = apply_reasoning_flags(options, settings); !applied) {
-        std::fprintf(stderr, "tempered serve: %s\n", applied.error().message.c_str());
-        return 1;
-    }
+    if (auto applied = apply_reasoning_flags(options, settings); !applied) return applied.error();
     for (const auto& note : sampling->notes) log.info(note);
     log.info("sampling defaults for requests that set nothing: " +
              describe_sampling_defaults(settings.sampling).dump());
     if (settings.sampling.policy) log.info("sampling policy: " + settings.sampling.policy->to_json().dump());
+    return settings;
+}
 
-    ServingMetrics metrics(settings.served_model_name, options.kv_cache_dtype);
-    TransferMetrics transfer_metrics(metrics.registry());
-    auto disaggregation_settings = disaggregation_flags(options, shape, *bundle.file);
-    if (!disaggregation_settings) {
-        std::fprintf(stderr, "tempered serve: %s\n", disaggregation_settings.error().message.c_str());
-        return 1;
-    }
-    // Before the engine, so that it outlives every request holding one of its transfers.
-    auto disaggregation = Disaggregation::start(*disaggregation_settings, transfer_metrics);
-    if (!disaggregation) {
-        std::fprintf(stderr, "tempered serve: %s\n", disaggregation.error().message.c_str());
-        return 1;
-    }
-    settings.disaggregation = disaggregation->get();
-    if ((*disaggregation)->mode() != DisaggregationMode::None)
-        log.info("disaggregation: " + (*disaggregation)->describe().dump());
-    EngineOptions engine_options{options.max_running, options.max_queued, options.max_batch_tokens};
-    Engine engine(*bundle.model, *bundle.tokenizer, **kv, engine_options, &metrics);
-    metrics.watch_engine([&engine] { return engine.stats(); });
-    OpenAiService service({*bundle.tokenizer, config, bundle.path, bundle.chat_template}, engine, metrics, log,
-                          settings);
-
-    http::HttpServerOptions http_options;
-    http_options.host = options.host;
-    http_options.port = options.port;
-    http_options.threads = options.http_threads;
-    http_options.max_body_bytes = options.max_body_bytes;
-    if (auto applied = apply_client_timeout_flags(options, http_options); !applied) {
-        std::fprintf(stderr, "tempered serve: %s\n", applied.error().message.c_str());
-        return 1;
-    }
-    http::HttpServer server(http_options);
-    server.set_error_renderer(api::http_error_response);
-    GuardedRoutes routes(server, access, cors);
-    service.register_routes(routes);
-    routes.add_preflight_routes();
-    log.info(access.describe());
-    if (cors.enabled()) log.info("CORS: allowed origins " + options.allowed_origins);
-    if (auto started = server.start(); !started) {
-        std::fprintf(stderr, "tempered serve: %s\n", started.error().message.c_str());
-        return 1;
-    }
-    log.info("serving " + settings.served_model_name + " on http://" + options.host + ":" +
-             std::to_string(server.port()));
-
+// Waits for SIGTERM or SIGINT, then drains: new requests are refused, those in flight get up to
+// --drain-timeout to finish, and the HTTP server stops once their answers have reached their clients.
+void serve_until_signal(const ServeOptions& options, const sigset_t& signals, OpenAiService& service, Engine& engine,
+                        http::HttpServer& server, RequestLog& log) {
     int signal_number = 0;
     sigwait(&signals, &signal_number);
     log.info(std::string("received ") + (signal_number == SIGTERM ? "SIGTERM" : "SIGINT") + ", draining");
@@ -345,6 +261,72 @@ int serve(const ServeOptions& options) {
     // Streams already finished in the engine still have to reach their clients: stop() lets them.
     server.stop();
     log.info("stopped");
+}
+
+int fail(const Error& error) {
+    std::fprintf(stderr, "tempered serve: %s\n", error.message.c_str());
+    return 1;
+}
+
+int serve(const ServeOptions& options) {
+    RequestLog log(options.log_format == "json");
+    if (options.log_format != "text" && options.log_format != "json")
+        return fail(Error{"--log-format must be text or json"});
+    auto kv_type = parse_kv_dtype(options.kv_cache_dtype);
+    if (!kv_type) return fail(kv_type.error());
+    auto access_settings = access_flags(options);
+    if (!access_settings) return fail(access_settings.error());
+    const AccessControl access(std::move(access_settings->first));
+    const CorsPolicy& cors = access_settings->second;
+    const sigset_t signals = block_termination_signals();
+    log.info("loading " + options.model);
+    auto loaded = load_model_bundle(options.model, options.threads);
+    if (!loaded) return fail(loaded.error());
+    LoadedModel& bundle = **loaded;
+    auto template_note = choose_chat_template(bundle, options.chat_template_file);
+    if (!template_note) return fail(template_note.error());
+    if (!options.chat_template_file.empty()) log.info("chat template: " + options.chat_template_file);
+    if (!template_note->empty()) log.info(*template_note);
+
+    const ModelConfig& config = bundle.model->config();
+    const KvCacheShape shape = kv_cache_shape(config, *kv_type, options.block_size);
+    auto kv = create_kv_pool(options, shape, log);
+    if (!kv) return fail(kv.error());
+    auto settings = service_settings(options, bundle, access, log);
+    if (!settings) return fail(settings.error());
+    ServingMetrics metrics(settings->served_model_name, options.kv_cache_dtype);
+    TransferMetrics transfer_metrics(metrics.registry());
+    auto disaggregation_settings = disaggregation_flags(options, shape, *bundle.file);
+    if (!disaggregation_settings) return fail(disaggregation_settings.error());
+    // Before the engine, so that it outlives every request holding one of its transfers.
+    auto disaggregation = Disaggregation::start(*disaggregation_settings, transfer_metrics);
+    if (!disaggregation) return fail(disaggregation.error());
+    settings->disaggregation = disaggregation->get();
+    if ((*disaggregation)->mode() != DisaggregationMode::None)
+        log.info("disaggregation: " + (*disaggregation)->describe().dump());
+    EngineOptions engine_options{options.max_running, options.max_queued, options.max_batch_tokens};
+    Engine engine(*bundle.model, *bundle.tokenizer, **kv, engine_options, &metrics);
+    metrics.watch_engine([&engine] { return engine.stats(); });
+    OpenAiService service({*bundle.tokenizer, config, bundle.path, bundle.chat_template}, engine, metrics, log,
+                          *settings);
+
+    http::HttpServerOptions http_options;
+    http_options.host = options.host;
+    http_options.port = options.port;
+    http_options.threads = options.http_threads;
+    http_options.max_body_bytes = options.max_body_bytes;
+    if (auto applied = apply_client_timeout_flags(options, http_options); !applied) return fail(applied.error());
+    http::HttpServer server(http_options);
+    server.set_error_renderer(api::http_error_response);
+    GuardedRoutes routes(server, access, cors);
+    service.register_routes(routes);
+    routes.add_preflight_routes();
+    log.info(access.describe());
+    if (cors.enabled()) log.info("CORS: allowed origins " + options.allowed_origins);
+    if (auto started = server.start(); !started) return fail(started.error());
+    log.info("serving " + settings->served_model_name + " on http://" + options.host + ":" +
+             std::to_string(server.port()));
+    serve_until_signal(options, signals, service, engine, server, log);
     return 0;
 }
 
@@ -359,8 +341,9 @@ void add_access_options(CLI::App& command, ServeOptions& options) {
     command.add_option("--client-label-header", options.client_label_header,
                        "without keys: the header whose value names the client in the log and metrics, "
                        "e.g. X-Client-Name or User-Agent");
-    command.add_option("--max-client-labels", options.max_client_labels,
-                       "distinct client labels kept; later ones count as 'other'")
+    command
+        .add_option("--max-client-labels", options.max_client_labels,
+                    "distinct client labels kept; later ones count as 'other'")
         ->check(CLI::Range(0, 4096))
         ->capture_default_str();
     command.add_option("--allowed-origins", options.allowed_origins,
@@ -400,19 +383,22 @@ void add_serve_command(CLI::App& app, int& exit_code) {
     command->add_option("--max-body-bytes", options->max_body_bytes, "larger request bodies get 413")
         ->check(CLI::Range(size_t{1}, size_t{1} << 32))
         ->capture_default_str();
-    command->add_option("--header-timeout", options->header_timeout,
-                        "seconds a request's line and headers may take to arrive; then 408 and close")
+    command
+        ->add_option("--header-timeout", options->header_timeout,
+                     "seconds a request's line and headers may take to arrive; then 408 and close")
         ->capture_default_str();
     command->add_option("--body-timeout", options->body_timeout, "seconds a request body may take to arrive")
         ->capture_default_str();
     command->add_option("--keep-alive-timeout", options->keep_alive_timeout, "seconds an idle connection stays open")
         ->capture_default_str();
-    command->add_option("--stream-stall-timeout", options->stream_stall_timeout,
-                        "seconds a client may read nothing of its response before it is cut and its request "
-                        "cancelled")
+    command
+        ->add_option("--stream-stall-timeout", options->stream_stall_timeout,
+                     "seconds a client may read nothing of its response before it is cut and its request "
+                     "cancelled")
         ->capture_default_str();
-    command->add_option("--max-connections-per-client", options->max_connections_per_client,
-                        "open connections per client IP; more get 429 (0: no limit)")
+    command
+        ->add_option("--max-connections-per-client", options->max_connections_per_client,
+                     "open connections per client IP; more get 429 (0: no limit)")
         ->capture_default_str();
     command->add_option("--drain-timeout", options->drain_timeout, "seconds to finish requests on SIGTERM")
         ->check(CLI::Range(0.0, 86400.0))
@@ -469,17 +455,21 @@ void add_serve_command(CLI::App& app, int& exit_code) {
                      "seconds a KV transfer may take, claim included")
         ->capture_default_str();
     command->add_option("--disaggregation-fault", options->disaggregation_fault)->group("");  // tests only
-    command->add_option("--max-tokens-limit", options->max_tokens_limit,
-                        "a request's max_tokens above this is a 400; an omitted one is capped at it (0: off)")
+    command
+        ->add_option("--max-tokens-limit", options->max_tokens_limit,
+                     "a request's max_tokens above this is a 400; an omitted one is capped at it (0: off)")
         ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
-    command->add_option("--max-prompt-tokens", options->max_prompt_tokens,
-                        "prompts longer than this, after the chat template, are a 400 (0: off)")
+    command
+        ->add_option("--max-prompt-tokens", options->max_prompt_tokens,
+                     "prompts longer than this, after the chat template, are a 400 (0: off)")
         ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
-    command->add_option("--max-request-tokens", options->max_request_tokens,
-                        "n x max_tokens, summed over a request's prompts, above this is a 400 (0: off)")
+    command
+        ->add_option("--max-request-tokens", options->max_request_tokens,
+                     "n x max_tokens, summed over a request's prompts, above this is a 400 (0: off)")
         ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
-    command->add_option("--request-timeout", options->request_timeout,
-                        "seconds from receipt after which a request is cancelled and answered 408 (0: off)")
+    command
+        ->add_option("--request-timeout", options->request_timeout,
+                     "seconds from receipt after which a request is cancelled and answered 408 (0: off)")
         ->check(CLI::Range(0.0, 31536000.0));
     command->add_option("--reasoning-effort-budgets", options->reasoning_effort_budgets,
                         "budgets for reasoning_effort, e.g. low=256,medium=1024,high=4096 (the defaults)");
