@@ -85,3 +85,30 @@ def test_a_killed_worker_costs_no_request(cluster):
         assert chat(cluster, f"After the kill {i}: where is the entrance?").choices[0].message.content
     survivor = next(w for w in cluster.workers if w is not victim)
     assert survivor.alive()
+
+
+def test_keyed_workers_accept_only_what_the_gateway_forwards_with_a_key(tmp_path):
+    # Workers started with --api-key: the gateway registers them through the open probes and forwards the
+    # client's Authorization header, so only a client holding a key reaches the engine (and its bootstrap
+    # fields, on PD decode servers: the trust they ask for is the key's).
+    import openai
+    args = model_args()
+    worker = harness.Worker(0, tempered_bin(), args[1], 1, tmp_path, extra=[*args[2:], "--api-key", "worker-key"])
+    gateway = None
+    try:
+        worker.wait_ready()
+        gateway = harness.Gateway(sys.executable, [worker.url], "round_robin", tmp_path)
+        gateway.wait_ready()
+        keyed = openai.OpenAI(base_url=gateway.url + "/v1", api_key="worker-key", max_retries=0, timeout=120)
+        answer = keyed.chat.completions.create(model=MODEL_SHORT_NAME, max_tokens=2, temperature=0,
+                                               messages=[{"role": "user", "content": "Hi"}])
+        assert answer.choices[0].message.content is not None
+        wrong = openai.OpenAI(base_url=gateway.url + "/v1", api_key="wrong-key", max_retries=0, timeout=120)
+        with pytest.raises(openai.AuthenticationError):
+            wrong.chat.completions.create(model=MODEL_SHORT_NAME, max_tokens=2,
+                                          messages=[{"role": "user", "content": "Hi"}])
+        assert harness.metric_sum(worker.metrics(), "vllm:request_success_total") == 1
+    finally:
+        if gateway:
+            gateway.kill()
+        worker.kill()
