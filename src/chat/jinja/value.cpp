@@ -9,6 +9,8 @@ namespace tempered::jinja {
 
 // ---- DictData --------------------------------------------------------------------------------------
 
+size_t DictData::size() const { return entries_.size(); }
+
 const Value* DictData::find(std::string_view key) const {
     auto it = string_index_.find(std::string(key));
     return it == string_index_.end() ? nullptr : &entries_[it->second].second;
