@@ -1,28 +1,33 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (clang, ASan+UBSan, build-fuzz/) and runs each over a copy of its seed
 # corpus, so the committed corpus never grows. Fails on any crash, timeout, OOM or sanitizer report.
-#   fuzz/run.sh [--seconds N | --runs N] [harness...]      (default: --runs 20000, every harness)
+#   fuzz/run.sh [--seconds N] [--runs N] [--log-dir DIR] [harness...]
+# Each harness stops at the first bound reached (default: --runs 20000); every harness when none named.
+# --log-dir keeps each harness's libFuzzer log there (the recorded long runs quote their final lines).
 # The tokenizer fuzzer reads its vocabularies from TEMPERED_FUZZ_GGUF (see fuzz/tokenizer_fuzzer.cpp).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-bound=(-runs=20000)
+bound=()
 harnesses=()
+log_dir=""
 while (($#)); do
   case "$1" in
-    --seconds) bound=(-max_total_time="$2"); shift 2 ;;
-    --runs) bound=(-runs="$2"); shift 2 ;;
-    -h|--help) sed -n 2,5p "$0"; exit 0 ;;
+    --seconds) bound+=(-max_total_time="$2"); shift 2 ;;
+    --runs) bound+=(-runs="$2"); shift 2 ;;
+    --log-dir) log_dir="$2"; shift 2 ;;
+    -h|--help) sed -n 2,7p "$0"; exit 0 ;;
     -*) echo "fuzz/run.sh: unknown option $1" >&2; exit 2 ;;
     *) harnesses+=("$1"); shift ;;
   esac
 done
+((${#bound[@]})) || bound=(-runs=20000)
 ((${#harnesses[@]})) || harnesses=(gguf_fuzzer request_fuzzer jinja_fuzzer tokenizer_fuzzer)
 
 # Per harness: the longest input (bytes), the per-input time limit (s) and the memory limit (MiB). A
 # template renders up to 1M loop iterations under the default JinjaLimits, slow under ASan; the
 # tokenizer holds Gemma's 262k-token vocabulary.
-declare -A max_len=([gguf_fuzzer]=4096 [request_fuzzer]=8192 [jinja_fuzzer]=8192 [tokenizer_fuzzer]=2048)
+declare -A max_len=([gguf_fuzzer]=4096 [request_fuzzer]=8192 [jinja_fuzzer]=8192 [tokenizer_fuzzer]=512)
 declare -A timeout=([gguf_fuzzer]=5 [request_fuzzer]=10 [jinja_fuzzer]=25 [tokenizer_fuzzer]=10)
 declare -A rss_mb=([gguf_fuzzer]=1024 [request_fuzzer]=2048 [jinja_fuzzer]=2560 [tokenizer_fuzzer]=3072)
 
@@ -53,5 +58,6 @@ for harness in "${harnesses[@]}"; do
   runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$work/$harness.log" | grep -o '[0-9]*$' || echo 0)
   final=$(grep -E '^#[0-9]+.*(DONE|cov:)' "$work/$harness.log" | tail -n 1 || true)
   echo "$harness: ${runs:-0} executions in $((SECONDS - start)) s; ${final}"
+  [[ -z "$log_dir" ]] || { mkdir -p "$log_dir" && cp "$work/$harness.log" "$log_dir/"; }
 done
 exit $status
