@@ -56,7 +56,8 @@ std::bitset<256> bytes_with_tokens(const Tokenizer& tokenizer) {
 std::string default_paths() {
     const char* tempered_home = std::getenv("TEMPERED_HOME");
     const char* home = std::getenv("HOME");
-    const std::string root = tempered_home ? std::string(tempered_home) : std::string(home ? home : ".") + "/.cache/tempered";
+    const std::string root =
+        tempered_home ? std::string(tempered_home) : std::string(home ? home : ".") + "/.cache/tempered";
     return root + "/models/SmolLM2-135M-Instruct.Q4_1.gguf:" + root + "/models/gemma-3-270m-Q4_K_M.gguf";
 }
 
@@ -110,7 +111,8 @@ void check_round_trip(const Loaded& loaded, std::string_view text, bool parse_sp
     }
     const bool spaces_escaped =
         tokenizer.model() == tempered::TokenizerModel::kSentencePiece && text.find("\xE2\x96\x81") != text.npos;
-    const bool round_trips = !parse_special && !spaces_escaped && strictly_valid_utf8(text) && every_byte_has_token(loaded, text);
+    const bool round_trips =
+        !parse_special && !spaces_escaped && strictly_valid_utf8(text) && every_byte_has_token(loaded, text);
     if (round_trips && tokenizer.decode(ids) != text) __builtin_trap();
     check_streaming(tokenizer, ids, /*skip_special=*/parse_special);
 }
@@ -121,7 +123,8 @@ std::vector<int32_t> ids_from_bytes(const Tokenizer& tokenizer, std::string_view
     for (size_t i = 0; i + 4 <= bytes.size(); i += 4) {
         uint32_t raw;
         std::memcpy(&raw, bytes.data() + i, 4);
-        const int64_t folded = static_cast<int64_t>((raw >> 1) % (static_cast<uint32_t>(tokenizer.vocab_size()) + 8u)) - 4;
+        const int64_t folded =
+            static_cast<int64_t>((raw >> 1) % (static_cast<uint32_t>(tokenizer.vocab_size()) + 8u)) - 4;
         ids.push_back(raw & 1 ? static_cast<int32_t>(raw) : static_cast<int32_t>(folded));
     }
     return ids;
