@@ -167,13 +167,16 @@ Value get_item(const Value& object, const Value& key) {
         case Kind::List:
         case Kind::String: {
             if (key.is_int() || key.is_bool()) {
-                const size_t size = object.is_list() ? object.items().size() : utf8_length(object.as_string());
+                // The characters utf8_chars splits into, not utf8_length's count: the two differ on invalid UTF-8.
+                const std::vector<std::string> chars =
+                    object.is_list() ? std::vector<std::string>() : utf8_chars(object.as_string());
+                const size_t size = object.is_list() ? object.items().size() : chars.size();
                 const int64_t index = normalize_index(key.as_int(), size);
                 if (index < 0 || index >= static_cast<int64_t>(size)) {
                     return Value::undefined(cat({"'", object_type_repr(object), "' has no element ", to_repr(key)}));
                 }
                 if (object.is_list()) return object.items()[static_cast<size_t>(index)];
-                return Value(utf8_chars(object.as_string())[static_cast<size_t>(index)]);
+                return Value(chars[static_cast<size_t>(index)]);
             }
             if (key.is_string()) return get_attribute(object, key.as_string());
             return Value::undefined(cat({"'", object_type_repr(object), "' has no element ", to_repr(key)}));
