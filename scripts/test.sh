@@ -29,6 +29,9 @@ scripts/build.sh asan
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j2 \
   -E 'LlamaOracle\.(Perplexity|.*Greedy|Dequantized)|(Qwen2|Smollm2)/FamilyOracle|Qwen2Oracle\.GreedyContinuations|Gemma3Oracle\.(Greedy|TopTwenty)|TinyFamilies\.Greedy|FamilyOracle\.(Float32|Perplexity|QuantizedGreedy)')
 
+echo "== fuzz: each libFuzzer harness 18 s (100k to 800k inputs in all, by load) over its seed corpus under ASan/UBSan (fuzz/README.md)"
+fuzz/run.sh --seconds 18
+
 echo "== end-to-end tests"
 TEMPERED_BIN=build/tempered .venv/bin/python -m pytest -q tests/e2e
 echo "== bench/side_by_side.sh --smoke (checks that the script runs; measures nothing)"

@@ -138,7 +138,7 @@ ApiResult<Json> parse_json_object(std::string_view body) {
     Json json;
     try {
         json = Json::parse(body);
-    } catch (const Json::parse_error& error) {
+    } catch (const Json::exception& error) {  // parse_error, and out_of_range for a number like 1e400
         return invalid_request(std::string("We could not parse the JSON body of your request: ") + error.what(), "",
                                "invalid_json");
     } catch (const Json::out_of_range&) {

@@ -129,6 +129,11 @@ TEST(ChatRequest, InvalidJsonAndWrongTopLevel) {
     EXPECT_FALSE(parse_chat_request("[1,2]"));
     EXPECT_FALSE(parse_chat_request(""));
     EXPECT_FALSE(parse_chat_request("{\"messages\":[{\"role\":\"user\",\"content\":\"\xff\"}]}"));  // bad UTF-8
+    // A number beyond double's range is nlohmann's out_of_range, not a parse_error (found by fuzz/).
+    const auto overflow = parse_chat_request("{\"messages\": [], \"temperature\": 1e400}");
+    ASSERT_FALSE(overflow);
+    EXPECT_EQ(overflow.error().http_status, 400);
+    EXPECT_EQ(overflow.error().code, "invalid_json");
 }
 
 TEST(ChatRequest, MessagesShape) {

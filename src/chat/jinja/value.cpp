@@ -9,6 +9,8 @@ namespace tempered::jinja {
 
 // ---- DictData --------------------------------------------------------------------------------------
 
+size_t DictData::size() const { return entries_.size(); }
+
 const Value* DictData::find(std::string_view key) const {
     auto it = string_index_.find(std::string(key));
     return it == string_index_.end() ? nullptr : &entries_[it->second].second;
@@ -245,9 +247,12 @@ std::string utf8_char_at(std::string_view s, size_t index) {
     return {};
 }
 
+// Steps as utf8_chars and utf8_char_at do, so that the three agree on invalid UTF-8 too (counting lead
+// bytes instead let an index run past utf8_chars' last character: found by fuzz/jinja_fuzzer).
 size_t utf8_length(std::string_view s) {
     size_t count = 0;
-    for (unsigned char c : s) count += (c & 0xC0) != 0x80;
+    for (size_t i = 0; i < s.size(); ++count)
+        i += std::min(utf8_sequence_length(static_cast<unsigned char>(s[i])), s.size() - i);
     return count;
 }
 

@@ -80,7 +80,7 @@ public:
     const Value* find(const Value& key) const;
     const Value* find(std::string_view key) const;
     void set(const Value& key, Value value);
-    size_t size() const { return entries_.size(); }
+    size_t size() const;  // out of line: clang needs Value complete to instantiate the pair's size
     const std::vector<std::pair<Value, Value>>& entries() const { return entries_; }
     size_t bytes() const { return bytes_; }
     int depth() const { return depth_; }

@@ -1,0 +1,42 @@
+// libFuzzer target for the request parsers of src/api: any body must come back from parse_chat_request /
+// parse_completion_request as a request or an ApiError, never crash or throw (an escaping exception is a
+// bug, so nothing here catches). A parsed request is also validated against a small vocabulary, and a
+// response_format json_schema is compiled into a grammar as the server does (src/grammar); a schema the
+// compiler refuses must do so with a SchemaError, never by crashing.
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "api/chat_request.h"
+#include "api/completion_request.h"
+#include "grammar/json_schema.h"
+
+namespace {
+
+constexpr tempered::api::ModelLimits kLimits{.vocab_size = 49152};
+
+// What the server does with a parsed response_format before generating.
+void compile_response_format(const tempered::api::ResponseFormat& format) {
+    using Kind = tempered::api::ResponseFormat::Kind;
+    if (format.kind != Kind::JsonSchema) return;
+    auto grammar = tempered::grammar::compile_json_schema(format.schema);
+    if (grammar && grammar->rule_alternatives.empty()) __builtin_trap();  // a grammar has its root rule
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+    const std::string_view body(reinterpret_cast<const char*>(data), size);
+    if (auto chat = tempered::api::parse_chat_request(body)) {
+        tempered::api::validate_chat_request(*chat, kLimits);
+        tempered::api::to_sampling_values(chat->generation.sampling);
+        compile_response_format(chat->generation.response_format);
+    } else if (chat.error().message.empty()) {
+        __builtin_trap();  // an error tells the client what was wrong
+    }
+    if (auto completion = tempered::api::parse_completion_request(body)) {
+        tempered::api::validate_completion_request(*completion, kLimits);
+        compile_response_format(completion->generation.response_format);
+    }
+    return 0;
+}
