@@ -138,11 +138,11 @@ ApiResult<Json> parse_json_object(std::string_view body) {
     Json json;
     try {
         json = Json::parse(body);
-    } catch (const Json::exception& error) {  // parse_error, and out_of_range for a number like 1e400
-        return invalid_request(std::string("We could not parse the JSON body of your request: ") + error.what(), "",
-                               "invalid_json");
     } catch (const Json::out_of_range&) {
         return number_overflow_error(body);  // valid JSON, but a number no double holds: name its field
+    } catch (const Json::exception& error) {  // parse_error, and anything else the parser throws
+        return invalid_request(std::string("We could not parse the JSON body of your request: ") + error.what(), "",
+                               "invalid_json");
     }
     if (!json.is_object()) {
         return invalid_request("The request body must be a JSON object, but got " + json_type_name(json) + ".", "",

@@ -133,7 +133,7 @@ TEST(ChatRequest, InvalidJsonAndWrongTopLevel) {
     const auto overflow = parse_chat_request("{\"messages\": [], \"temperature\": 1e400}");
     ASSERT_FALSE(overflow);
     EXPECT_EQ(overflow.error().http_status, 400);
-    EXPECT_EQ(overflow.error().code, "invalid_json");
+    EXPECT_EQ(overflow.error().param, "temperature");  // the field that holds it is named
 }
 
 TEST(ChatRequest, MessagesShape) {
