@@ -139,7 +139,7 @@ ApiResult<Json> parse_json_object(std::string_view body) {
     try {
         json = Json::parse(body);
     } catch (const Json::out_of_range&) {
-        return number_overflow_error(body);  // valid JSON, but a number no double holds: name its field
+        return number_overflow_error(body);   // valid JSON, but a number no double holds: name its field
     } catch (const Json::exception& error) {  // parse_error, and anything else the parser throws
         return invalid_request(std::string("We could not parse the JSON body of your request: ") + error.what(), "",
                                "invalid_json");

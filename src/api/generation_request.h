@@ -46,7 +46,7 @@ struct StreamOptions {
 struct GenerationRequest {
     std::string model;  // "" when omitted
     SamplingRequest sampling;
-    RequestedValue<int64_t> max_tokens;  // chat: max_completion_tokens, else max_tokens
+    RequestedValue<int64_t> max_tokens;           // chat: max_completion_tokens, else max_tokens
     std::string max_tokens_param = "max_tokens";  // the field max_tokens came from, for errors
     RequestedValue<int64_t> min_tokens;
     int n = 1;                      // choices per prompt, 1..16

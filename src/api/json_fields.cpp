@@ -87,9 +87,9 @@ ApiError number_overflow_error(std::string_view body) {
     }
     const std::string param = tracker.path();
     const std::string name = param.empty() ? "the request body" : "'" + param + "'";
-    return invalid_request("Invalid value for " + name +
-                               ": the number is out of range; JSON numbers must fit a double (about 1.8e308).",
-                           param, "invalid_value");
+    return invalid_request(
+        "Invalid value for " + name + ": the number is out of range; JSON numbers must fit a double (about 1.8e308).",
+        param, "invalid_value");
 }
 
 bool Range::contains(double value) const {

@@ -119,8 +119,7 @@ public:
         Clock::time_point stalled_at = Clock::now() + write_timeout_;
         while (sent < size) {
             const auto left = std::chrono::ceil<std::chrono::milliseconds>(stalled_at - Clock::now());
-            if (left.count() <= 0 || client_stalled() || !wait_for(fd_, POLLOUT, left) || !socket_alive(fd_))
-                return -1;
+            if (left.count() <= 0 || client_stalled() || !wait_for(fd_, POLLOUT, left) || !socket_alive(fd_)) return -1;
             const ssize_t now_sent = ::send(fd_, data + sent, size - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
             if (now_sent < 0 && errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK) return -1;
             if (now_sent <= 0) continue;
@@ -257,8 +256,8 @@ void answer_and_close(ConnectionStream& stream, const std::string& response, std
     const Clock::time_point until = Clock::now() + linger;
     std::array<char, 4096> discard{};
     while (true) {
-        const auto left = std::max(std::chrono::ceil<std::chrono::milliseconds>(until - Clock::now()),
-                                   std::chrono::milliseconds(0));
+        const auto left =
+            std::max(std::chrono::ceil<std::chrono::milliseconds>(until - Clock::now()), std::chrono::milliseconds(0));
         if (!wait_for(fd, POLLIN, left) || ::recv(fd, discard.data(), discard.size(), MSG_DONTWAIT) <= 0) break;
     }
 }
@@ -334,16 +333,15 @@ private:
         for (size_t remaining = keep_alive_max_count_; remaining > 0 && svr_sock_ != INVALID_SOCKET; --remaining) {
             const bool first = remaining == keep_alive_max_count_;
             // A new connection has its header timeout to start; an idle one, the keep-alive timeout.
-            const Clock::time_point wait_until = first ? request_began + options_.header_timeout
-                                                       : Clock::now() + options_.keep_alive_timeout;
+            const Clock::time_point wait_until =
+                first ? request_began + options_.header_timeout : Clock::now() + options_.keep_alive_timeout;
             if (!wait_for_request(stream, wait_until)) break;
             if (!first) request_began = Clock::now();
             stream.begin_request(request_began + options_.header_timeout);
             bool connection_closed = false;
-            ok = process_request(stream, /*close_connection=*/remaining == 1, connection_closed,
-                                 [&stream, this](httplib::Request&) {
-                                     stream.begin_body(Clock::now() + options_.body_timeout);
-                                 });
+            ok = process_request(
+                stream, /*close_connection=*/remaining == 1, connection_closed,
+                [&stream, this](httplib::Request&) { stream.begin_body(Clock::now() + options_.body_timeout); });
             if (stream.timed_out() != ReadDeadline::Phase::None) {
                 answer_timeout(stream);
                 break;

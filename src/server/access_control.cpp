@@ -10,9 +10,9 @@
 namespace tempered {
 namespace {
 
-constexpr std::array<std::string_view, 8> kProbePaths = {
-    "/health", "/health_generate", "/metrics", "/get_load", "/server_info", "/model_info", "/get_server_info",
-    "/get_model_info"};
+constexpr std::array<std::string_view, 8> kProbePaths = {"/health",          "/health_generate", "/metrics",
+                                                         "/get_load",        "/server_info",     "/model_info",
+                                                         "/get_server_info", "/get_model_info"};
 
 std::string_view trim(std::string_view text) {
     while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) text.remove_prefix(1);
@@ -41,8 +41,7 @@ bool valid_key_name(std::string_view name) {
 
 // A key travels in an HTTP header: visible ASCII only.
 bool valid_secret(std::string_view secret) {
-    return !secret.empty() &&
-           std::all_of(secret.begin(), secret.end(), [](char c) { return c > 0x20 && c < 0x7f; });
+    return !secret.empty() && std::all_of(secret.begin(), secret.end(), [](char c) { return c > 0x20 && c < 0x7f; });
 }
 
 Result<std::string> read_file(const std::string& path) {

@@ -11,15 +11,15 @@ void GuardedRoutes::route(std::string method, std::string_view path_pattern, htt
     known->second.push_back(method);
 
     const bool needs_key = access_.requires_key(path_pattern);
-    server_.route(std::move(method), path_pattern,
-                  [needs_key, &access = access_, &cors = cors_,
-                   handler = std::move(handler)](const http::HttpRequest& request) {
-                      std::optional<api::ApiError> refused = needs_key ? access.check(request) : std::nullopt;
-                      // Refused: the endpoint never runs, so nothing is submitted or counted.
-                      http::HttpResponse response = refused ? unauthorized_response(*refused) : handler(request);
-                      cors.decorate(request, response);
-                      return response;
-                  });
+    server_.route(
+        std::move(method), path_pattern,
+        [needs_key, &access = access_, &cors = cors_, handler = std::move(handler)](const http::HttpRequest& request) {
+            std::optional<api::ApiError> refused = needs_key ? access.check(request) : std::nullopt;
+            // Refused: the endpoint never runs, so nothing is submitted or counted.
+            http::HttpResponse response = refused ? unauthorized_response(*refused) : handler(request);
+            cors.decorate(request, response);
+            return response;
+        });
 }
 
 void GuardedRoutes::add_preflight_routes() {

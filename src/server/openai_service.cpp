@@ -267,8 +267,8 @@ api::ApiResult<GenerationOptions> OpenAiService::generation_options(const api::G
     if (prompt_length == 0) return api::invalid_request("the prompt is empty", prompt_param);
     if (auto error = check_prompt_tokens(settings_.limits, prompt_length, prompt_param)) return *error;
     // Chat's default is "up to the context"; legacy completions default to 16 tokens, as OpenAI's do.
-    auto chosen = choice_max_tokens(settings_.limits, generation, default_max_tokens.value_or(context - prompt_length),
-                                    prompts);
+    auto chosen =
+        choice_max_tokens(settings_.limits, generation, default_max_tokens.value_or(context - prompt_length), prompts);
     if (!chosen) return chosen.error();
     const int64_t max_tokens = *chosen;
     if (prompt_length >= context || prompt_length + max_tokens > context)

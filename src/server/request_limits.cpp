@@ -17,9 +17,8 @@ api::ApiError request_total_exceeded(const RequestLimits& limits, const api::Gen
                                      size_t prompts, const std::string& max_tokens_text) {
     const std::string param = total_param(generation, prompts);
     return api::invalid_request("Invalid value for '" + param + "': n (" + std::to_string(generation.n) +
-                                    ") x max_tokens (" + max_tokens_text + ") x prompts (" +
-                                    std::to_string(prompts) + ") exceeds this server's limit of " +
-                                    std::to_string(limits.max_request_tokens) +
+                                    ") x max_tokens (" + max_tokens_text + ") x prompts (" + std::to_string(prompts) +
+                                    ") exceeds this server's limit of " + std::to_string(limits.max_request_tokens) +
                                     " completion tokens per request (--max-request-tokens).",
                                 param, "invalid_value");
 }

@@ -71,8 +71,7 @@ public:
     // Waits up to `timeout` for `marker` in what the server sent.
     bool wait_for_text(const std::string& marker, std::chrono::milliseconds timeout) {
         const auto until = Clock::now() + timeout;
-        while (received_.find(marker) == std::string::npos && Clock::now() < until && !poll_closed(10ms)) {
-        }
+        while (received_.find(marker) == std::string::npos && Clock::now() < until && !poll_closed(10ms)) {}
         return received_.find(marker) != std::string::npos;
     }
     const std::string& received() const { return received_; }

@@ -100,9 +100,9 @@ TEST(ApiKeySources, RefusesUnreadableEmptyOrRepeatedKeysWithoutPrintingThem) {
 TEST(SecretsEqual, IsPlainEqualityWhateverTheLengths) {
     EXPECT_TRUE(secrets_equal("", ""));
     EXPECT_TRUE(secrets_equal("sk-abc", "sk-abc"));
-    EXPECT_FALSE(secrets_equal("sk-abc", "sk-abd"));   // last byte
-    EXPECT_FALSE(secrets_equal("sk-abc", "tk-abc"));   // first byte
-    EXPECT_FALSE(secrets_equal("sk-abc", "sk-ab"));    // a prefix
+    EXPECT_FALSE(secrets_equal("sk-abc", "sk-abd"));  // last byte
+    EXPECT_FALSE(secrets_equal("sk-abc", "tk-abc"));  // first byte
+    EXPECT_FALSE(secrets_equal("sk-abc", "sk-ab"));   // a prefix
     EXPECT_FALSE(secrets_equal("sk-ab", "sk-abc"));
     EXPECT_FALSE(secrets_equal("", "x"));
     EXPECT_FALSE(secrets_equal(std::string_view("ab\0", 3), "ab"));  // padding with zeros is not equality
@@ -134,8 +134,8 @@ TEST(AccessControl, ChecksTheBearerTokenAgainstEveryKey) {
     const AccessControl access(settings({{"alice", "sk-alice"}, {"key2", "sk-second"}}));
     EXPECT_FALSE(access.check(with_authorization("Bearer sk-alice")));
     EXPECT_FALSE(access.check(with_authorization("bearer   sk-second ")));
-    for (const char* refused : {"Bearer sk-alic", "Bearer sk-alice2", "Basic sk-alice", "sk-alice", "Bearer ",
-                                "Bearer sk-alice sk-second"}) {
+    for (const char* refused :
+         {"Bearer sk-alic", "Bearer sk-alice2", "Basic sk-alice", "sk-alice", "Bearer ", "Bearer sk-alice sk-second"}) {
         auto error = access.check(with_authorization(refused));
         ASSERT_TRUE(error) << refused;
         EXPECT_EQ(error->http_status, 401);
@@ -196,7 +196,9 @@ TEST(ClientLabels, TheFirstNDistinctValuesKeepTheirLabelTheRestAreOther) {
 
 TEST(ClientLabels, SanitizesToShortPrintableText) {
     EXPECT_EQ(ClientLabels::sanitize("  OpenAI/Python 1.52.0 "), "OpenAI/Python 1.52.0");
-    EXPECT_EQ(ClientLabels::sanitize("a\"b\\c\nd\x7f" "e\xc3\xa9"), "a_b_c_d_e__");
+    EXPECT_EQ(ClientLabels::sanitize("a\"b\\c\nd\x7f"
+                                     "e\xc3\xa9"),
+              "a_b_c_d_e__");
     EXPECT_EQ(ClientLabels::sanitize(std::string(500, 'x')), std::string(ClientLabels::kMaxLabelBytes, 'x'));
     EXPECT_EQ(ClientLabels::sanitize("   "), "unknown");
 }

@@ -7,8 +7,7 @@
 namespace tempered {
 namespace {
 
-api::GenerationRequest asking(std::optional<int64_t> max_tokens, int n = 1,
-                              std::string param = "max_tokens") {
+api::GenerationRequest asking(std::optional<int64_t> max_tokens, int n = 1, std::string param = "max_tokens") {
     api::GenerationRequest generation;
     if (max_tokens) generation.max_tokens = api::RequestedValue<int64_t>::of(*max_tokens);
     generation.n = n;
