@@ -82,7 +82,11 @@ public:
         deadline_.start(ReadDeadline::Phase::Header, deadline);
         timed_out_ = ReadDeadline::Phase::None;
         response_started_ = false;
+        close_after_response_ = false;
     }
+    // This request's body stays unread (its route's guard refused it): the connection cannot carry another.
+    void close_after_response() { close_after_response_ = true; }
+    bool closing() const { return close_after_response_; }
     void begin_body(Clock::time_point deadline) { deadline_.start(ReadDeadline::Phase::Body, deadline); }
     void end_reading() { deadline_.clear(); }
     // The phase whose deadline a read of this request missed; None if none did.
@@ -175,6 +179,7 @@ private:
     ReadDeadline deadline_;
     ReadDeadline::Phase timed_out_ = ReadDeadline::Phase::None;
     bool response_started_ = false;
+    bool close_after_response_ = false;
     uint64_t bytes_sent_ = 0;
     uint64_t bytes_taken_ = 0;  // of those, acknowledged by the client when last seen to grow
     Clock::time_point last_taken_at_ = Clock::now();
@@ -346,7 +351,7 @@ private:
                 answer_timeout(stream);
                 break;
             }
-            if (!ok || connection_closed) break;
+            if (!ok || connection_closed || stream.closing()) break;
         }
         return ok;
     }
@@ -402,7 +407,11 @@ struct HttpServer::Impl {
     int bound_port = -1;
 
     void configure();
-    void serve(const httplib::Request& in, std::string body, httplib::Response& out) const;
+    HttpRequest request_of(const httplib::Request& in) const;  // all but the body and path params
+    // `guard_passed`: the route's guard already let the request's headers through (serve_with_body).
+    void serve(const httplib::Request& in, std::string body, httplib::Response& out, bool guard_passed = false) const;
+    // The route's guard on the headers alone; true when it answered (and the body must stay unread).
+    bool refused_before_body(const httplib::Request& in, httplib::Response& out) const;
     void serve_with_body(const httplib::Request& in, httplib::Response& out,
                          const httplib::ContentReader& reader) const;
     void to_httplib(HttpResponse response, httplib::Response& out) const;
@@ -433,15 +442,13 @@ void HttpServer::Impl::to_httplib(HttpResponse response, httplib::Response& out)
         });
 }
 
-void HttpServer::Impl::serve(const httplib::Request& in, std::string body, httplib::Response& out) const {
+HttpRequest HttpServer::Impl::request_of(const httplib::Request& in) const {
     HttpRequest request;
     request.method = in.method;
     request.path = in.path;
-    request.body = std::move(body);
     request.remote_address = in.remote_addr;
     request.remote_port = in.remote_port;
     if (current_connection != nullptr) {
-        current_connection->end_reading();  // the handler's time is not the client's to keep short
         request.connection_probe = [fd = current_connection->socket()] { return socket_alive(fd); };
     }
     for (const auto& [name, value] : in.headers) {
@@ -452,7 +459,27 @@ void HttpServer::Impl::serve(const httplib::Request& in, std::string body, httpl
         request.headers.emplace(name, value);
     }
     for (const auto& [name, value] : in.params) request.query.emplace(name, value);
+    return request;
+}
 
+bool HttpServer::Impl::refused_before_body(const httplib::Request& in, httplib::Response& out) const {
+    Router::Match match = router.match(in.method, in.path);
+    if (match.outcome != Router::Outcome::Matched || !*match.guard) return false;
+    HttpRequest request = request_of(in);
+    request.path_params = std::move(match.path_params);
+    std::optional<HttpResponse> refused = (*match.guard)(request);
+    if (!refused) return false;
+    if (current_connection != nullptr) current_connection->close_after_response();
+    refused->headers.emplace("Connection", "close");
+    to_httplib(std::move(*refused), out);
+    return true;
+}
+
+void HttpServer::Impl::serve(const httplib::Request& in, std::string body, httplib::Response& out,
+                             bool guard_passed) const {
+    if (current_connection != nullptr) current_connection->end_reading();  // the handler's time is not the client's
+    HttpRequest request = request_of(in);
+    request.body = std::move(body);
     Router::Match match = router.match(in.method, in.path);
     HttpResponse response;
     switch (match.outcome) {
@@ -471,7 +498,9 @@ void HttpServer::Impl::serve(const httplib::Request& in, std::string body, httpl
         case Router::Outcome::Matched:
             request.path_params = std::move(match.path_params);
             try {
-                response = (*match.handler)(request);
+                std::optional<HttpResponse> refused;
+                if (!guard_passed && *match.guard) refused = (*match.guard)(request);
+                response = refused ? std::move(*refused) : (*match.handler)(request);
             } catch (const std::exception& error) {
                 response = render_error(500, std::string("internal error: ") + error.what());
             } catch (...) {
@@ -493,6 +522,7 @@ void HttpServer::Impl::serve_with_body(const httplib::Request& in, httplib::Resp
         serve(in, {}, out);
         return;
     }
+    if (refused_before_body(in, out)) return;
     std::string body;
     bool too_large = false;
     const bool read_ok = reader([&](const char* data, size_t size) {
@@ -520,7 +550,7 @@ void HttpServer::Impl::serve_with_body(const httplib::Request& in, httplib::Resp
         to_httplib(render_error(400, "Could not read the request body"), out);
         return;
     }
-    serve(in, std::move(body), out);
+    serve(in, std::move(body), out, /*guard_passed=*/true);
 }
 
 void HttpServer::Impl::configure() {
@@ -576,8 +606,8 @@ HttpServer::HttpServer(HttpServerOptions options) : impl_(std::make_unique<Impl>
 
 HttpServer::~HttpServer() { stop(); }
 
-void HttpServer::route(std::string method, std::string_view path_pattern, HttpHandler handler) {
-    impl_->router.add(std::move(method), path_pattern, std::move(handler));
+void HttpServer::route(std::string method, std::string_view path_pattern, HttpHandler handler, HttpGuard guard) {
+    impl_->router.add(std::move(method), path_pattern, std::move(handler), std::move(guard));
 }
 
 void HttpServer::set_error_renderer(ErrorRenderer renderer) { impl_->render_error = std::move(renderer); }

@@ -8,8 +8,10 @@
 // keep-alive connection holds its thread while idle, so size the pool for the clients' connection
 // pools, not for the number of requests in flight. Slow clients hold a thread only until their
 // request's deadline (header_timeout, body_timeout), idle ones until keep_alive_timeout, and a client
-// that stops reading until write_timeout; so a connection queued for a thread waits about one
-// header_timeout at most, even when slow clients hold every thread.
+// that stops reading until write_timeout; so slowloris clients holding every thread free them within
+// about one header_timeout. Not bounded: clients that keep many connections busy with complete, cheap
+// requests (a keep-alive /health every 29 s on each) hold their threads as any client may; against one
+// address, --max-connections-per-client; against many, a proxy or the pool size.
 #pragma once
 
 #include <chrono>
@@ -68,7 +70,8 @@ public:
     HttpServer& operator=(const HttpServer&) = delete;
 
     // Register before start(). Pattern segments `{name}` become HttpRequest::path_params.
-    void route(std::string method, std::string_view path_pattern, HttpHandler handler);
+    // `guard` (optional) runs before the body is read, see HttpGuard.
+    void route(std::string method, std::string_view path_pattern, HttpHandler handler, HttpGuard guard = {});
     void set_error_renderer(ErrorRenderer renderer);
 
     // Binds and starts accepting on a background thread; returns once connections are served.

@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -72,5 +73,10 @@ struct HttpResponse {
 };
 
 using HttpHandler = std::function<HttpResponse(const HttpRequest& request)>;
+
+// A check a route makes on the request line and headers alone, before the body is read (an API key: a
+// client without one must not make the server take in 32 MiB first). A response it returns is sent
+// instead of the handler's; when the body was left unread the connection closes after it.
+using HttpGuard = std::function<std::optional<HttpResponse>(const HttpRequest& request)>;
 
 }  // namespace tempered::http

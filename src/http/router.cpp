@@ -21,8 +21,8 @@ std::vector<std::string_view> split_path(std::string_view path) {
 
 }  // namespace
 
-void Router::add(std::string method, std::string_view pattern, HttpHandler handler) {
-    Route route{std::move(method), {}, std::move(handler)};
+void Router::add(std::string method, std::string_view pattern, HttpHandler handler, HttpGuard guard) {
+    Route route{std::move(method), {}, std::move(handler), std::move(guard)};
     for (const std::string_view part : split_path(pattern)) {
         const bool is_param = part.size() > 2 && part.front() == '{' && part.back() == '}';
         route.segments.push_back({std::string(is_param ? part.substr(1, part.size() - 2) : part), is_param});
@@ -55,6 +55,7 @@ Router::Match Router::match(std::string_view method, std::string_view path) cons
         if (route.method == route_method) {
             result.outcome = Outcome::Matched;
             result.handler = &route.handler;
+            result.guard = &route.guard;
             result.path_params = std::move(params);
             result.allowed_methods.clear();
             return result;

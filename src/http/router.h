@@ -15,12 +15,13 @@ namespace tempered::http {
 class Router {
 public:
     // Routes are tried in the order they were added; the first match wins.
-    void add(std::string method, std::string_view pattern, HttpHandler handler);
+    void add(std::string method, std::string_view pattern, HttpHandler handler, HttpGuard guard = {});
 
     enum class Outcome { Matched, NotFound, MethodNotAllowed };
     struct Match {
         Outcome outcome = Outcome::NotFound;
         const HttpHandler* handler = nullptr;  // set when Matched
+        const HttpGuard* guard = nullptr;      // set when Matched (it may be empty)
         std::map<std::string, std::string> path_params;
         std::vector<std::string> allowed_methods;  // set when MethodNotAllowed
     };
@@ -36,6 +37,7 @@ private:
         std::string method;
         std::vector<Segment> segments;
         HttpHandler handler;
+        HttpGuard guard;
     };
     static bool match_segments(const Route& route, const std::vector<std::string_view>& parts,
                                std::map<std::string, std::string>& params);

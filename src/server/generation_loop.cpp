@@ -129,6 +129,7 @@ void GenerationLoop::stream(http::StreamWriter& writer) {
         return;
     }
     if (end == End::EngineError) {
+        cancel();  // the other choices and prompts of the request stop too, and free their KV
         writer.write(api::sse_error(api::internal_error(engine_error_)));
         outcome_ = "error";
     } else if (job_.include_usage) {
@@ -148,8 +149,15 @@ http::HttpResponse GenerationLoop::whole(const http::HttpRequest& request) {
         abort();
         return api::to_http_response(api::invalid_request("the client disconnected"));
     }
-    if (end == End::TimedOut) return api::to_http_response(time_out());
+    if (end == End::TimedOut) {
+        http::HttpResponse response = api::to_http_response(time_out());
+        // The OpenAI SDKs retry a 408 by default: the request just ran for the whole timeout, so running it
+        // twice more would triple the costliest work there is. Both SDKs honour this header.
+        response.headers.emplace("x-should-retry", "false");
+        return response;
+    }
     if (end == End::EngineError) {
+        cancel();  // the other choices and prompts of the request stop too, and free their KV
         log_finished("error");
         return api::to_http_response(api::internal_error(engine_error_));
     }

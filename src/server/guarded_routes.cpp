@@ -10,16 +10,26 @@ void GuardedRoutes::route(std::string method, std::string_view path_pattern, htt
     if (known == methods_by_path_.end()) known = methods_by_path_.insert(known, {std::string(path_pattern), {}});
     known->second.push_back(method);
 
-    const bool needs_key = access_.requires_key(path_pattern);
+    // The key is checked on the headers, before the body is read; refused, the endpoint never runs, so
+    // nothing is submitted or counted.
+    http::HttpGuard key_check;
+    if (access_.requires_key(path_pattern))
+        key_check = [&access = access_, &cors = cors_](const http::HttpRequest& request) {
+            std::optional<http::HttpResponse> answer;
+            if (std::optional<api::ApiError> refused = access.check(request)) {
+                answer = unauthorized_response(*refused);
+                cors.decorate(request, *answer);
+            }
+            return answer;
+        };
     server_.route(
         std::move(method), path_pattern,
-        [needs_key, &access = access_, &cors = cors_, handler = std::move(handler)](const http::HttpRequest& request) {
-            std::optional<api::ApiError> refused = needs_key ? access.check(request) : std::nullopt;
-            // Refused: the endpoint never runs, so nothing is submitted or counted.
-            http::HttpResponse response = refused ? unauthorized_response(*refused) : handler(request);
+        [&cors = cors_, handler = std::move(handler)](const http::HttpRequest& request) {
+            http::HttpResponse response = handler(request);
             cors.decorate(request, response);
             return response;
-        });
+        },
+        std::move(key_check));
 }
 
 void GuardedRoutes::add_preflight_routes() {

@@ -271,7 +271,8 @@ api::ApiResult<GenerationOptions> OpenAiService::generation_options(const api::G
         choice_max_tokens(settings_.limits, generation, default_max_tokens.value_or(context - prompt_length), prompts);
     if (!chosen) return chosen.error();
     const int64_t max_tokens = *chosen;
-    if (prompt_length >= context || prompt_length + max_tokens > context)
+    // Compared without adding: max_tokens may be as large as int64 allows.
+    if (prompt_length >= context || max_tokens > context - prompt_length)
         return api::context_length_exceeded(context, prompt_length, max_tokens, prompt_param);
     GenerationOptions options;
     options.prompt = std::move(prompt);

@@ -97,6 +97,25 @@ def test_missing_or_wrong_key_is_401_and_nothing_runs(keyed):
     assert work_done(keyed) == before
 
 
+def test_a_refused_request_s_body_is_never_read(keyed):
+    # A keyless client declares a 30 MB body and sends only its headers: the 401 comes at once (not after
+    # the body or --body-timeout) and the connection closes, since the unread body cannot be skipped.
+    import socket
+    with socket.create_connection(("127.0.0.1", keyed.port), timeout=10) as client:
+        client.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                       b"Content-Length: 30000000\r\n\r\n" + b"{" * 1000)
+        started = time.monotonic()
+        answer = b""
+        while chunk := client.recv(65536):
+            answer += chunk
+        elapsed = time.monotonic() - started
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 401"), answer[:300]
+    assert b"connection: close" in head.lower()
+    assert json.loads(body)["error"]["code"] == "invalid_api_key"
+    assert elapsed < 2.0, elapsed
+
+
 def test_right_keys_work_with_the_openai_sdk(keyed):
     for key in SECRETS:
         client = openai.OpenAI(base_url=keyed.base_url + "/v1", api_key=key, max_retries=0, timeout=REQUEST_TIMEOUT_S)

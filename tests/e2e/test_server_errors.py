@@ -164,6 +164,9 @@ def test_context_length_exceeded_completion_counts_max_tokens(http):
     # A short prompt with a max_tokens beyond the context.
     assert_error(http.post("/v1/completions", json=completion_body("Hi", max_tokens=CONTEXT_LENGTH + 10)), 400,
                  code="context_length_exceeded", message_contains=CONTEXT_MESSAGE)
+    # The largest max_tokens int64 holds: prompt length + max_tokens must not wrap around past the check.
+    assert_error(http.post("/v1/completions", json=completion_body("Hi", max_tokens=2**63 - 1)), 400,
+                 code="context_length_exceeded", message_contains=CONTEXT_MESSAGE)
     # A prompt alone over the context, with no max_tokens.
     assert_error(http.post("/v1/completions", json=completion_body([1000] * (CONTEXT_LENGTH + 1))), 400,
                  code="context_length_exceeded", message_contains=CONTEXT_MESSAGE)

@@ -117,13 +117,13 @@ TEST(AccessControl, KeysProtectEverythingButTheProbes) {
     const AccessControl keyed(settings({{"a", "sk-a"}}));
     const AccessControl all(settings({{"a", "sk-a"}}, /*protect_all=*/true));
     for (const char* path : {"/v1/chat/completions", "/v1/completions", "/v1/models", "/v1/models/{model}",
-                             "/flush_cache", "/tokenize", "/detokenize", "/some_future_endpoint"}) {
+                             "/flush_cache", "/tokenize", "/detokenize", "/health_generate", "/some_future_endpoint"}) {
         EXPECT_FALSE(open.requires_key(path)) << path;
         EXPECT_TRUE(keyed.requires_key(path)) << path;
         EXPECT_TRUE(all.requires_key(path)) << path;
     }
-    for (const char* path : {"/health", "/health_generate", "/metrics", "/get_load", "/server_info", "/model_info",
-                             "/get_server_info", "/get_model_info"}) {
+    for (const char* path :
+         {"/health", "/metrics", "/get_load", "/server_info", "/model_info", "/get_server_info", "/get_model_info"}) {
         EXPECT_FALSE(open.requires_key(path)) << path;
         EXPECT_FALSE(keyed.requires_key(path)) << path;
         EXPECT_TRUE(all.requires_key(path)) << path;
