@@ -15,9 +15,17 @@ std::string repeat(std::string_view piece, size_t n) {
     return out;
 }
 
+// The count limits with the wall clock pushed far off: a test that expects one of them must see it under
+// the sanitizers too (~20x slower), not max_render_time, which only backs them up.
+JinjaLimits without_clock() {
+    JinjaLimits limits;
+    limits.max_render_time = std::chrono::hours(1);
+    return limits;
+}
+
 void expect_error_containing(const std::string& source, const std::string& needle,
                              const nlohmann::ordered_json& context = nlohmann::ordered_json::object()) {
-    const auto result = render_jinja(source, context);
+    const auto result = render_jinja(source, context, without_clock());
     ASSERT_FALSE(result.ok()) << source.substr(0, 200);
     EXPECT_NE(result.error().message.find(needle), std::string::npos) << result.error().message;
 }
@@ -41,7 +49,7 @@ double cpu_seconds() { return static_cast<double>(std::clock()) / CLOCKS_PER_SEC
 
 void expect_limit(const std::string& source, const std::string& limit_name) {
     const double start = cpu_seconds();
-    const auto result = render_jinja(source, nlohmann::ordered_json::object());
+    const auto result = render_jinja(source, nlohmann::ordered_json::object(), without_clock());
     const double elapsed = cpu_seconds() - start;
     ASSERT_FALSE(result.ok()) << source.substr(0, 200);
     EXPECT_NE(result.error().message.find(limit_name), std::string::npos) << result.error().message;
@@ -254,10 +262,104 @@ TEST(JinjaLimits, PassingALongStringAroundIsFree) {
     const auto result = render_jinja(
         "{% set big = 'x' * 4000000 %}{% set ns = namespace(n=0) %}{% for i in range(100000) %}{% set y = big %}"
         "{% set ns.last = y %}{% endfor %}{{ ns.last|length }}",
-        nlohmann::ordered_json::object());
+        nlohmann::ordered_json::object(), without_clock());
     ASSERT_TRUE(result.ok()) << result.error().message;
     EXPECT_EQ(result.value(), "4000000");
     EXPECT_LT(cpu_seconds() - start, kHostileTemplateSeconds);
+}
+
+// Tests read the whole string as the filters and methods do, and pay as they do: `s is lower` over a long
+// string in a loop is not free because it is a test.
+TEST(JinjaLimits, StringTestsAreCharged) {
+    const std::string big = "{% set big = 'a' * 400000 %}";
+    const std::string loop = "{% for i in range(100000) %}";
+    expect_limit(big + loop + "{% if big is lower %}{% endif %}{% endfor %}", "max_work_bytes");
+    expect_limit(big + loop + "{% if big is upper %}{% endif %}{% endfor %}", "max_work_bytes");
+    expect_limit(big + loop + "{% if big is eq big %}{% endif %}{% endfor %}", "max_work_bytes");
+    expect_limit(big + loop + "{% if big is ne big %}{% endif %}{% endfor %}", "max_work_bytes");
+    expect_limit(big + loop + "{% if big is ge big %}{% endif %}{% endfor %}", "max_work_bytes");
+    expect_limit(big + loop + "{% if 'b' is in big %}{% endif %}{% endfor %}", "max_work_bytes");
+    expect_limit(big + loop + "{% if [big] is sameas [big] %}{% endif %}{% endfor %}", "max_work_bytes");
+    // The scenario: a million tests on one long string.
+    expect_limit(
+        "{% set s = 'a' * 400000 %}{% for i in range(100000) %}{% for j in range(10) %}{% if s is lower %}"
+        "{% endif %}{% endfor %}{% endfor %}",
+        "max_work_bytes");
+}
+
+// A method looked up but not called (`s.upper`) holds the shared string: no copy, so nothing to charge.
+TEST(JinjaLimits, AnUncalledStringMethodCopiesNothing) {
+    const double start = cpu_seconds();
+    const auto result = render_jinja(
+        "{% set big = 'x' * 4000000 %}{% for i in range(100000) %}{% set m = big.upper %}{% if big.lower %}"
+        "{% endif %}{% endfor %}{{ m is callable }}",
+        nlohmann::ordered_json::object(), without_clock());
+    ASSERT_TRUE(result.ok()) << result.error().message;
+    EXPECT_EQ(result.value(), "True");
+    EXPECT_LT(cpu_seconds() - start, kHostileTemplateSeconds);
+}
+
+// A dict hashes a string key on every lookup and insert: a long key looked up in a loop pays for each.
+TEST(JinjaLimits, LongDictKeysAreCharged) {
+    const std::string setup = "{% set key = 'k' * 400000 %}{% set d = {key: 1} %}";
+    const std::string loop = "{% for i in range(100000) %}";
+    expect_limit(setup + loop + "{% set x = d[key] %}{% endfor %}", "max_work_bytes");
+    expect_limit(setup + loop + "{% set x = d.get(key) %}{% endfor %}", "max_work_bytes");
+    expect_limit(setup + loop + "{% set x = {key: i} %}{% endfor %}", "max_work_bytes");
+    expect_limit(setup + loop + "{% set x = dict(a=1)[key] %}{% endfor %}", "max_work_bytes");
+    // A non-string key is compared with each key in turn.
+    expect_limit(setup + "{% set t = {(key,): 1} %}" + loop + "{% set x = t[(key,)] %}{% endfor %}",
+                 "max_work_bytes");
+    // Short keys, as chat templates use them, stay cheap.
+    const auto result = render_jinja(
+        "{% set d = {'role': 'user'} %}{% set ns = namespace(x='') %}{% for i in range(10000) %}"
+        "{% set ns.x = d['role'] ~ d.role %}{% endfor %}{{ ns.x }}",
+        nlohmann::ordered_json::object(), without_clock());
+    ASSERT_TRUE(result.ok()) << result.error().message;
+    EXPECT_EQ(result.value(), "useruser");
+}
+
+// Whatever reads or copies an operand in proportion to its size pays for it, however cheap the call looks.
+TEST(JinjaLimits, OtherLongOperandsAreCharged) {
+    const std::string big = "{% set big = 'x' * 400000 %}";
+    const std::string loop = "{% for i in range(100000) %}";
+    // Output captured and thrown away on every iteration.
+    expect_limit(big + loop + "{% set c %}{{ big }}{% endset %}{% endfor %}", "max_work_bytes");
+    expect_limit(big + "{% macro m() %}{{ big }}{% endmacro %}" + loop + "{% set c = m() %}{% endfor %}",
+                 "max_work_bytes");
+    expect_limit(big + loop + "{% filter length %}{{ big }}{% endfilter %}{% endfor %}", "max_work_bytes");
+    // A list printed for a text filter or test.
+    const std::string list = "{% set l = ['x' * 1000] * 400 %}";
+    expect_limit(list + loop + "{% set s = l|string %}{% endfor %}", "max_work_bytes");
+    expect_limit(list + loop + "{% if l is lower %}{% endif %}{% endfor %}", "max_work_bytes");
+    expect_limit(big + loop + "{% if loop.changed(big) %}{% endif %}{% endfor %}", "max_work_bytes");
+    // A long list sliced, searched; a large dict's views.
+    const std::string numbers = "{% set l = range(100000)|list %}";
+    expect_limit(numbers + loop + "{% set x = l[1:] %}{% endfor %}", "max_work_bytes");
+    expect_limit(numbers + loop + "{% set x = l.count(-1) %}{% endfor %}", "max_work_bytes");
+    const std::string dict = "{% set d = dict(range(20000)|map('string')|batch(2)|list) %}";
+    expect_limit(dict + loop + "{% set x = d.items() %}{% endfor %}", "max_work_bytes");
+    expect_limit(dict + loop + "{% set x = d.keys() %}{% endfor %}", "max_work_bytes");
+    expect_limit(dict + loop + "{% set x = d|items %}{% endfor %}", "max_work_bytes");
+    expect_limit(dict + loop + "{% set x = d|dictsort %}{% endfor %}", "max_work_bytes");
+}
+
+// The wall clock backs the counts up: a loop within every count still stops at max_render_time.
+TEST(JinjaLimits, RenderTimeIsBounded) {
+    EXPECT_EQ(JinjaLimits{}.max_render_time, std::chrono::milliseconds(2000));
+    const auto parsed = ParsedJinja::parse("{% for i in range(100000) %}{% set x = (i * 2) ~ 'a' %}{% endfor %}ok");
+    ASSERT_TRUE(parsed.ok());
+    JinjaOptions options;
+    options.limits = without_clock();
+    const auto unhurried = parsed->render_checked(nlohmann::ordered_json::object(), options);
+    ASSERT_TRUE(unhurried.ok()) << unhurried.error().message;
+    EXPECT_EQ(unhurried.value(), "ok");
+    options.limits.max_render_time = std::chrono::milliseconds(1);
+    const auto hurried = parsed->render_checked(nlohmann::ordered_json::object(), options);
+    ASSERT_FALSE(hurried.ok());
+    EXPECT_TRUE(hurried.error().limit_exceeded);
+    EXPECT_NE(hurried.error().message.find("render time limit exceeded: max_render_time (1 ms)"), std::string::npos)
+        << hurried.error().message;
 }
 
 TEST(JinjaLimits, HugeIntegersFailCleanly) {

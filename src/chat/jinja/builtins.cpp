@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <ctime>
+#include <unordered_set>
 
 #include "chat/jinja/interpreter.h"
 #include "chat/jinja/strings.h"
@@ -62,7 +63,12 @@ Value sort_key(const Value& item, const Value* attribute, bool case_sensitive) {
     return ignore_case(key, case_sensitive);
 }
 
-void stable_sort(std::vector<Value>& items, const std::vector<Value>& keys, bool reverse) {
+// A sort compares each key about log2(n) times, each comparison reading up to the key's size.
+void stable_sort(Interpreter& interp, std::vector<Value>& items, const std::vector<Value>& keys, bool reverse) {
+    size_t key_bytes = 0, rounds = 1;
+    for (const Value& key : keys) key_bytes += key.approx_bytes();
+    while ((size_t{1} << rounds) < keys.size()) ++rounds;
+    interp.charge(key_bytes * rounds);
     std::vector<size_t> order(items.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
@@ -153,8 +159,9 @@ Value f_default(Interpreter&, const Value& v, CallArgs& args) {
     return v;
 }
 
-Value f_dictsort(Interpreter&, const Value& v, CallArgs& args) {
+Value f_dictsort(Interpreter& interp, const Value& v, CallArgs& args) {
     if (!v.is_dict()) fail("dictsort: value is not a mapping");
+    interp.charge(v.dict_data().size() * 3 * sizeof(Value));  // a tuple of two per entry
     const bool case_sensitive = bool_param(args, 0, "case_sensitive", false);
     const std::string by = string_param(args, 1, "by", "key");
     const bool reverse = bool_param(args, 2, "reverse", false);
@@ -164,7 +171,7 @@ Value f_dictsort(Interpreter&, const Value& v, CallArgs& args) {
         items.push_back(Value::list({k, val}, true));
         keys.push_back(ignore_case(by == "key" ? k : val, case_sensitive));
     }
-    stable_sort(items, keys, reverse);
+    stable_sort(interp, items, keys, reverse);
     return Value::list(std::move(items));
 }
 
@@ -244,9 +251,10 @@ Value f_int(Interpreter&, const Value& v, CallArgs& args) {
     return fallback;
 }
 
-Value f_items(Interpreter&, const Value& v, CallArgs&) {
+Value f_items(Interpreter& interp, const Value& v, CallArgs&) {
     if (v.is_undefined()) return Value::iterator({});
     if (!v.is_dict()) fail("Can only get item pairs from a mapping.");
+    interp.charge(v.dict_data().size() * 3 * sizeof(Value));  // a tuple of two per entry
     std::vector<Value> out;
     for (const auto& [k, val] : v.dict_data().entries()) out.push_back(Value::list({k, val}, true));
     return Value::iterator(std::move(out));
@@ -368,7 +376,7 @@ Value f_sort(Interpreter& interp, const Value& v, CallArgs& args) {
     auto items = as_list(interp, v);
     std::vector<Value> keys;
     for (const auto& item : items) keys.push_back(sort_key(item, attribute, case_sensitive));
-    stable_sort(items, keys, reverse);
+    stable_sort(interp, items, keys, reverse);
     return Value::list(std::move(items));
 }
 
@@ -763,13 +771,37 @@ Value g_strftime_now(Interpreter& interp, CallArgs& args) {
     return Value(std::string(buf, n));
 }
 
+// Filters that print their input and work on the text: a list or dict given to one is printed first.
+bool reads_input_as_text(const std::string& filter) {
+    static const std::unordered_set<std::string> text_filters = {
+        "capitalize", "center", "e",     "escape", "forceescape", "lower",  "upper",  "replace",
+        "safe",       "string", "title", "trim",   "truncate",    "indent", "format", "wordcount",
+    };
+    return text_filters.count(filter) > 0;
+}
+
+// What a test reads, charged as apply_filter charges a filter: `is lower` scans the string (as text, so any
+// value), `is eq` / `is in` compare as the operators do, `is sameas` prints both sides.
+size_t test_cost(const std::string& test, const Value& value, const CallArgs& args) {
+    if (test == "lower" || test == "upper") return value.approx_bytes() * kStringScanCost;
+    if (args.positional.empty()) return 0;
+    const Value& other = args.positional[0];
+    if (test == "in") return comparison_cost("in", value, other);
+    if (test == "sameas") return value.approx_bytes() + other.approx_bytes();
+    if (test == "eq" || test == "ne" || test == "lt" || test == "le" || test == "gt" || test == "ge")
+        return comparison_cost("==", value, other);
+    return 0;
+}
+
 }  // namespace
 
 Value apply_filter(Interpreter& interp, const std::string& name, const Value& value, CallArgs& args) {
     auto it = filters().find(name);
     if (it == filters().end()) fail("No filter named '" + name + "'.");
-    // String filters read the whole string (lists pay when iterated): a loop over a long one pays for it.
+    // String filters read the whole string (lists pay when iterated): a loop over a long one pays for it. A
+    // list or dict printed for a text filter pays as its printed text would.
     if (value.is_string()) interp.charge(value.as_string().size() * kStringScanCost);
+    if (!value.is_string() && reads_input_as_text(name)) interp.charge(value.approx_bytes() * kStringScanCost);
     return it->second(interp, value, args);
 }
 
@@ -778,6 +810,7 @@ bool apply_test(Interpreter& interp, const std::string& name, const Value& value
     const std::string& resolved = alias == test_aliases().end() ? name : alias->second;
     auto it = tests().find(resolved);
     if (it == tests().end()) fail("No test named '" + name + "'.");
+    interp.charge(test_cost(resolved, value, args));
     return it->second(interp, value, args);
 }
 

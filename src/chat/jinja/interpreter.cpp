@@ -21,13 +21,6 @@ struct DepthGuard {
     ~DepthGuard() { --depth; }
 };
 
-// Bytes a comparison may read: `in` scans the container (a dict looks its key up), the others read
-// both sides as far as the shorter one goes.
-size_t comparison_cost(const std::string& op, const Value& left, const Value& right) {
-    if (op == "in" || op == "not in") return right.is_dict() ? left.approx_bytes() : right.approx_bytes();
-    return std::min(left.approx_bytes(), right.approx_bytes());
-}
-
 std::shared_ptr<Scope> child_scope(const std::shared_ptr<Scope>& parent) {
     auto scope = std::make_shared<Scope>();
     scope->parent = parent;
@@ -46,6 +39,15 @@ struct ActiveInterpreter {
 };
 
 }  // namespace
+
+size_t comparison_cost(const std::string& op, const Value& left, const Value& right) {
+    if (op == "in" || op == "not in") return right.is_dict() ? left.approx_bytes() : right.approx_bytes();
+    return std::min(left.approx_bytes(), right.approx_bytes());
+}
+
+void charge_active_render(size_t bytes) {
+    if (active_interpreter) active_interpreter->charge(bytes);
+}
 
 void charge_character_split(size_t bytes) {
     if (active_interpreter) active_interpreter->charge(bytes * sizeof(std::string));
@@ -74,6 +76,7 @@ std::string Interpreter::render(const Template& tmpl, const Value& context) {
     }
     std::string out;
     const ActiveInterpreter active(this);
+    started_ = std::chrono::steady_clock::now();
     exec(tmpl.body, top, out);
     top->vars.clear();
     return out;
@@ -100,10 +103,21 @@ void Interpreter::charge(size_t bytes) {
 void Interpreter::count_step() {
     if (++steps_ > options_.limits.max_render_steps)
         fail_limit("render step limit exceeded" + limit_note("max_render_steps", options_.limits.max_render_steps));
+    // Reading the clock every step would cost more than most steps; every 4096th is within microseconds.
+    if (steps_ % 4096 == 0) check_render_time();
 }
 
-void Interpreter::append(std::string& out, std::string_view text) const {
+void Interpreter::check_render_time() const {
+    const auto limit = options_.limits.max_render_time;
+    if (std::chrono::steady_clock::now() - started_ <= limit) return;
+    fail_limit(cat({"render time limit exceeded: max_render_time (", std::to_string(limit.count()), " ms)"}));
+}
+
+void Interpreter::append(std::string& out, std::string_view text) {
     check_size(out.size() + text.size());
+    // Copying is work: output captured by {% set %}, a macro or a filter block is thrown away and rebuilt on
+    // every iteration of a loop, so max_output_bytes alone does not bound it.
+    charge(text.size());
     out += text;
 }
 
@@ -225,7 +239,9 @@ Value Interpreter::eval(const Expr& e, const std::shared_ptr<Scope>& scope) {
             case ExprKind::Slice: {
                 const Value object = eval(*e.children[0], scope);
                 const auto part = [&](size_t i) { return e.children[i] ? eval(*e.children[i], scope) : Value::none(); };
-                return get_slice(object, part(1), part(2), part(3));
+                Value slice = get_slice(object, part(1), part(2), part(3));
+                if (slice.is_list()) charge(slice.items().size() * sizeof(Value));  // strings pay as they split
+                return slice;
             }
             case ExprKind::Call: return eval_call(e, scope, nullptr);
             case ExprKind::Filter: return eval_filter(e, scope);

@@ -2,6 +2,7 @@
 // operator, lookup and statement. Filters, tests, methods and globals live in builtins.cpp.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -51,13 +52,15 @@ private:
     void exec_set(const Stmt& s, const std::shared_ptr<Scope>& scope);
     void assign_targets(const std::vector<std::string>& targets, const Value& value, Scope& scope);
     Value make_macro(const Stmt& s, const std::shared_ptr<Scope>& scope);
-    void append(std::string& out, std::string_view text) const;
+    void append(std::string& out, std::string_view text);
+    void check_render_time() const;  // fails past JinjaLimits::max_render_time
 
     JinjaOptions options_;
     std::shared_ptr<Scope> root_;
     size_t iterations_ = 0;
     size_t work_bytes_ = 0;
     size_t steps_ = 0;
+    std::chrono::steady_clock::time_point started_;  // when render() began, for max_render_time
     int macro_depth_ = 0;  // macro recursion
     int frames_ = 0;       // nested eval / exec calls, bounds the native stack
     const Value* filter_block_input_ = nullptr;
@@ -70,13 +73,16 @@ Value get_item(const Value& object, const Value& key);
 Value get_slice(const Value& object, const Value& start, const Value& stop, const Value& step);
 Value binary_op(const std::string& op, const Value& a, const Value& b, Interpreter& interp);
 bool contains(const Value& container, const Value& item);
+// Bytes a comparison may read (what the `==` operator and the eq / in tests are charged): `in` scans the
+// container (a dict looks its key up), the others read both sides as far as the shorter one goes.
+size_t comparison_cost(const std::string& op, const Value& left, const Value& right);
 [[noreturn]] void fail_undefined(const Value& undefined);
 
 // ---- builtins (builtins.cpp) ----
 Value apply_filter(Interpreter& interp, const std::string& name, const Value& value, CallArgs& args);
 bool apply_test(Interpreter& interp, const std::string& name, const Value& value, CallArgs& args);
 void install_globals(Scope& root);
-Value string_method(const std::string& s, const std::string& name);
+Value string_method(const Value& string, const std::string& name);
 std::string python_percent_format(Interpreter& interp, const std::string& format, const Value& args);
 std::string html_escape(const std::string& s);
 

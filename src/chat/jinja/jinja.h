@@ -41,6 +41,9 @@ struct JinjaLimits {
     size_t max_output_bytes = 4u << 20;      // rendered text, and any string or list built on the way
     size_t max_work_bytes = 256u << 20;      // bytes copied or scanned by strings and lists (bounds O(n^2) loops)
     size_t max_render_steps = 5'000'000;     // expressions and statements evaluated, macro calls included
+    // Wall-clock backstop, checked every few thousand steps: the counts above stop hostile templates in well
+    // under a second; this only catches an operation whose cost they miss. Legitimate templates take ms.
+    std::chrono::milliseconds max_render_time{2000};
 };
 
 struct JinjaOptions {

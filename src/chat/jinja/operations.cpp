@@ -22,7 +22,8 @@ Value unsafe_attribute(const Value& object, const std::string& name) {
 
 Value dict_method(const Value& dict, const std::string& name) {
     if (name == "items") {
-        return Value::function("items", [dict](Interpreter&, CallArgs&) {
+        return Value::function("items", [dict](Interpreter& in, CallArgs&) {
+            in.charge(dict.dict_data().size() * 3 * sizeof(Value));  // a tuple of two per entry
             std::vector<Value> out;
             for (const auto& [k, v] : dict.dict_data().entries()) out.push_back(Value::list({k, v}, true));
             return Value::list(std::move(out));
@@ -30,7 +31,8 @@ Value dict_method(const Value& dict, const std::string& name) {
     }
     if (name == "keys" || name == "values") {
         const bool keys = name == "keys";
-        return Value::function(name, [dict, keys](Interpreter&, CallArgs&) {
+        return Value::function(name, [dict, keys](Interpreter& in, CallArgs&) {
+            in.charge(dict.dict_data().size() * sizeof(Value));
             std::vector<Value> out;
             for (const auto& [k, v] : dict.dict_data().entries()) out.push_back(keys ? k : v);
             return Value::list(std::move(out));
@@ -56,8 +58,9 @@ Value dict_method(const Value& dict, const std::string& name) {
 Value list_method(const Value& list, const std::string& name) {
     if (name == "index" || name == "count") {
         const bool index = name == "index";
-        return Value::function(name, [list, index](Interpreter&, CallArgs& args) {
+        return Value::function(name, [list, index](Interpreter& in, CallArgs& args) {
             if (args.positional.empty()) fail(std::string(index ? "index" : "count") + "() takes at least 1 argument");
+            in.charge(comparison_cost("in", args.positional[0], list));  // compares with every item, as `in` does
             int64_t count = 0;
             const auto& items = list.items();
             for (size_t i = 0; i < items.size(); ++i) {
@@ -109,8 +112,9 @@ Value loop_attribute(const Value& loop, const std::string& name) {
     }
     if (name == "changed") {
         auto state = data.changed_state;
-        return Value::function("changed", [state](Interpreter&, CallArgs& args) {
+        return Value::function("changed", [state](Interpreter& in, CallArgs& args) {
             Value current = Value::list(args.positional);
+            in.charge(current.approx_bytes());  // compared with the previous arguments
             if (!state->empty() && values_equal((*state)[0], current)) return Value(false);
             state->assign(1, current);
             return Value(true);
@@ -140,7 +144,7 @@ Value get_attribute(const Value& object, const std::string& name) {
         }
         case Kind::Loop: return loop_attribute(object, name);
         case Kind::String: {
-            Value method = string_method(object.as_string(), name);
+            Value method = string_method(object, name);
             return method.is_function() ? method : missing_attribute(object, name);
         }
         case Kind::List: {

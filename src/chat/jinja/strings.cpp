@@ -360,7 +360,7 @@ std::string py_join(Interpreter& interp, const std::string& separator, const Val
 
 }  // namespace
 
-Value string_method(const std::string& s, const std::string& name) {
+Value string_method(const Value& string, const std::string& name) {
     using Fn = std::function<Value(Interpreter&, const std::string&, CallArgs&)>;
     static const std::unordered_map<std::string, Fn> methods = {
         {"strip", [](Interpreter&, const std::string& s,
@@ -442,9 +442,10 @@ Value string_method(const std::string& s, const std::string& name) {
     if (it == methods.end()) return Value();
     const Fn fn = it->second;
     // Every method reads the whole string at least once: a loop calling one on a long string pays for it.
-    return Value::function(name, [s, fn](Interpreter& in, CallArgs& args) {
-        in.charge(s.size() * kStringScanCost);
-        return fn(in, s, args);
+    // The closure holds the shared string, so that `s.upper` not called costs no copy of s.
+    return Value::function(name, [string, fn](Interpreter& in, CallArgs& args) {
+        in.charge(string.as_string().size() * kStringScanCost);
+        return fn(in, string.as_string(), args);
     });
 }
 

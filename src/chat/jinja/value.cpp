@@ -11,13 +11,17 @@ namespace tempered::jinja {
 
 size_t DictData::size() const { return entries_.size(); }
 
+// Lookups and inserts hash a string key, or compare a non-string one with every key in turn: a template
+// looking up a long key in a loop pays for each read (outside a render nothing is charged).
 const Value* DictData::find(std::string_view key) const {
-    auto it = string_index_.find(std::string(key));
+    charge_active_render(key.size());
+    auto it = string_index_.find(key);
     return it == string_index_.end() ? nullptr : &entries_[it->second].second;
 }
 
 const Value* DictData::find(const Value& key) const {
     if (key.is_string()) return find(std::string_view(key.as_string()));
+    charge_active_render(bytes_ + key.approx_bytes());
     for (const auto& [k, v] : entries_) {
         if (values_equal(k, key)) return &v;
     }
@@ -31,7 +35,8 @@ void DictData::set(const Value& key, Value value) {
     if (depth_ > kMaxValueDepth) fail_limit("value nesting too deep");
     bytes_ = saturating_add(bytes_, saturating_add(key.approx_bytes(), value.approx_bytes()));
     if (key.is_string()) {
-        auto it = string_index_.find(key.as_string());
+        charge_active_render(key.as_string().size());
+        auto it = string_index_.find(std::string_view(key.as_string()));
         if (it != string_index_.end()) {
             entries_[it->second].second = std::move(value);
             return;
@@ -40,6 +45,7 @@ void DictData::set(const Value& key, Value value) {
         entries_.emplace_back(key, std::move(value));
         return;
     }
+    charge_active_render(bytes_ + key.approx_bytes());
     for (auto& [k, v] : entries_) {
         if (values_equal(k, key)) {
             v = std::move(value);

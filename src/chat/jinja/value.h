@@ -89,7 +89,12 @@ private:
     std::vector<std::pair<Value, Value>> entries_;
     size_t bytes_ = 0;
     int depth_ = 1;
-    std::unordered_map<std::string, size_t> string_index_;
+    // Transparent, so that a lookup by string_view hashes the key in place instead of copying it first.
+    struct StringHash {
+        using is_transparent = void;
+        size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+    };
+    std::unordered_map<std::string, size_t, StringHash, std::equal_to<>> string_index_;
 };
 
 // State behind a for loop's `loop` variable; its attributes are computed on access.
@@ -233,6 +238,9 @@ size_t utf8_sequence_length(unsigned char lead);  // bytes of the character a le
 // Charges the render running on this thread for splitting `bytes` into characters (a std::string each, the
 // costliest step of most string methods); nothing outside a render. utf8_chars calls it.
 void charge_character_split(size_t bytes);
+// Charges the render running on this thread for `bytes` of work (hashing a dict key, say); nothing outside a
+// render, where DictData is built from the request's JSON.
+void charge_active_render(size_t bytes);
 // utf8_chars(s)[index] without splitting the rest of s; "" past the end.
 std::string utf8_char_at(std::string_view s, size_t index);
 
