@@ -308,8 +308,7 @@ TEST(JinjaLimits, LongDictKeysAreCharged) {
     expect_limit(setup + loop + "{% set x = {key: i} %}{% endfor %}", "max_work_bytes");
     expect_limit(setup + loop + "{% set x = dict(a=1)[key] %}{% endfor %}", "max_work_bytes");
     // A non-string key is compared with each key in turn.
-    expect_limit(setup + "{% set t = {(key,): 1} %}" + loop + "{% set x = t[(key,)] %}{% endfor %}",
-                 "max_work_bytes");
+    expect_limit(setup + "{% set t = {(key,): 1} %}" + loop + "{% set x = t[(key,)] %}{% endfor %}", "max_work_bytes");
     // Short keys, as chat templates use them, stay cheap.
     const auto result = render_jinja(
         "{% set d = {'role': 'user'} %}{% set ns = namespace(x='') %}{% for i in range(10000) %}"

@@ -61,8 +61,8 @@ private:
     size_t work_bytes_ = 0;
     size_t steps_ = 0;
     std::chrono::steady_clock::time_point started_;  // when render() began, for max_render_time
-    int macro_depth_ = 0;  // macro recursion
-    int frames_ = 0;       // nested eval / exec calls, bounds the native stack
+    int macro_depth_ = 0;                            // macro recursion
+    int frames_ = 0;                                 // nested eval / exec calls, bounds the native stack
     const Value* filter_block_input_ = nullptr;
     std::vector<std::shared_ptr<DictData>> namespaces_;  // cleared after render to break cycles
 };
