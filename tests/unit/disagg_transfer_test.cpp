@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <random>
 #include <thread>
@@ -266,12 +267,14 @@ TEST_F(DisaggTransfer, AnExportNobodyClaimsTimesOut) {
     server_config.timeout = 300ms;
     start_server();
     auto exporter = server->open_export(21);
-    bool ready_called = false;
+    // The room's result is set under its lock and the callback runs after, on the rooms' thread: poll() may see
+    // the result a moment before the callback has run.
+    std::atomic<bool> ready_called{false};
     exporter->deliver(prompt_of(20), random_kv(server_config.layout, 0, 20, 9), [&] { ready_called = true; });
     auto exported = wait_for_news([&] { return exporter->poll(); });
     ASSERT_TRUE(exported && !exported->ok());
     EXPECT_EQ(exported->error().message, "no decode server claimed room 21 within 0.3s");
-    EXPECT_TRUE(ready_called);
+    EXPECT_TRUE(eventually([&] { return ready_called.load(); }));
     EXPECT_EQ(metrics.failures(TransferRole::Prefill, TransferFailureReason::Timeout), 1);
 }
 
