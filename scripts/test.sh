@@ -12,6 +12,8 @@ export TEMPERED_REQUIRE_MODELS=1
 # Tiny random-weight Qwen3, Llama 3 and R1-template Qwen2 GGUFs (real vocabularies from the files above): regenerated, never
 # committed; model_tiny_families_test checks their sha256 against the one its llama.cpp reference recorded.
 .venv/bin/python scripts/fixtures/make_tiny_models.py --out build/tiny-models
+# Tiny DeepSeek-2 GGUFs (MLA with and without q_lora, MoE with sigmoid/softmax routing): tests/fixtures/model/deepseek2.
+.venv/bin/python scripts/fixtures/make_deepseek2_models.py --out build/tiny-models
 
 echo "== format (.clang-format): every tracked C++ file as clang-format-14 writes it"
 git ls-files '*.cpp' '*.h' | xargs clang-format-14 --dry-run --Werror
