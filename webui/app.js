@@ -3,14 +3,14 @@
 import { Api } from './api.js';
 import { ConversationStore } from './conversations.js';
 import { fillMessage, renderMessage, textElement } from './message_view.js';
-import { SamplingPanel } from './sampling_panel.js';
+import { ExtraFields, SamplingPanel } from './sampling_panel.js';
 import { ServerPanel } from './server_panel.js';
 
 const $ = (id) => document.getElementById(id);
 const KEY_STORAGE = 'tempered.apiKey';
 const THEME_STORAGE = 'tempered.theme';
 
-const state = { model: null, controller: null, store: null, sampling: null, server: null };
+const state = { model: null, controller: null, store: null, sampling: null, extra: null, server: null };
 const api = new Api(() => $('api-key').value.trim());
 
 // ---- theme, API key, narrow-screen panels
@@ -179,6 +179,8 @@ function apiMessages(messages) {
 }
 
 async function generate() {
+  const extra = state.extra.fields();
+  if (!extra) return setStatus('fix the request fields (JSON) first');
   const conversation = state.store.current();
   const history = apiMessages(conversation.messages);
   const reply = { role: 'assistant', content: '', streaming: true };
@@ -186,7 +188,7 @@ async function generate() {
   const item = renderMessage(reply, conversation.messages.length - 1, messageActions);
   $('messages').append(item);
   const body = { model: state.model, messages: history, stream_options: { include_usage: true },
-    ...state.sampling.requestFields() };
+    ...state.sampling.requestFields(), ...extra };
   state.controller = new AbortController();
   setBusy(true);
   const started = performance.now();
@@ -293,6 +295,7 @@ function init() {
   setUpChrome();
   state.store = new ConversationStore();
   state.sampling = new SamplingPanel($('sampling-rows'), $('greedy-badge'));
+  state.extra = new ExtraFields($('extra-json'), $('extra-json-error'));
   state.server = new ServerPanel($('server-stats'), $('defaults-table'), api);
   $('composer').addEventListener('submit', sendFromComposer);
   $('composer-input').addEventListener('keydown', (event) => {

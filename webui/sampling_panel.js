@@ -3,6 +3,7 @@
 // answer it shows the server's `"sampling"` report: each value used, its source, and what a policy or the
 // degeneration guard replaced. The choices persist in localStorage.
 const SETTINGS_KEY = 'tempered.sampling.v1';
+const EXTRA_KEY = 'tempered.extraFields.v1';
 
 // name, step and bounds of the number input, and whether the value is an integer.
 export const PARAMETERS = [
@@ -102,6 +103,36 @@ export class SamplingPanel {
       this.extraRows.append(line);
     }
     this.badge.hidden = !isGreedy(sampling);
+  }
+}
+
+// Other request fields as a JSON object typed by the user, kept in localStorage. Its keys are merged into
+// each request after the sampling values, so it can set anything the API takes.
+export class ExtraFields {
+  constructor(textarea, errorLine, storage = window.localStorage) {
+    this.textarea = textarea;
+    this.errorLine = errorLine;
+    this.storage = storage;
+    textarea.value = storage.getItem(EXTRA_KEY) || '';
+    textarea.addEventListener('input', () => {
+      storage.setItem(EXTRA_KEY, textarea.value);
+      this.fields();
+    });
+  }
+
+  // The object, or null (with the reason shown) when the text is not a JSON object.
+  fields() {
+    const text = this.textarea.value.trim();
+    this.errorLine.textContent = '';
+    if (!text) return {};
+    try {
+      const value = JSON.parse(text);
+      if (value && typeof value === 'object' && !Array.isArray(value)) return value;
+      this.errorLine.textContent = 'must be a JSON object';
+    } catch (error) {
+      this.errorLine.textContent = `not JSON: ${error.message}`;
+    }
+    return null;
   }
 }
 

@@ -29,7 +29,7 @@ TEST(WebUiFiles, ThePageItsScriptsAndTheDebianLibrariesAreEmbeddedWithTheirHashe
 
 TEST(WebUiFiles, ContentTypeFollowsTheExtension) {
     EXPECT_EQ(webui_content_type("index.html"), "text/html; charset=utf-8");
-    EXPECT_EQ(webui_content_type("app.js"), "text/javascript; charset=utf-8");
+    EXPECT_EQ(webui_content_type("app.js"), "application/javascript; charset=utf-8");
     EXPECT_EQ(webui_content_type("style.css"), "text/css; charset=utf-8");
     EXPECT_EQ(webui_content_type("blob.bin"), "application/octet-stream");
 }
@@ -40,7 +40,7 @@ TEST(WebUiFiles, ServedWithAnEtagAndRevalidatedWithA304) {
     const http::HttpResponse first = webui_file_response(script, request);
     EXPECT_EQ(first.status, 200);
     EXPECT_EQ(first.body, script.bytes);
-    EXPECT_EQ(first.content_type, "text/javascript; charset=utf-8");
+    EXPECT_EQ(first.content_type, "application/javascript; charset=utf-8");
     const std::string etag = first.headers.find("ETag")->second;
     EXPECT_EQ(etag, "\"" + std::string(script.sha256.substr(0, 32)) + "\"");
     EXPECT_EQ(first.headers.find("Cache-Control")->second, "no-cache");

@@ -1,0 +1,198 @@
+"""The web playground at `/` (webui/, src/server/webui_routes.cpp) in headless Chromium against the real
+server and model: it streams, stops (the server's running gauge returns to 0), shows each value's sampling
+source, keeps conversations across a reload, exports them, renders hostile model output as text, loads
+small and fast, and makes no request off this machine. The server runs with an API key, so the page's key
+field is exercised too; `--no-webui` turns `/` off.
+"""
+import json
+import time
+
+import pytest
+
+from helpers import model_args, running_server, wait_for_metric
+from webui_browser import Browser, find_browser
+
+API_KEY = "sk-webui-test"
+PREFERRED_TEMPERATURE = 0.6
+MAX_PAGE_BYTES = 500_000
+MAX_INTERACTIVE_MS = 300
+
+pytestmark = pytest.mark.skipif(find_browser() is None,
+                                reason="chromium and chromedriver are not installed (scripts/install_deps.sh)")
+
+
+@pytest.fixture(scope="module")
+def server_args():
+    return ["--api-key", API_KEY, "--preferred-sampling-params", json.dumps({"temperature": PREFERRED_TEMPERATURE})]
+
+
+@pytest.fixture(scope="module")
+def browser(server, tmp_path_factory):
+    pytest.importorskip("selenium")
+    downloads = tmp_path_factory.mktemp("webui-downloads")
+    browser = Browser(downloads)
+    browser.download_dir = downloads
+    try:
+        yield browser
+    finally:
+        browser.quit()
+
+
+def page_timings(browser):
+    return browser.js("""
+        const navigation = performance.getEntriesByType('navigation')[0];
+        const resources = performance.getEntriesByType('resource');
+        const ready = performance.getEntriesByName('webui-interactive')[0];
+        return {transferred: navigation.transferSize + resources.reduce((n, r) => n + r.transferSize, 0),
+                bodies: navigation.decodedBodySize + resources.reduce((n, r) => n + r.decodedBodySize, 0),
+                files: resources.length + 1, interactive_ms: ready ? ready.startTime : null,
+                dom_interactive_ms: navigation.domInteractive};""")
+
+
+def test_page_needs_no_key_loads_small_and_is_interactive_fast(server, browser):
+    assert server.get("/").status_code == 200
+    assert server.get("/v1/models").status_code == 401
+    browser.driver.execute_cdp_cmd("Network.enable", {})
+    browser.driver.execute_cdp_cmd("Network.setCacheDisabled", {"cacheDisabled": True})
+    browser.driver.get(server.base_url + "/")
+    browser.wait_for(lambda: "API key" in browser.by_id("status").text, what="the page to ask for the key")
+    # Best of three cold loads: the budget is the page's, not a busy CI machine's worst moment.
+    timings = []
+    for _ in range(3):
+        browser.open(server.base_url + "/", expect_model=False)
+        timings.append(page_timings(browser))
+    browser.driver.execute_cdp_cmd("Network.setCacheDisabled", {"cacheDisabled": False})
+    print("page timings:", timings)
+    assert all(t["bodies"] > 50_000 for t in timings), timings  # the libraries really were fetched
+    assert min(t["transferred"] for t in timings) <= MAX_PAGE_BYTES, timings
+    assert min(t["interactive_ms"] for t in timings) <= MAX_INTERACTIVE_MS, timings
+    browser.open(server.base_url + "/", api_key=API_KEY)
+    assert browser.by_id("model-name").text == "smollm2-135m-instruct"
+    browser.wait_for(lambda: browser.by_id("stat-KV-dtype").text == "f16", what="the server panel's metrics")
+
+
+def test_an_answer_streams_into_the_page(server, browser):
+    browser.set_parameter("max_tokens", 48)
+    browser.send("Tell me a short story about a lighthouse keeper.")
+    seen = set()
+
+    def partial_text_grew():
+        messages = browser.assistant_messages()
+        if messages and messages[-1]["streaming"] and messages[-1]["text"]:
+            seen.add(len(messages[-1]["text"]))
+        return len(seen) >= 2
+
+    browser.wait_for(partial_text_grew, what="two partial texts of the answer while it streams")
+    browser.wait_idle()
+    final = browser.assistant_messages()[-1]
+    assert len(final["text"]) > max(seen) - 1 and "finish:" in final["meta"], final
+    assert "TTFT" in final["meta"]
+    assert browser.by_id("stat-last-TTFT").text.endswith(" ms")
+
+
+def test_stop_cancels_the_request_on_the_server(server, browser):
+    browser.set_parameter("max_tokens", 4000)
+    browser.send("Write a very long essay about the history of the sea, with many chapters.")
+    browser.wait_for(lambda: (browser.assistant_messages()[-1:] or [{}])[0].get("text"), what="the first text")
+    assert server.metrics().value("vllm:num_requests_running") == 1
+    browser.by_id("stop").click()
+    browser.wait_idle(timeout=10)
+    assert browser.by_id("status").text == "stopped"
+    assert "finish: stopped" in browser.assistant_messages()[-1]["meta"]
+    running = wait_for_metric(server, "vllm:num_requests_running", lambda v: v == 0, timeout=10)
+    assert running == 0, "the server still runs the stopped request"
+
+
+def test_sampling_panel_shows_the_request_then_the_servers_source(server, browser):
+    browser.set_parameter("max_tokens", 6)
+    browser.set_parameter("temperature", 0.3)
+    browser.send("Hi")
+    browser.wait_idle()
+    report = browser.by_id("report-temperature")
+    assert report.text == "0.3 from request", report.text
+    assert browser.by_id("greedy-badge").get_attribute("hidden") is not None
+
+    browser.set_parameter("temperature", None)
+    browser.send("Hi again")
+    browser.wait_idle()
+    assert browser.by_id("report-temperature").text == f"{PREFERRED_TEMPERATURE} from preferred"
+    assert browser.by_id("report-top_p").text == "1 from default"
+
+    browser.set_parameter("temperature", 0)
+    browser.send("Once more")
+    browser.wait_idle()
+    assert browser.by_id("report-temperature").text == "0 from request"
+    assert browser.by_id("greedy-badge").is_displayed()
+    assert browser.js("return document.querySelector('#messages li.assistant:last-child .badge.greedy') !== null")
+    browser.set_parameter("temperature", None)
+
+
+def test_reload_finds_the_conversation_and_export_saves_it(server, browser):
+    before = browser.js("return document.querySelectorAll('#messages li').length")
+    browser.driver.refresh()
+    browser.open(server.base_url + "/")  # the key is remembered: no need to type it again
+    assert browser.js("return document.querySelectorAll('#messages li').length") == before
+    titles = [item.text for item in browser.driver.find_elements("css selector", "#chat-list li .open")]
+    assert titles and titles[0].startswith("Tell me a short story"), titles
+
+    browser.by_id("export-chat").click()
+    exported = browser.wait_for(lambda: list(browser.download_dir.glob("*.json")), what="the exported file")
+    time.sleep(0.2)  # the download is renamed into place before it is complete on some builds
+    conversation = json.loads(exported[0].read_text())
+    assert conversation["format"] == "tempered-conversation"
+    assert conversation["messages"][0] == {"role": "user", "content": "Tell me a short story about a lighthouse keeper."}
+    sources = [m["sampling"]["temperature"]["source"] for m in conversation["messages"] if m.get("sampling")]
+    assert "request" in sources and "preferred" in sources, sources
+
+
+def test_editing_a_message_branches_the_conversation(server, browser):
+    count = len(browser.driver.find_elements("css selector", "#chat-list li"))
+    browser.set_parameter("max_tokens", 4)
+    browser.driver.find_element("css selector", "#messages li.user .edit").click()
+    box = browser.driver.find_element("css selector", "#messages .edit-box")
+    box.clear()
+    box.send_keys("A branch question")
+    browser.driver.find_element("css selector", "#messages .branch-send").click()
+    browser.wait_idle()
+    titles = [item.text for item in browser.driver.find_elements("css selector", "#chat-list li .open")]
+    assert len(titles) == count + 1 and titles[0].endswith("(branch)"), titles
+    users = browser.js("return [...document.querySelectorAll('#messages li.user .body')].map(b => b.textContent)")
+    assert users == ["A branch question"]
+
+
+HOSTILE = ("<script>document.title='pwned-script'</script> "
+           "<img src=x onerror=document.title='pwned-img'> "
+           "[click me](javascript:document.title='pwned-link')")
+
+
+def test_hostile_model_output_renders_as_text(server, browser):
+    # The grammar forces the model to generate exactly this string (as a JSON string): real model output.
+    browser.set_parameter("max_tokens", 200)
+    browser.set_extra_fields({"response_format": {"type": "json_schema", "json_schema": {
+        "name": "hostile", "schema": {"type": "string", "const": HOSTILE}}}})
+    title = browser.driver.title
+    browser.send("Say it.")
+    browser.wait_idle()
+    browser.set_extra_fields(None)
+    answer = browser.assistant_messages()[-1]["text"]
+    assert "<script>document.title='pwned-script'</script>" in answer, answer
+    assert "<img src=x onerror=" in answer
+    time.sleep(0.3)
+    assert browser.driver.title == title
+    last = "#messages li.assistant:last-child .body"
+    assert browser.js(f"return document.querySelectorAll('{last} script, {last} img').length") == 0
+    assert browser.js(f"return [...document.querySelectorAll('{last} a')]"
+                      ".filter(a => !/^https?:|^mailto:/.test(a.getAttribute('href'))).length") == 0
+
+
+def test_no_request_left_the_machine(server, browser):
+    assert browser.collect_requests() is not None
+    assert len(browser.requested_urls) > 10
+    assert browser.foreign_requests() == []
+
+
+def test_no_webui_turns_the_page_off():
+    with running_server(model_args() + ["--no-webui"], name="no-webui") as server:
+        assert server.get("/").status_code == 404
+        assert server.get("/webui/app.js").status_code == 404
+        assert server.get("/health").status_code == 200
