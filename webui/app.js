@@ -118,6 +118,7 @@ function renderAll() {
   renderMessages();
   const last = (state.store.current() || { messages: [] }).messages.filter((m) => m.role === 'assistant').pop();
   if (last) state.sampling.showReport(last.sampling);
+  state.server.showTtft(last && Number.isFinite(last.ttft_ms) ? last.ttft_ms : null);
 }
 
 function startEdit(index) {
@@ -309,7 +310,6 @@ function init() {
   });
   $('export-chat').addEventListener('click', exportCurrent);
   renderAll();
-  state.server.showTtft(null);
   document.body.dataset.ready = 'true';
   performance.mark('webui-interactive');
   loadModel();

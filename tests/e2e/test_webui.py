@@ -5,11 +5,13 @@ small and fast, and makes no request off this machine. The server runs with an A
 field is exercised too; `--no-webui` turns `/` off.
 """
 import json
+import os
 import time
+from pathlib import Path
 
 import pytest
 
-from helpers import model_args, running_server, wait_for_metric
+from helpers import REPO, model_args, model_path, running_server, wait_for_metric
 from webui_browser import Browser, find_browser
 
 API_KEY = "sk-webui-test"
@@ -183,6 +185,63 @@ def test_hostile_model_output_renders_as_text(server, browser):
     assert browser.js(f"return document.querySelectorAll('{last} script, {last} img').length") == 0
     assert browser.js(f"return [...document.querySelectorAll('{last} a')]"
                       ".filter(a => !/^https?:|^mailto:/.test(a.getAttribute('href'))).length") == 0
+
+
+def test_a_loop_the_guard_reports_is_marked_in_the_text(server, browser):
+    # Greedy SmolLM2 answers this with "la Femme, la Femme, ..." (test_degeneration_guard.py); the default
+    # guard flags it.
+    browser.by_id("new-chat").click()
+    browser.set_parameter("temperature", 0)
+    browser.set_parameter("max_tokens", 200)
+    browser.send("What is the capital of France?")
+    browser.wait_idle()
+    browser.set_parameter("temperature", None)
+    last = "#messages li.assistant:last-child"
+    note = browser.driver.find_element("css selector", f"{last} .degeneration").text
+    assert "loop detected at token" in note and "action flag" in note, note
+    marked = browser.wait_for(lambda: browser.js(f"const m = document.querySelector('{last} mark.loop');"
+                                                 "return m && m.textContent"), what="the marked loop")
+    assert "la Femme, la Femme" in marked, marked
+
+
+def open_other_server(browser, other):
+    browser.open(other.base_url + "/")
+    browser.set_parameter("temperature", 0)
+
+
+def test_reasoning_is_folded_above_the_answer(browser):
+    # A tiny random-weight model with DeepSeek-R1's template (scripts/fixtures/make_tiny_models.py).
+    tiny = Path(os.environ.get("TEMPERED_TINY_MODEL_DIR", REPO / "build" / "tiny-models")) / "tiny-r1-qwen2.gguf"
+    if not tiny.is_file():
+        pytest.skip(f"{tiny} is absent (scripts/fixtures/make_tiny_models.py --out build/tiny-models)")
+    with running_server(["--model", str(tiny), "--served-model-name", "tiny-r1", "--reasoning-budget", "12"],
+                        name="webui-r1") as r1:
+        open_other_server(browser, r1)
+        browser.set_parameter("max_tokens", 24)
+        browser.send("Think first.")
+        browser.wait_idle()
+        last = "#messages li.assistant:last-child"
+        folded = browser.js(f"const d = document.querySelector('{last} > details.reasoning');"
+                            "return d && {open: d.open, text: d.querySelector('.body').textContent,"
+                            "first: d === d.parentElement.querySelector('details, .body')}")
+        assert folded and not folded["open"] and folded["text"] and folded["first"], folded
+
+
+def test_tool_calls_are_cards_with_their_arguments(browser):
+    qwen = model_path("qwen2.5-coder-0.5b-instruct-q4_k_m.gguf", "qwen2.5-coder-0.5b-instruct")
+    weather = {"type": "function", "function": {"name": "get_weather", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
+    with running_server(["--model", str(qwen), "--served-model-name", "qwen"], name="webui-qwen") as other:
+        open_other_server(browser, other)
+        browser.set_parameter("max_tokens", 40)
+        browser.set_extra_fields({"tools": [weather], "tool_choice": "required"})
+        browser.send("What is the weather in Lima?")
+        browser.wait_idle()
+        browser.set_extra_fields(None)
+        card = browser.driver.find_element("css selector", "#messages li.assistant:last-child .tool-call")
+        assert card.find_element("css selector", "h3").text == "tool call: get_weather"
+        arguments = json.loads(card.find_element("css selector", "pre").text)
+        assert isinstance(arguments["city"], str) and arguments["city"], arguments
 
 
 def test_no_request_left_the_machine(server, browser):

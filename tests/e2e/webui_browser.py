@@ -46,6 +46,11 @@ class Browser:
                                     {"behavior": "allow", "downloadPath": str(download_dir)})
         self.requested_urls = []
 
+    def emulate_phone(self, width, height):
+        """A phone's viewport (a headless window is never narrower than 500 px)."""
+        self.driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                                    {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": True})
+
     def quit(self):
         self.driver.quit()
 
@@ -101,7 +106,8 @@ class Browser:
             field.send_keys(api_key)
             self.js("arguments[0].dispatchEvent(new Event('change'))", field)
         if expect_model:
-            self.wait_for(lambda: self.by_id("model-name").text, what="the model's name")
+            self.wait_for(lambda: self.js("return document.getElementById('model-name').textContent"),
+                          what="the model's name")
 
     def set_parameter(self, name, value=None):
         """Sets a sampling parameter to an explicit value, or (value None) back to the server's default."""
