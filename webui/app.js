@@ -35,12 +35,23 @@ function setUpChrome() {
     localStorage.setItem(KEY_STORAGE, $('api-key').value.trim());
     loadModel();
   });
-  for (const [buttonId, panelId] of [['toggle-chats', 'chats'], ['toggle-side', 'side']]) {
+  const folding = [['toggle-chats', 'chats'], ['toggle-side', 'side']];
+  for (const [buttonId, panelId] of folding) {
     $(buttonId).addEventListener('click', () => {
       const open = $(panelId).classList.toggle('open');
       $(buttonId).setAttribute('aria-expanded', String(open));
     });
   }
+  // At phone width the panels cover the chat: Escape folds them and returns to the button that opened one.
+  document.addEventListener('keydown', (event) => {
+    if (event.key !== 'Escape') return;
+    for (const [buttonId, panelId] of folding) {
+      if (!$(panelId).classList.contains('open')) continue;
+      $(panelId).classList.remove('open');
+      $(buttonId).setAttribute('aria-expanded', 'false');
+      $(buttonId).focus();
+    }
+  });
 }
 
 function setStatus(text) {

@@ -70,6 +70,11 @@ def test_page_needs_no_key_loads_small_and_is_interactive_fast(server, browser):
     assert min(t["interactive_ms"] for t in timings) <= MAX_INTERACTIVE_MS, timings
     browser.open(server.base_url + "/", api_key=API_KEY)
     assert browser.by_id("model-name").text == "smollm2-135m-instruct"
+    # Every control has a name a screen reader reads (a <label for>, aria-label, or its own text).
+    unnamed = browser.js("""return [...document.querySelectorAll('input, select, textarea, button')]
+        .filter(e => !(e.labels && e.labels.length) && !e.getAttribute('aria-label') && !e.textContent.trim())
+        .map(e => e.outerHTML.slice(0, 80));""")
+    assert unnamed == [], unnamed
     browser.wait_for(lambda: browser.by_id("stat-KV-dtype").text == "f16", what="the server panel's metrics")
 
 
