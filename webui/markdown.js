@@ -8,8 +8,10 @@ const SAFE_LINK = /^(https?:|mailto:)/i;
 
 let configured = false;
 
+const ENTITIES = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+
 function escapeHtml(text) {
-  return String(text).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]);
+  return String(text).replace(/[&<>"']/g, (c) => ENTITIES[c]);
 }
 
 function configure() {
@@ -64,7 +66,12 @@ const KEYWORDS = new Set(('if else elif for while do return function def class s
   'public private protected static void int float double char bool auto template typename namespace ' +
   'true false True False None null nullptr undefined this self echo then fi done esac local')
   .split(' '));
-const TOKEN = /(\/\/[^\n]*|#[^\n]*|\/\*[\s\S]*?\*\/)|("(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*'|`(?:\\.|[^`\\])*`)|(\b\d+(?:\.\d+)?\b)|([A-Za-z_]\w*)/g;
+const TOKEN = new RegExp([
+  /(\/\/[^\n]*|#[^\n]*|\/\*[\s\S]*?\*\/)/.source,  // comments
+  /("(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*'|`(?:\\.|[^`\\])*`)/.source,  // strings
+  /(\b\d+(?:\.\d+)?\b)/.source,  // numbers
+  /([A-Za-z_]\w*)/.source,  // words, some of them keywords
+].join('|'), 'g');
 
 export function highlightCode(codeElement) {
   const code = codeElement.textContent;

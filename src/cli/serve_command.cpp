@@ -328,7 +328,7 @@ int serve(const ServeOptions& options) {
     if (cors.enabled()) log.info("CORS: allowed origins " + options.allowed_origins);
     if (auto started = server.start(); !started) return fail(started.error());
     log.info("serving " + settings->served_model_name + " on http://" + options.host + ":" +
-             std::to_string(server.port()));
+             std::to_string(server.port()) + (options.no_webui ? "" : " (web playground at /)"));
     serve_until_signal(options, signals, service, engine, server, log);
     return 0;
 }
