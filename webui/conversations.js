@@ -8,6 +8,12 @@ export class ConversationStore {
   constructor(storage = window.localStorage) {
     this.storage = storage;
     this.conversations = readJson(storage.getItem(STORAGE_KEY), []);
+    // An answer saved while it streamed (the page closed mid-answer) is over: keep what came.
+    for (const message of this.conversations.flatMap((c) => c.messages || [])) {
+      if (!message.streaming) continue;
+      delete message.streaming;
+      message.finish_reason = message.finish_reason || 'interrupted';
+    }
     this.currentId = storage.getItem(CURRENT_KEY);
     if (!this.get(this.currentId)) this.currentId = this.conversations[0] ? this.conversations[0].id : null;
   }
