@@ -5,6 +5,7 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config python3 python3-venv python3-pip unzip
   nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
   libcpp-httplib-dev clang clang-format-14 libclang-rt-14-dev prometheus
+  libjs-marked node-dompurify chromium chromium-driver
 )
 missing=()
 for package in "${packages[@]}"; do

@@ -31,6 +31,7 @@
 #include "server/request_log.h"
 #include "server/sampling_settings.h"
 #include "server/serving_metrics.h"
+#include "server/webui_routes.h"
 #include "toolcalls/tool_call_parser.h"
 
 namespace tempered {
@@ -53,6 +54,7 @@ struct ServeOptions {
     double drain_timeout = 30.0;
     SamplingFlags sampling;
     bool no_report_sampling = false;
+    bool no_webui = false;  // --no-webui: no playground at /
     std::string log_format = "text";
     std::string tool_call_parser;      // "" = the config file's, else auto
     std::string tool_call_validation;  // "" = the config file's, else constrain
@@ -320,12 +322,13 @@ int serve(const ServeOptions& options) {
     server.set_error_renderer(api::http_error_response);
     GuardedRoutes routes(server, access, cors);
     service.register_routes(routes);
+    if (!options.no_webui) register_webui_routes(routes);
     routes.add_preflight_routes();
     log.info(access.describe());
     if (cors.enabled()) log.info("CORS: allowed origins " + options.allowed_origins);
     if (auto started = server.start(); !started) return fail(started.error());
     log.info("serving " + settings->served_model_name + " on http://" + options.host + ":" +
-             std::to_string(server.port()));
+             std::to_string(server.port()) + (options.no_webui ? "" : " (web playground at /)"));
     serve_until_signal(options, signals, service, engine, server, log);
     return 0;
 }
@@ -416,6 +419,7 @@ void add_serve_command(CLI::App& app, int& exit_code) {
                         "degeneration_guard)");
     command->add_flag("--no-report-sampling", options->no_report_sampling,
                       "do not add the \"sampling\" report to responses");
+    command->add_flag("--no-webui", options->no_webui, "serve no web playground at /");
     command->add_option("--log-format", options->log_format, "text or json")->capture_default_str();
     command->add_option("--tool-call-parser", options->tool_call_parser,
                         "how tool calls are read from chat answers: auto (from the chat template; default), "

@@ -32,6 +32,15 @@ void GuardedRoutes::route(std::string method, std::string_view path_pattern, htt
         std::move(key_check));
 }
 
+void GuardedRoutes::page(std::string_view path_pattern, http::HttpHandler handler) {
+    methods_by_path_.push_back({std::string(path_pattern), {"GET"}});
+    server_.route("GET", path_pattern, [&cors = cors_, handler = std::move(handler)](const http::HttpRequest& request) {
+        http::HttpResponse response = handler(request);
+        cors.decorate(request, response);
+        return response;
+    });
+}
+
 void GuardedRoutes::add_preflight_routes() {
     if (!cors_.enabled()) return;
     for (const auto& [path, methods] : methods_by_path_)

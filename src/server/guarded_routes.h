@@ -22,6 +22,9 @@ public:
         : server_(server), access_(access), cors_(cors) {}
 
     void route(std::string method, std::string_view path_pattern, http::HttpHandler handler);
+    // A GET route a browser navigates to (the web UI's page and assets): never behind a key, since a
+    // navigation carries no Authorization header and the page holds no data; CORS as every route.
+    void page(std::string_view path_pattern, http::HttpHandler handler);
     // Once every route is in: one OPTIONS route per path for preflights (none while CORS is off).
     void add_preflight_routes();
 
