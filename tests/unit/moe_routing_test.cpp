@@ -176,5 +176,37 @@ TEST(MoeConfigRead, RefusesInconsistentOrUnsupportedFiles) {
                   .find("only deepseek2"),
               std::string::npos);
 }
+// read_model_config fills ModelConfig::experts, and a dense file leaves it empty.
+TEST(MoeConfigRead, ModelConfigCarriesTheExperts) {
+    const auto llama_keys = [](GgufWriter writer, const std::string& arch) {
+        writer.u32(arch + ".block_count", 2)
+            .u32(arch + ".embedding_length", 64)
+            .u32(arch + ".feed_forward_length", 128)
+            .u32(arch + ".attention.head_count", 4)
+            .u32(arch + ".context_length", 256)
+            .f32(arch + ".attention.layer_norm_rms_epsilon", 1e-6f)
+            .tensor({"token_embd.weight", {64, 10}, 0, std::vector<uint8_t>(64 * 10 * 4), {}});
+        return writer;
+    };
+    const auto dense_bytes = llama_keys(GgufWriter().string("general.architecture", "llama"), "llama").bytes();
+    auto dense = GgufFile::parse(dense_bytes);
+    ASSERT_TRUE(dense.ok()) << dense.error().message;
+    auto dense_config = read_model_config(*dense, RopeStyle::AdjacentPairs);
+    ASSERT_TRUE(dense_config.ok()) << dense_config.error().message;
+    EXPECT_FALSE(dense_config->experts.has_value());
+
+    const auto mixtral_bytes = llama_keys(GgufWriter()
+                                              .string("general.architecture", "llama")
+                                              .u32("llama.expert_count", 8)
+                                              .u32("llama.expert_used_count", 2),
+                                          "llama")
+                                   .bytes();
+    auto mixtral = GgufFile::parse(mixtral_bytes);
+    ASSERT_TRUE(mixtral.ok()) << mixtral.error().message;
+    auto mixtral_config = read_model_config(*mixtral, RopeStyle::AdjacentPairs);
+    ASSERT_FALSE(mixtral_config.ok());
+    EXPECT_NE(mixtral_config.error().message.find("llama with experts"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace tempered
