@@ -1,6 +1,7 @@
 #include "models/moe_ffn.h"
 
 #include <algorithm>
+#include <atomic>
 
 #include "kernels/cpu/dequantize.h"
 #include "kernels/cpu/ops.h"
@@ -153,35 +154,47 @@ void MoeFeedForward::gather(const float* normed, int64_t dim, ThreadPool& pool) 
     });
 }
 
-// Per active expert: its rows through gate and up (one matmul_many); SwiGLU over every row at once; then
-// per active expert, down. Inactive experts are not touched, so their weights are not read.
-void MoeFeedForward::run_experts(const MoeLayerWeights& weights, ThreadPool& pool) {
-    const auto rows = static_cast<int64_t>(row_token_.size());
+// Expert e's rows through gate and up (one matmul_many), SwiGLU, then down, on `pool`.
+void MoeFeedForward::run_expert(const MoeLayerWeights& weights, size_t e, ThreadPool& pool) {
+    const int64_t first = expert_begin_[e];
+    const int64_t count = expert_begin_[e + 1] - first;
     const int64_t width = config_.expert_ffn_dim;
     const int64_t dim = weights.router.cols;
-    gate_.resize(static_cast<size_t>(rows * width));
+    float* gate = &gate_[static_cast<size_t>(first * width)];
+    const WeightMatrix* projections[] = {&weights.gate[e], &weights.up[e]};
+    float* const outputs[] = {gate, &up_[static_cast<size_t>(first * width)]};
+    matmul_many(projections, &gathered_[static_cast<size_t>(first * dim)], count, outputs, pool);
+    swiglu(gate, outputs[1], gate, count * width);
+    matmul(weights.down[e], gate, count, &expert_out_[static_cast<size_t>(first * dim)], pool);
+}
+
+// Every active expert once; inactive experts are not touched, so their weights are not read. With many
+// active experts (batched decode: a few tokens each), the threads take whole experts in turn, each
+// multiplying on a one-thread pool, instead of splitting every small matmul across all threads; the
+// results are the same bit for bit (matmul's sums do not depend on how rows are split over threads).
+void MoeFeedForward::run_experts(const MoeLayerWeights& weights, ThreadPool& pool) {
+    const auto rows = static_cast<int64_t>(row_token_.size());
+    gate_.resize(static_cast<size_t>(rows * config_.expert_ffn_dim));
     up_.resize(gate_.size());
-    expert_out_.resize(static_cast<size_t>(rows * dim));
-    const auto for_active_experts = [&](const auto& body) {
-        for (int64_t e = 0; e < config_.expert_count; ++e) {
-            const int64_t first = expert_begin_[static_cast<size_t>(e)];
-            const int64_t count = expert_begin_[static_cast<size_t>(e) + 1] - first;
-            if (count > 0) body(static_cast<size_t>(e), first, count);
-        }
-    };
-    for_active_experts([&](size_t e, int64_t first, int64_t count) {
-        const WeightMatrix* projections[] = {&weights.gate[e], &weights.up[e]};
-        float* const outputs[] = {&gate_[static_cast<size_t>(first * width)], &up_[static_cast<size_t>(first * width)]};
-        matmul_many(projections, &gathered_[static_cast<size_t>(first * dim)], count, outputs, pool);
+    expert_out_.resize(static_cast<size_t>(rows * weights.router.cols));
+    active_experts_.clear();
+    for (size_t e = 0; e + 1 < expert_begin_.size(); ++e) {
+        if (expert_begin_[e + 1] == expert_begin_[e]) continue;
+        active_experts_.push_back(e);
         expert_bytes_ += matrix_bytes(weights.gate[e]) + matrix_bytes(weights.up[e]) + matrix_bytes(weights.down[e]);
-    });
-    pool.parallel_for(rows, [&](int64_t begin, int64_t end) {
-        float* gate = &gate_[static_cast<size_t>(begin * width)];
-        swiglu(gate, &up_[static_cast<size_t>(begin * width)], gate, (end - begin) * width);
-    });
-    for_active_experts([&](size_t e, int64_t first, int64_t count) {
-        matmul(weights.down[e], &gate_[static_cast<size_t>(first * width)], count,
-               &expert_out_[static_cast<size_t>(first * dim)], pool);
+    }
+    const auto active = static_cast<int64_t>(active_experts_.size());
+    if (pool.size() == 1 || active < kExpertParallelFactor * pool.size() || force_row_parallel_) {
+        for (size_t e : active_experts_) run_expert(weights, e, pool);
+        return;
+    }
+    while (static_cast<int>(single_thread_pools_.size()) < pool.size())
+        single_thread_pools_.push_back(std::make_unique<ThreadPool>(1));
+    std::atomic<int64_t> next{0};
+    pool.run_on_all([&](int thread) {
+        ThreadPool& own = *single_thread_pools_[static_cast<size_t>(thread)];
+        for (int64_t i = next.fetch_add(1); i < active; i = next.fetch_add(1))
+            run_expert(weights, active_experts_[static_cast<size_t>(i)], own);
     });
 }
 

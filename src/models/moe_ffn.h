@@ -59,17 +59,27 @@ public:
     int64_t expert_weight_bytes_last_forward() const { return expert_bytes_; }
     // The last forward's routing, (tokens, experts_per_token): for tests and diagnostics.
     const std::vector<ExpertChoice>& last_choices() const { return choices_; }
+    // Always split each expert's matmuls over the threads, never run whole experts per thread: for tests,
+    // which hold the two schedules to the same output.
+    void set_force_row_parallel(bool force) { force_row_parallel_ = force; }
 
 private:
     void route(const MoeLayerWeights& weights, const float* normed, int64_t tokens, ThreadPool& pool);
     void group_by_expert(int64_t tokens);
     void gather(const float* normed, int64_t dim, ThreadPool& pool);
     void run_experts(const MoeLayerWeights& weights, ThreadPool& pool);
+    void run_expert(const MoeLayerWeights& weights, size_t expert, ThreadPool& pool);
     void run_shared(const MoeLayerWeights& weights, const float* normed, int64_t tokens, float* out, ThreadPool& pool);
     void scatter(int64_t tokens, int64_t dim, float* out, ThreadPool& pool) const;
 
+    // Whole experts per thread once at least this many per thread are active.
+    static constexpr int64_t kExpertParallelFactor = 2;
+
     MoeConfig config_;
     int64_t expert_bytes_ = 0;
+    bool force_row_parallel_ = false;
+    std::vector<std::unique_ptr<ThreadPool>> single_thread_pools_;  // (threads): one-thread pools, made on demand
+    std::vector<size_t> active_experts_;                            // this call's experts with rows, ascending
     // Scratch of one call, grown on demand. "rows" are (token, choice) pairs ordered by expert, then token.
     std::vector<float> router_logits_;   // (tokens, expert_count)
     std::vector<ExpertChoice> choices_;  // (tokens, experts_per_token)

@@ -232,6 +232,27 @@ TEST(MoeFeedForward, BatchedStepEqualsOneTokenStepsBitForBit) {
     expect_batch_of_one_equality(config, q8.weights, pool);
 }
 
+// With many active experts the threads take whole experts; forced to split each expert's matmuls
+// instead, the output is the same bit for bit.
+TEST(MoeFeedForward, ExpertPerThreadEqualsRowSplitBitForBit) {
+    const MoeConfig config = small_config();
+    ThreadPool pool(3);
+    for (DType type : {DType::F32, DType::Q8_0}) {
+        LoadedLayer layer = load_layer(config, type);
+        std::mt19937 rng(5);
+        const std::vector<float> x = random_activations(32, kDim, rng);
+        std::vector<float> by_expert(x.size()), by_rows(x.size());
+        MoeFeedForward ffn(config);
+        ffn.forward(layer.weights, x.data(), 32, by_expert.data(), pool);
+        std::set<int32_t> active;
+        for (const ExpertChoice& c : ffn.last_choices()) active.insert(c.expert);
+        ASSERT_GE(active.size(), 6u);  // 2 per thread of 3: the expert-per-thread schedule ran
+        ffn.set_force_row_parallel(true);
+        ffn.forward(layer.weights, x.data(), 32, by_rows.data(), pool);
+        EXPECT_EQ(by_expert, by_rows);
+    }
+}
+
 TEST(MoeFeedForward, PackedQ8ExpertsGiveTheSameOutput) {
     const MoeConfig config = small_config();
     ThreadPool pool(3);
