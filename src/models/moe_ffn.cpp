@@ -131,7 +131,8 @@ void MoeFeedForward::group_by_expert(int64_t tokens) {
     expert_begin_.assign(static_cast<size_t>(config_.expert_count + 1), 0);
     for (const ExpertChoice& choice : choices_) ++expert_begin_[static_cast<size_t>(choice.expert) + 1];
     for (size_t e = 1; e < expert_begin_.size(); ++e) expert_begin_[e] += expert_begin_[e - 1];
-    std::vector<int64_t> next(expert_begin_.begin(), expert_begin_.end() - 1);
+    std::vector<int64_t>& next = next_row_;
+    next.assign(expert_begin_.begin(), expert_begin_.end() - 1);
     row_token_.resize(static_cast<size_t>(tokens * per_token));
     choice_row_.resize(row_token_.size());
     for (int64_t t = 0; t < tokens; ++t) {

@@ -85,6 +85,7 @@ private:
     std::vector<ExpertChoice> choices_;  // (tokens, experts_per_token)
     std::vector<int64_t> expert_begin_;  // (expert_count + 1): expert e's rows are [begin[e], begin[e+1])
     std::vector<int64_t> row_token_;     // (rows): the token of each row
+    std::vector<int64_t> next_row_;      // (expert_count): group_by_expert's next free row per expert
     std::vector<int64_t> choice_row_;    // (tokens, experts_per_token): the row of each choice
     std::vector<float> gathered_;        // (rows, embedding_dim): the rows' inputs
     std::vector<float> gate_;            // (rows, expert_ffn_dim), then silu(gate) * up
