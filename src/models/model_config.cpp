@@ -140,6 +140,11 @@ Result<ModelConfig> read_model_config(const GgufFile& file, RopeStyle rope_style
     TEMPERED_TRY(read_rope_scaling(meta, config));
     TEMPERED_TRY(meta.integer(".attention.sliding_window", config.sliding_window, false, 0, kMaxContext));
     TEMPERED_TRY(read_vocab_size(file, config));
+    auto experts = read_moe_config(file, config.architecture);
+    if (!experts) return experts.error();
+    config.experts = *experts;
+    if (config.experts && config.experts->leading_dense_layers > config.layer_count)
+        return Error{"model metadata: leading_dense_block_count exceeds block_count"};
     return config;
 }
 
