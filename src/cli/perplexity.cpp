@@ -47,8 +47,8 @@ Result<PerplexityReport> measure_perplexity(LoadedModel& bundle, DType kv_type, 
                 batch.add(text_window[i], static_cast<int32_t>(i), 0, true);
             if (auto status = model.forward(batch, **cache, logits.data()); !status) return status.error();
             for (int64_t i = 0; i < batch.size() && begin + i + 1 < window; ++i) {
-                total_nll += negative_log_likelihood(&logits[static_cast<size_t>(i * vocab)], vocab,
-                                                     text_window[begin + i + 1]);
+                total_nll +=
+                    negative_log_likelihood(&logits[static_cast<size_t>(i * vocab)], vocab, text_window[begin + i + 1]);
                 ++report.tokens_scored;
             }
         }

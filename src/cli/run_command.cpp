@@ -3,8 +3,8 @@
 // degeneration guard's report when the output loops (the server's default guard, or --degeneration-guard).
 #include <cstdio>
 #include <fstream>
-#include <iterator>
 #include <iostream>
+#include <iterator>
 #include <random>
 
 #include "chat/chat_template.h"
@@ -59,9 +59,12 @@ int run_perplexity(const RunOptions& options, DType kv_type) {
         std::fprintf(stderr, "tempered run: %s\n", report.error().message.c_str());
         return 1;
     }
-    const nlohmann::json line{{"model", options.model},           {"kv_cache_dtype", kv_dtype_flag_name(kv_type)},
-                              {"window", options.perplexity_window}, {"windows", report->windows},
-                              {"tokens_scored", report->tokens_scored}, {"mean_nll", report->mean_nll},
+    const nlohmann::json line{{"model", options.model},
+                              {"kv_cache_dtype", kv_dtype_flag_name(kv_type)},
+                              {"window", options.perplexity_window},
+                              {"windows", report->windows},
+                              {"tokens_scored", report->tokens_scored},
+                              {"mean_nll", report->mean_nll},
                               {"perplexity", report->perplexity}};
     std::printf("%s\n", line.dump().c_str());
     return 0;

@@ -369,8 +369,9 @@ void add_serve_command(CLI::App& app, int& exit_code) {
     command->add_option("--http-threads", options->http_threads, "connections served at once")
         ->check(CLI::Range(4, 65536))
         ->capture_default_str();
-    command->add_option("--kv-cache-dtype", options->kv_cache_dtype,
-                        "f16, bf16, f32 or fp8 (E4M3, about half f16's memory; costs quality: see the warning)")
+    command
+        ->add_option("--kv-cache-dtype", options->kv_cache_dtype,
+                     "f16, bf16, f32 or fp8 (E4M3, about half f16's memory; costs quality: see the warning)")
         ->capture_default_str();
     command->add_option("--kv-cache-tokens", options->kv_cache_tokens, "KV cache size in tokens")
         ->check(CLI::Range(int64_t{16}, int64_t{1} << 32))

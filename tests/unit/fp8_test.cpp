@@ -97,8 +97,8 @@ TEST(Fp8E4m3, EncodingRoundsToNearestEvenAndSaturates) {
     }
     EXPECT_EQ(float_to_e4m3(std::numeric_limits<float>::infinity()), 0x7E);
     EXPECT_EQ(float_to_e4m3(-1e9f), 0xFE);
-    EXPECT_EQ(float_to_e4m3(0x1p-10f), 0x00);        // half the smallest subnormal: a tie, to even (zero)
-    EXPECT_EQ(float_to_e4m3(0x1.8p-9f), 0x02);      // 1.5 steps: a tie, to even (2)
+    EXPECT_EQ(float_to_e4m3(0x1p-10f), 0x00);   // half the smallest subnormal: a tie, to even (zero)
+    EXPECT_EQ(float_to_e4m3(0x1.8p-9f), 0x02);  // 1.5 steps: a tie, to even (2)
     EXPECT_EQ(float_to_e4m3(-0.0f), 0x80);
 }
 

@@ -72,8 +72,8 @@ TEST(KvFp8, StoredPositionsReadBackWithinE4m3Rounding) {
             expect_e4m3_close(&stored_keys[static_cast<size_t>(slot)][static_cast<size_t>(h * kHeadDim)], read.data(),
                               kHeadDim, "key");
             read_value(view, 1, slot, kHeadDim, read.data());
-            expect_e4m3_close(&stored_values[static_cast<size_t>(slot)][static_cast<size_t>(h * kHeadDim)],
-                              read.data(), kHeadDim, "value");
+            expect_e4m3_close(&stored_values[static_cast<size_t>(slot)][static_cast<size_t>(h * kHeadDim)], read.data(),
+                              kHeadDim, "value");
         }
     }
 }

@@ -90,8 +90,8 @@ template <typename Vec>
 ChunkView dequantized_chunk(const KvHeadView& kv, std::span<const int32_t> block_table, int64_t base, int64_t count,
                             int64_t head_dim, const Scratch& s) {
     const ChunkView chunk = cache_chunk(kv, block_table, base);
-    const int64_t scales = block_table[static_cast<size_t>(base / kv.block_size)] * kv.block_stride +
-                           (base % kv.block_size) * 4;
+    const int64_t scales =
+        block_table[static_cast<size_t>(base / kv.block_size)] * kv.block_stride + (base % kv.block_size) * 4;
     float key_scales[kChunk], value_scales[kChunk];  // lanes past the sequence's end: masked, never read
     std::memcpy(key_scales, kv.key_scales + scales, sizeof key_scales);
     std::memcpy(value_scales, kv.value_scales + scales, sizeof value_scales);
@@ -101,8 +101,8 @@ ChunkView dequantized_chunk(const KvHeadView& kv, std::span<const int32_t> block
                    Vec::mul(Vec::load_e4m3(chunk.keys + d * chunk.key_stride), key_scale));
     for (int64_t k = 0; k < count; ++k)
         for (int64_t d = 0; d < head_dim; d += kChunk)
-            Vec::store(s.values + k * head_dim + d, Vec::mul(Vec::load_e4m3(chunk.values + k * chunk.value_stride + d),
-                                                             Vec::set1(value_scales[k])));
+            Vec::store(s.values + k * head_dim + d,
+                       Vec::mul(Vec::load_e4m3(chunk.values + k * chunk.value_stride + d), Vec::set1(value_scales[k])));
     return ChunkView{reinterpret_cast<const uint8_t*>(s.keys_transposed), kChunk * 4,
                      reinterpret_cast<const uint8_t*>(s.values), head_dim * 4};
 }

@@ -78,10 +78,10 @@ inline __m512i float_to_e4m3_avx512(__m512 x) {
     const __m512i even = _mm512_and_si512(_mm512_srli_epi32(magnitude_bits, 20), _mm512_set1_epi32(1));
     const __m512i rounded = _mm512_add_epi32(magnitude_bits, _mm512_add_epi32(_mm512_set1_epi32(0x7FFFF), even));
     const __m512i normal = _mm512_sub_epi32(_mm512_srli_epi32(rounded, 20), _mm512_set1_epi32(120 << 3));
-    const __m512i subnormal = _mm512_cvttps_epi32(_mm512_roundscale_ps(
-        _mm512_mul_ps(magnitude, _mm512_set1_ps(512.0f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-    __m512i code = _mm512_mask_blend_epi32(_mm512_cmp_ps_mask(magnitude, _mm512_set1_ps(0x1p-6f), _CMP_LT_OQ), normal,
-                                           subnormal);
+    const __m512i subnormal = _mm512_cvttps_epi32(_mm512_roundscale_ps(_mm512_mul_ps(magnitude, _mm512_set1_ps(512.0f)),
+                                                                       _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    __m512i code =
+        _mm512_mask_blend_epi32(_mm512_cmp_ps_mask(magnitude, _mm512_set1_ps(0x1p-6f), _CMP_LT_OQ), normal, subnormal);
     code = _mm512_mask_blend_epi32(_mm512_cmp_ps_mask(magnitude, _mm512_set1_ps(kE4m3Max), _CMP_GT_OQ), code,
                                    _mm512_set1_epi32(0x7E));
     code = _mm512_mask_blend_epi32(_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), code, _mm512_set1_epi32(0x7F));
