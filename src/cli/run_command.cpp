@@ -2,14 +2,18 @@
 // streamed to stdout. The sampling values used, and where each came from, go to stderr, and so does the
 // degeneration guard's report when the output loops (the server's default guard, or --degeneration-guard).
 #include <cstdio>
+#include <fstream>
 #include <iostream>
+#include <iterator>
 #include <random>
 
 #include "chat/chat_template.h"
 #include "cli/commands.h"
+#include "cli/perplexity.h"
 #include "engine/engine.h"
 #include "kv/kv_block_pool.h"
 #include "kv/kv_dtype_name.h"
+#include "kv/kv_fp8_quality.h"
 #include "runtime/chat_template_choice.h"
 #include "runtime/loaded_model.h"
 #include "runtime/model_names.h"
@@ -33,7 +37,38 @@ struct RunOptions {
     std::string kv_cache_dtype = "f16";
     std::string degeneration_guard;  // "" = the server's default (flag)
     std::string chat_template_file;  // "" = the model file's own template
+    std::string perplexity_file;     // --perplexity: measure instead of generating (cli/perplexity.h)
+    int64_t perplexity_window = 512;
 };
+
+// --perplexity FILE: one JSON line on stdout with the perplexity of the model over the file's text.
+int run_perplexity(const RunOptions& options, DType kv_type) {
+    std::ifstream file(options.perplexity_file, std::ios::binary);
+    if (!file) {
+        std::fprintf(stderr, "tempered run: cannot read %s\n", options.perplexity_file.c_str());
+        return 1;
+    }
+    const std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+    auto loaded = load_model_bundle(options.model, options.threads);
+    if (!loaded) {
+        std::fprintf(stderr, "tempered run: %s\n", loaded.error().message.c_str());
+        return 1;
+    }
+    auto report = measure_perplexity(**loaded, kv_type, text, options.perplexity_window);
+    if (!report) {
+        std::fprintf(stderr, "tempered run: %s\n", report.error().message.c_str());
+        return 1;
+    }
+    const nlohmann::json line{{"model", options.model},
+                              {"kv_cache_dtype", kv_dtype_flag_name(kv_type)},
+                              {"window", options.perplexity_window},
+                              {"windows", report->windows},
+                              {"tokens_scored", report->tokens_scored},
+                              {"mean_nll", report->mean_nll},
+                              {"perplexity", report->perplexity}};
+    std::printf("%s\n", line.dump().c_str());
+    return 0;
+}
 
 // The guard's report on stderr, as the server's "degeneration" object; each time it changes.
 void report_loop(const ChoiceDelta& delta, const nlohmann::json& sampling) {
@@ -53,6 +88,8 @@ int run(const RunOptions& options) {
         std::fprintf(stderr, "tempered run: %s\n", kv_type.error().message.c_str());
         return 1;
     }
+    if (*kv_type == DType::F8_E4M3) std::fprintf(stderr, "%s\n", fp8_kv_warning().c_str());
+    if (!options.perplexity_file.empty()) return run_perplexity(options, *kv_type);
     auto loaded = load_model_bundle(options.model, options.threads);
     if (!loaded) {
         std::fprintf(stderr, "tempered run: %s\n", loaded.error().message.c_str());
@@ -165,12 +202,16 @@ void add_run_command(CLI::App& app, int& exit_code) {
     command->add_option("--min-p", options->min_p)->check(CLI::Range(0.0, 1.0));
     command->add_option("--seed,-s", options->seed);
     command->add_option("--threads", options->threads, "0: every core")->capture_default_str();
-    command->add_option("--kv-cache-dtype", options->kv_cache_dtype, "f16, bf16 or f32")->capture_default_str();
+    command->add_option("--kv-cache-dtype", options->kv_cache_dtype, "f16, bf16, f32 or fp8")->capture_default_str();
+    command->add_option("--perplexity", options->perplexity_file,
+                        "instead of generating: print the perplexity over this text file as one JSON line");
+    command->add_option("--perplexity-window", options->perplexity_window, "tokens per scored window")
+        ->capture_default_str();
     command->add_option("--degeneration-guard", options->degeneration_guard,
                         "what a loop in the output does: flag (default: reported on stderr), stop, resample or off; "
                         "or a JSON object as `serve` takes it");
     command->callback([options, command, &exit_code] {
-        if (options->prompt.empty() && options->chat.empty()) {
+        if (options->prompt.empty() && options->chat.empty() && options->perplexity_file.empty()) {
             std::fprintf(stderr, "tempered run: give --prompt TEXT or --chat TEXT\n");
             exit_code = 1;
             return;

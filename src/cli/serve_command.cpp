@@ -18,6 +18,7 @@
 #include "http/http_server.h"
 #include "kv/kv_block_pool.h"
 #include "kv/kv_dtype_name.h"
+#include "kv/kv_fp8_quality.h"
 #include "reasoning/reasoning_parser.h"
 #include "runtime/chat_template_choice.h"
 #include "runtime/loaded_model.h"
@@ -276,6 +277,7 @@ int serve(const ServeOptions& options) {
         return fail(Error{"--log-format must be text or json"});
     auto kv_type = parse_kv_dtype(options.kv_cache_dtype);
     if (!kv_type) return fail(kv_type.error());
+    if (*kv_type == DType::F8_E4M3) log.info(fp8_kv_warning());
     auto access_settings = access_flags(options);
     if (!access_settings) return fail(access_settings.error());
     const AccessControl access(std::move(access_settings->first));
@@ -296,7 +298,10 @@ int serve(const ServeOptions& options) {
     if (!kv) return fail(kv.error());
     auto settings = service_settings(options, bundle, access, log);
     if (!settings) return fail(settings.error());
+    settings->kv_cache_dtype = options.kv_cache_dtype;
+    settings->kv_bytes_per_token = shape.bytes_per_token();
     ServingMetrics metrics(settings->served_model_name, options.kv_cache_dtype);
+    metrics.set_kv_bytes_per_token(shape.bytes_per_token());
     TransferMetrics transfer_metrics(metrics.registry());
     auto disaggregation_settings = disaggregation_flags(options, shape, *bundle.file);
     if (!disaggregation_settings) return fail(disaggregation_settings.error());
@@ -367,7 +372,10 @@ void add_serve_command(CLI::App& app, int& exit_code) {
     command->add_option("--http-threads", options->http_threads, "connections served at once")
         ->check(CLI::Range(4, 65536))
         ->capture_default_str();
-    command->add_option("--kv-cache-dtype", options->kv_cache_dtype, "f16, bf16 or f32")->capture_default_str();
+    command
+        ->add_option("--kv-cache-dtype", options->kv_cache_dtype,
+                     "f16, bf16, f32 or fp8 (E4M3, about half f16's memory; costs quality: see the warning)")
+        ->capture_default_str();
     command->add_option("--kv-cache-tokens", options->kv_cache_tokens, "KV cache size in tokens")
         ->check(CLI::Range(int64_t{16}, int64_t{1} << 32))
         ->capture_default_str();

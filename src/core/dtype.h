@@ -25,6 +25,9 @@ enum class DType : uint32_t {
     Q6_K = 14,
     Q8_K = 15,
     BF16 = 30,
+    // Not a GGUF type (no file holds it; dtype_traits(type_id) does not know it): the KV cache's OCP FP8
+    // E4M3 elements, kernels/cpu/fp8.h. The cache keeps one float scale per stored head vector beside them.
+    F8_E4M3 = 0x10000,
 };
 
 struct DTypeTraits {

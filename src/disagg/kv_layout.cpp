@@ -1,10 +1,10 @@
 #include "disagg/kv_layout.h"
 
-#include <cctype>
 #include <sstream>
 
 #include "core/fnv1a.h"
 #include "kv/kv_block_pool.h"
+#include "kv/kv_dtype_name.h"
 #include "kv/kv_layer_groups.h"
 
 namespace tempered {
@@ -33,13 +33,6 @@ std::optional<std::string> differs(const char* field, const T& prefill, const T&
     std::ostringstream message;
     message << field << " differs: prefill " << prefill << ", decode " << decode;
     return message.str();
-}
-
-// The --kv-cache-dtype spelling (f16, bf16, f32).
-std::string kv_dtype_flag_name(DType type) {
-    std::string name(dtype_name(type));
-    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return name;
 }
 
 std::string hex(uint64_t value) {

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "kernels/cpu/ops.h"
+#include "kv/kv_fp8.h"
 
 namespace tempered {
 
@@ -15,6 +16,7 @@ int64_t KvCacheShape::slot_bytes() const { return kv_head_count * head_dim * ele
 void store_kv_position(const KvCacheShape& shape, const KvLayerView& layer, int32_t block, int64_t slot,
                        const float* key, const float* value) {
     assert(block >= 0 && "a window handed this block back: no query can read what would be stored");
+    if (shape.has_scales()) return store_scaled_kv_position(shape, layer, block, slot, key, value);
     uint8_t* key_block = layer.keys + block * layer.block_stride;
     uint8_t* value_block = layer.values + block * layer.block_stride;
     const int64_t width = shape.kv_head_count * shape.head_dim, element = shape.element_bytes();
@@ -27,8 +29,14 @@ void store_kv_position(const KvCacheShape& shape, const KvLayerView& layer, int3
                     static_cast<size_t>(element));
 }
 
-int64_t KvCacheShape::block_bytes() const { return block_size * slot_bytes(); }
+int64_t KvCacheShape::block_bytes() const {
+    return has_scales() ? scale_offset(0, kv_head_count) : block_size * slot_bytes();
+}
 
-bool kv_type_supported(DType type) { return type == DType::F16 || type == DType::BF16 || type == DType::F32; }
+int64_t KvCacheShape::bytes_per_token() const { return layer_count * 2 * block_bytes() / block_size; }
+
+bool kv_type_supported(DType type) {
+    return type == DType::F16 || type == DType::BF16 || type == DType::F32 || type == DType::F8_E4M3;
+}
 
 }  // namespace tempered

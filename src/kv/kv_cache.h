@@ -20,12 +20,13 @@ struct KvCacheShape {
     int64_t kv_head_count = 0;
     int64_t head_dim = 0;
     int64_t block_size = 16;  // positions per block
-    DType type = DType::F16;  // F16, BF16 or F32; never quantized
+    DType type = DType::F16;  // F16, BF16, F32, or F8_E4M3 with scales (below); F16 unless the operator chose
     // Per layer, how many positions a query attends to: 0 for every earlier one (global), W for the
     // last W (a query at p sees p-W+1..p). Empty: every layer is global. See kv_layer_groups.h.
     std::vector<int64_t> layer_windows = {};
 
-    // Bytes of one block of keys (or of values) of one layer: block_size * kv_head_count * head_dim.
+    // Bytes of one block of keys (or of values) of one layer: block_size * kv_head_count * head_dim
+    // elements, and for F8_E4M3 the scales after them.
     int64_t block_bytes() const;
     int64_t slot_bytes() const;  // one position's values: (kv_head_count, head_dim)
     int64_t element_bytes() const;
@@ -36,6 +37,16 @@ struct KvCacheShape {
     int64_t value_offset(int64_t slot, int64_t kv_head, int64_t d) const {
         return ((slot * kv_head_count + kv_head) * head_dim + d) * element_bytes();
     }
+
+    // F8_E4M3 keeps one float scale per stored head vector (per position and KV head, for keys and for
+    // values: the "per-block scale" of the docs), inside the block after its elements, (kv_head, slot),
+    // so that copying a block copies its scales and a position's bytes depend only on that position.
+    bool has_scales() const { return type == DType::F8_E4M3; }
+    int64_t scale_offset(int64_t slot, int64_t kv_head) const {
+        return (block_size * slot_bytes() + 3) / 4 * 4 + (kv_head * block_size + slot) * 4;
+    }
+    // What the pool allocates per position, summed over the layers: keys, values and their scales.
+    int64_t bytes_per_token() const;
 };
 
 bool kv_type_supported(DType type);

@@ -501,7 +501,9 @@ private:
                                   storage.block_stride,
                                   shape.slot_bytes(),
                                   shape.block_size,
-                                  shape.type};
+                                  shape.type,
+                                  storage.keys + shape.scale_offset(0, item.kv_head),
+                                  storage.values + shape.scale_offset(0, item.kv_head)};
             const int64_t first_query = item.first_token * config_.q_dim() + item.kv_head * group * head_dim;
             const std::span<const int32_t> block_table = layer_block_table(cache, first.sequence, step.layer_index);
             if (attention_run_supports(head_dim)) {

@@ -98,6 +98,7 @@ nlohmann::json OpenAiService::model_card() const {
             {"created", settings_.created},
             {"owned_by", "tempered"},
             {"max_model_len", model_.config.context_length},
+            {"kv_cache_dtype", settings_.kv_cache_dtype},
             {"sampling_defaults", describe_sampling_defaults(settings_.sampling)}};
 }
 
@@ -205,6 +206,8 @@ http::HttpResponse OpenAiService::server_info(const http::HttpRequest&) const {
          {"kv_block_size", stats.kv_block_size},
          {"kv_blocks_total", stats.kv_blocks_total},
          {"max_total_tokens", stats.kv_blocks_total * stats.kv_block_size},
+         {"kv_cache_dtype", settings_.kv_cache_dtype},
+         {"kv_cache_bytes_per_token", settings_.kv_bytes_per_token},
          {"dp_size", 1},
          {"sampling_defaults", describe_sampling_defaults(settings_.sampling)},
          {"degeneration_guard", settings_.degeneration.describe()},

@@ -46,7 +46,9 @@ struct ServiceSettings {
     std::string served_model_name;
     SamplingDefaultsConfig sampling;
     bool report_sampling = true;
-    int64_t created = 0;  // Unix time the model was loaded, for /v1/models
+    int64_t created = 0;                 // Unix time the model was loaded, for /v1/models
+    std::string kv_cache_dtype = "f16";  // --kv-cache-dtype's spelling, for /v1/models and /server_info
+    int64_t kv_bytes_per_token = 0;      // KvCacheShape::bytes_per_token, for /server_info
     // --tool-call-parser: a family name (toolcalls/tool_call_parser.h), "auto" (from the chat template)
     // or "none"; --tool-call-validation.
     std::string tool_call_parser = "auto";

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <vector>
@@ -37,9 +38,8 @@ struct PagedLayer {
     std::vector<uint8_t> keys, values;
     std::vector<float> stored_keys, stored_values;  // (length, head_dim) of KV head 1, as the cache rounds them
 
-    int64_t element_bytes() const { return type == DType::F32 ? 4 : 2; }
-    int64_t slot_bytes() const { return kKvHeads * head_dim * element_bytes(); }
-    int64_t block_bytes() const { return block_size * slot_bytes(); }
+    int64_t slot_bytes() const { return shape().slot_bytes(); }
+    int64_t block_bytes() const { return shape().block_bytes(); }  // with F8_E4M3's scales
     KvCacheShape shape() const { return KvCacheShape{1, kKvHeads, head_dim, block_size, type}; }
     KvHeadView view() const {
         return KvHeadView{keys.data() + shape().key_offset(0, 1, 0),
@@ -47,7 +47,9 @@ struct PagedLayer {
                           block_bytes(),
                           slot_bytes(),
                           block_size,
-                          type};
+                          type,
+                          keys.data() + shape().scale_offset(0, 1),
+                          values.data() + shape().scale_offset(0, 1)};
     }
 };
 
@@ -70,6 +72,12 @@ PagedLayer make_layer(DType type, int64_t head_dim, int64_t block_size, int64_t 
         const int32_t block = layer.block_table[static_cast<size_t>(p / block_size)];
         store_kv_position(layer.shape(), KvLayerView{layer.keys.data(), layer.values.data(), layer.block_bytes()},
                           block, p % block_size, both_keys.data(), both_values.data());
+        float key_scale = 1.0f, value_scale = 1.0f;  // F8_E4M3: an element is its code's value times these
+        if (type == DType::F8_E4M3) {
+            const int64_t scale_at = block * layer.block_bytes() + layer.shape().scale_offset(p % block_size, 1);
+            std::memcpy(&key_scale, &layer.keys[static_cast<size_t>(scale_at)], sizeof key_scale);
+            std::memcpy(&value_scale, &layer.values[static_cast<size_t>(scale_at)], sizeof value_scale);
+        }
         for (int64_t d = 0; d < head_dim; ++d) {  // as the cache rounds them
             float rounded_key, rounded_value;
             kv_to_float(type,
@@ -80,8 +88,8 @@ PagedLayer make_layer(DType type, int64_t head_dim, int64_t block_size, int64_t 
                         &layer.values[static_cast<size_t>(block * layer.block_bytes() +
                                                           layer.shape().value_offset(p % block_size, 1, d))],
                         &rounded_value, 1);
-            layer.stored_keys.push_back(rounded_key);
-            layer.stored_values.push_back(rounded_value);
+            layer.stored_keys.push_back(rounded_key * key_scale);
+            layer.stored_values.push_back(rounded_value * value_scale);
         }
     }
     return layer;
@@ -94,7 +102,7 @@ struct RunCase {
 TEST(Attention, ScalarRunEqualsCausalFormulaAndEveryIsaEqualsScalar) {
     constexpr int64_t kHeads = 3, kHeadDim = 64;
     std::mt19937 rng(21);
-    for (DType type : {DType::F32, DType::F16, DType::BF16}) {
+    for (DType type : {DType::F32, DType::F16, DType::BF16, DType::F8_E4M3}) {
         for (int64_t block_size : {16, 8, 32}) {
             for (RunCase c :
                  {RunCase{0, 1}, RunCase{0, 7}, RunCase{5, 1}, RunCase{37, 32}, RunCase{16, 16}, RunCase{100, 3}}) {
@@ -165,7 +173,7 @@ TEST(Attention, WindowedRunSeesOnlyTheLastWPositions) {
     // than the context, a window of one position, and one ending exactly on a chunk boundary.
     const WindowCase cases[] = {{100, 1, 40}, {37, 32, 20}, {5, 3, 64},   {64, 16, 16},
                                 {200, 32, 1}, {130, 5, 50}, {47, 1, 512}, {90, 32, 33}};
-    for (DType type : {DType::F32, DType::F16}) {
+    for (DType type : {DType::F32, DType::F16, DType::F8_E4M3}) {
         for (int64_t block_size : {16, 8, 32}) {
             for (const WindowCase& c : cases) {
                 const int64_t length = c.first_position + c.tokens;
@@ -240,10 +248,10 @@ TEST(Attention, WindowLongerThanTheContextEqualsGlobalAttention) {
 }
 
 // A token's output depends only on its own query and position, not on the run it is computed in.
-TEST(Attention, TokenOutputDoesNotDependOnItsRun) {
+void expect_token_output_independent_of_its_run(DType type) {
     constexpr int64_t kHeads = 3, kHeadDim = 64, kTokens = 20, kFirst = 11;
     std::mt19937 rng(23);
-    const PagedLayer layer = make_layer(DType::F16, kHeadDim, 16, kFirst + kTokens, rng);
+    const PagedLayer layer = make_layer(type, kHeadDim, 16, kFirst + kTokens, rng);
     std::normal_distribution<float> normal(0.0f, 1.0f);
     const int64_t stride = kHeads * kHeadDim;
     std::vector<float> q(static_cast<size_t>(kTokens * stride));
@@ -258,6 +266,31 @@ TEST(Attention, TokenOutputDoesNotDependOnItsRun) {
                    layer.view(), layer.block_table, 0.125f, scratch.data());
     }
     EXPECT_EQ(count_bit_differences(whole, single), 0);
+}
+
+TEST(Attention, TokenOutputDoesNotDependOnItsRun) { expect_token_output_independent_of_its_run(DType::F16); }
+
+// With FP8 too: every run dequantizes the same codes and scales into the same floats.
+TEST(Attention, Fp8TokenOutputDoesNotDependOnItsRun) { expect_token_output_independent_of_its_run(DType::F8_E4M3); }
+
+// attend_heads, the plain formula, reads F8_E4M3 as attend_run does: the same dequantized floats.
+TEST(Attention, AttendHeadsReadsFp8AsTheRunDoes) {
+    constexpr int64_t kHeads = 2, kHeadDim = 32, kLength = 45;
+    std::mt19937 rng(37);
+    for (int64_t block_size : {16, 8}) {
+        const PagedLayer layer = make_layer(DType::F8_E4M3, kHeadDim, block_size, kLength, rng);
+        std::normal_distribution<float> normal(0.0f, 1.0f);
+        std::vector<float> q(static_cast<size_t>(kHeads * kHeadDim));
+        for (auto& x : q) x = normal(rng);
+        std::vector<float> scratch(static_cast<size_t>(attention_scratch_floats(kHeads, kHeadDim)));
+        std::vector<float> run_out(q.size()), heads_out(q.size());
+        attend_run(AttentionRun{q.data(), run_out.data(), kHeads * kHeadDim, 1, kHeads, kHeadDim, kLength - 1},
+                   layer.view(), layer.block_table, 0.2f, scratch.data());
+        std::vector<float> heads_scratch(static_cast<size_t>(kHeads * kLength + (kHeads + 1) * kHeadDim));
+        attend_heads(q.data(), kHeads, kHeadDim, layer.view(), layer.block_table, kLength, 0, 0.2f,
+                     heads_scratch.data(), heads_out.data());
+        for (size_t i = 0; i < q.size(); ++i) EXPECT_NEAR(run_out[i], heads_out[i], 2e-5) << block_size << " " << i;
+    }
 }
 
 }  // namespace

@@ -355,7 +355,7 @@ void add_model_bench_command(CLI::App& app, int& exit_code) {
         ->check(CLI::Range(1, 1000))
         ->capture_default_str();
     command->add_option("--threads,-t", options->threads, "0: every core")->capture_default_str();
-    command->add_option("--kv-cache-dtype", options->kv_cache_dtype, "f16, bf16 or f32")->capture_default_str();
+    command->add_option("--kv-cache-dtype", options->kv_cache_dtype, "f16, bf16, f32 or fp8")->capture_default_str();
     command->add_option("--seed", options->seed, "for the random token ids")->capture_default_str();
     command->add_flag("--json", options->json, "one JSON object on stdout");
     command->callback([options, &exit_code] { exit_code = model_bench(*options); });

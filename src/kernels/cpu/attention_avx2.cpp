@@ -3,6 +3,7 @@
 
 #include "kernels/cpu/attention_kernel.h"
 #include "kernels/cpu/exp_avx.h"
+#include "kernels/cpu/fp8_avx.h"
 
 namespace tempered {
 namespace {
@@ -81,6 +82,7 @@ struct Avx2Vec {
         constexpr int64_t kHalfBytes = kType == DType::F32 ? 32 : 16;
         return {load8(kType, p), load8(kType, p + kHalfBytes)};
     }
+    static Type load_e4m3(const uint8_t* p) { return {load_e4m3_avx2(p), load_e4m3_avx2(p + 8)}; }
     static Type exp(Type v) { return {canonical_exp_avx2(v.low), canonical_exp_avx2(v.high)}; }
 };
 

@@ -6,6 +6,7 @@
 
 #include "kernels/cpu/attention_kernel.h"
 #include "kernels/cpu/exp_avx.h"
+#include "kernels/cpu/fp8_avx.h"
 
 namespace tempered {
 namespace {
@@ -50,6 +51,7 @@ struct Avx512Vec {
             return _mm512_loadu_ps(reinterpret_cast<const float*>(p));
         }
     }
+    static Type load_e4m3(const uint8_t* p) { return load_e4m3_avx512(p); }
     static Type exp(Type x) { return canonical_exp_avx512(x); }
 };
 

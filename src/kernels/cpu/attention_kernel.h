@@ -1,5 +1,6 @@
 // The attention arithmetic of attention.h, written once over a vector type of 16 floats. `Vec`
-// provides: zero, set1, load, store, load_kv<type> (16 cache elements as floats, exactly), add, sub,
+// provides: zero, set1, load, store, load_kv<type> (16 cache elements as floats, exactly), load_e4m3
+// (16 FP8 codes as floats, exactly, as fp8.h's e4m3_to_float), add, sub,
 // mul, fma (a * b + c, one rounding), max, hmax, hsum
 // (((v[i] + v[i+8]) then + [i+4], + [i+2], + [i+1]: one fixed order), keep_first (lanes >= count set
 // to a fill value), drop_first (lanes < count set to a fill value), exp (fast_exp.h's canonical_exp,
@@ -11,6 +12,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 
 #include "core/half.h"
@@ -81,6 +83,30 @@ ChunkView converted_chunk(const ChunkView& chunk, int64_t count, int64_t head_di
                      reinterpret_cast<const uint8_t*>(s.values), head_dim * 4};
 }
 
+// An F8_E4M3 chunk lying in one block, dequantized into the scratch: each element is its code's value
+// times its position's scale (one rounding, the same in every ISA and as gather_key / read_value), so
+// every run, whatever its rows, sees the same floats.
+template <typename Vec>
+ChunkView dequantized_chunk(const KvHeadView& kv, std::span<const int32_t> block_table, int64_t base, int64_t count,
+                            int64_t head_dim, const Scratch& s) {
+    const ChunkView chunk = cache_chunk(kv, block_table, base);
+    const int64_t scales =
+        block_table[static_cast<size_t>(base / kv.block_size)] * kv.block_stride + (base % kv.block_size) * 4;
+    float key_scales[kChunk], value_scales[kChunk];  // lanes past the sequence's end: masked, never read
+    std::memcpy(key_scales, kv.key_scales + scales, sizeof key_scales);
+    std::memcpy(value_scales, kv.value_scales + scales, sizeof value_scales);
+    const auto key_scale = Vec::load(key_scales);
+    for (int64_t d = 0; d < head_dim; ++d)
+        Vec::store(s.keys_transposed + d * kChunk,
+                   Vec::mul(Vec::load_e4m3(chunk.keys + d * chunk.key_stride), key_scale));
+    for (int64_t k = 0; k < count; ++k)
+        for (int64_t d = 0; d < head_dim; d += kChunk)
+            Vec::store(s.values + k * head_dim + d,
+                       Vec::mul(Vec::load_e4m3(chunk.values + k * chunk.value_stride + d), Vec::set1(value_scales[k])));
+    return ChunkView{reinterpret_cast<const uint8_t*>(s.keys_transposed), kChunk * 4,
+                     reinterpret_cast<const uint8_t*>(s.values), head_dim * 4};
+}
+
 // Otherwise positions [base + skip, base + count) gathered into the scratch as float32; the first `skip`
 // lanes, before every window of the run, are zeros (their blocks may be gone).
 inline ChunkView gathered_chunk(const KvHeadView& kv, std::span<const int32_t> block_table, int64_t base, int64_t skip,
@@ -95,8 +121,7 @@ inline ChunkView gathered_chunk(const KvHeadView& kv, std::span<const int32_t> b
         const int64_t block = block_table[static_cast<size_t>(position / kv.block_size)];
         gather_key(kv, block, position % kv.block_size, head_dim, key);
         for (int64_t d = 0; d < head_dim; ++d) s.keys_transposed[d * kChunk + k] = key[d];
-        kv_to_float(kv.type, kv.values + block * kv.block_stride + (position % kv.block_size) * kv.slot_stride,
-                    s.values + k * head_dim, head_dim);
+        read_value(kv, block, position % kv.block_size, head_dim, s.values + k * head_dim);
     }
     return ChunkView{reinterpret_cast<const uint8_t*>(s.keys_transposed), kChunk * 4,
                      reinterpret_cast<const uint8_t*>(s.values), head_dim * 4};
@@ -239,6 +264,12 @@ void attend_run(const AttentionRun& run, const KvHeadView& kv, std::span<const i
             const int64_t skip = std::max<int64_t>(0, start - base);
             attend_chunk<Vec, DType::F32>(run, base, scale, s,
                                           gathered_chunk(kv, block_table, base, skip, count, head_dim, s));
+            continue;
+        }
+        if (kv.type == DType::F8_E4M3) {  // always dequantized first: the scales multiply every element
+            const int64_t count = std::min<int64_t>(kChunk, length - base);
+            attend_chunk<Vec, DType::F32>(run, base, scale, s,
+                                          dequantized_chunk<Vec>(kv, block_table, base, count, head_dim, s));
             continue;
         }
         const ChunkView chunk = cache_chunk(kv, block_table, base);

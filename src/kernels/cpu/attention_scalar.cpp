@@ -3,6 +3,7 @@
 #include <array>
 
 #include "kernels/cpu/attention_kernel.h"
+#include "kernels/cpu/fp8.h"
 
 namespace tempered {
 namespace {
@@ -65,6 +66,11 @@ struct ScalarVec {
     static Type load_kv(const uint8_t* p) {
         Type v;
         tempered::kv_to_float(kType, p, v.data(), 16);
+        return v;
+    }
+    static Type load_e4m3(const uint8_t* p) {
+        Type v;
+        for (int i = 0; i < 16; ++i) v[i] = e4m3_to_float(p[i]);
         return v;
     }
     static Type exp(const Type& v) {

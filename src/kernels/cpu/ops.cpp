@@ -10,6 +10,7 @@
 #include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/elementwise_simd.h"
 #include "kernels/cpu/fast_exp.h"
+#include "kernels/cpu/fp8.h"
 
 namespace tempered {
 namespace {
@@ -149,6 +150,7 @@ void kv_to_float(DType type, const void* src, float* dst, int64_t n) {
         case DType::BF16:
             for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_float(static_cast<const uint16_t*>(src)[i]);
             return;
+        case DType::F8_E4M3: return e4m3_to_floats(static_cast<const uint8_t*>(src), dst, n);
         default: return;
     }
 }
@@ -163,6 +165,7 @@ void float_to_kv(DType type, const float* src, void* dst, int64_t n) {
         case DType::BF16:
             for (int64_t i = 0; i < n; ++i) static_cast<uint16_t*>(dst)[i] = float_to_bf16(src[i]);
             return;
+        case DType::F8_E4M3: return floats_to_e4m3(src, static_cast<uint8_t*>(dst), n);
         default: return;
     }
 }
@@ -171,6 +174,18 @@ void gather_key(const KvHeadView& kv, int64_t block, int64_t slot, int64_t head_
     const int64_t element = kv.element_bytes();
     const uint8_t* first = kv.keys + block * kv.block_stride + slot * element;
     for (int64_t d = 0; d < head_dim; ++d) kv_to_float(kv.type, first + d * kv.block_size * element, &out[d], 1);
+    if (kv.type != DType::F8_E4M3) return;
+    float scale;
+    std::memcpy(&scale, kv.key_scales + block * kv.block_stride + slot * 4, sizeof scale);
+    for (int64_t d = 0; d < head_dim; ++d) out[d] *= scale;
+}
+
+void read_value(const KvHeadView& kv, int64_t block, int64_t slot, int64_t head_dim, float* out) {
+    kv_to_float(kv.type, kv.values + block * kv.block_stride + slot * kv.slot_stride, out, head_dim);
+    if (kv.type != DType::F8_E4M3) return;
+    float scale;
+    std::memcpy(&scale, kv.value_scales + block * kv.block_stride + slot * 4, sizeof scale);
+    for (int64_t d = 0; d < head_dim; ++d) out[d] *= scale;
 }
 
 void attend_heads(const float* q, int64_t heads, int64_t head_dim, const KvHeadView& kv,
@@ -189,8 +204,7 @@ void attend_heads(const float* q, int64_t heads, int64_t head_dim, const KvHeadV
     for (int64_t h = 0; h < heads; ++h) softmax(scores + h * seen, seen);
     std::fill(accumulator, accumulator + heads * head_dim, 0.0f);
     for (int64_t p = first; p < length; ++p) {
-        kv_to_float(kv.type, kv.values + block_of(p) * kv.block_stride + (p % kv.block_size) * kv.slot_stride, row,
-                    head_dim);
+        read_value(kv, block_of(p), p % kv.block_size, head_dim, row);
         for (int64_t h = 0; h < heads; ++h) {
             const float weight = scores[h * seen + p - first];
             float* acc = accumulator + h * head_dim;

@@ -54,7 +54,8 @@ void geglu_tanh_scalar(const float* gate, const float* up, float* out, int64_t n
 void exp_of_scaled_difference(const float* x, float subtract, float multiply, float* out, int64_t n);
 void exp_of_scaled_difference_scalar(const float* x, float subtract, float multiply, float* out, int64_t n);
 
-// dst (n) = src (n) of a KV storage type (F32, F16 or BF16); other types are a caller bug.
+// dst (n) = src (n) of a KV storage type (F32, F16, BF16, or F8_E4M3's codes, unscaled); other types
+// are a caller bug.
 void kv_to_float(DType type, const void* src, float* dst, int64_t n);
 // dst (n) of a KV storage type = src (n), rounded to nearest even (F16C where the CPU has it).
 void float_to_kv(DType type, const float* src, void* dst, int64_t n);
@@ -70,12 +71,19 @@ struct KvHeadView {
     int64_t slot_stride = 0;   // bytes between consecutive values of a block
     int64_t block_size = 0;    // slots per block
     DType type = DType::F16;
+    // F8_E4M3 only (KvCacheShape::scale_offset): the float scale of the key in slot s of block b is at
+    // key_scales + b * block_stride + s * 4, and an element reads as its code's value times that scale;
+    // likewise value_scales.
+    const uint8_t* key_scales = nullptr;
+    const uint8_t* value_scales = nullptr;
 
     int64_t element_bytes() const { return static_cast<int64_t>(dtype_traits(type).block_bytes); }
 };
 
-// The key of slot `slot` of block `block` (head_dim elements), as float.
+// The key of slot `slot` of block `block` (head_dim elements), as float (scaled, for F8_E4M3).
 void gather_key(const KvHeadView& kv, int64_t block, int64_t slot, int64_t head_dim, float* out);
+// The value of slot `slot` of block `block` likewise.
+void read_value(const KvHeadView& kv, int64_t block, int64_t slot, int64_t head_dim, float* out);
 
 // For each of `heads` query heads sharing one KV head (a GQA group):
 // out[h] (head_dim) = softmax(scale * q[h] · K^T) · V over positions [0, length) of one sequence, whose
