@@ -295,6 +295,7 @@ int serve(const ServeOptions& options) {
     auto settings = service_settings(options, bundle, access, log);
     if (!settings) return fail(settings.error());
     ServingMetrics metrics(settings->served_model_name, options.kv_cache_dtype);
+    metrics.set_kv_bytes_per_token(shape.bytes_per_token());
     TransferMetrics transfer_metrics(metrics.registry());
     auto disaggregation_settings = disaggregation_flags(options, shape, *bundle.file);
     if (!disaggregation_settings) return fail(disaggregation_settings.error());

@@ -16,9 +16,9 @@ void store_kv_position(const KvCacheShape& shape, const KvLayerView& layer, int3
                        const float* key, const float* value) {
     assert(block >= 0 && "a window handed this block back: no query can read what would be stored");
     uint8_t* key_block = layer.keys + block * layer.block_stride;
-    uint8_t* value_block = layer.values + block * layer.block_stride;
+    uint8_t* value_block = shape.latent ? nullptr : layer.values + block * layer.block_stride;
     const int64_t width = shape.kv_head_count * shape.head_dim, element = shape.element_bytes();
-    float_to_kv(shape.type, value, value_block + shape.value_offset(slot, 0, 0), width);
+    if (!shape.latent) float_to_kv(shape.type, value, value_block + shape.value_offset(slot, 0, 0), width);
     thread_local std::vector<uint8_t> converted;
     converted.resize(static_cast<size_t>(width * element));
     float_to_kv(shape.type, key, converted.data(), width);
@@ -28,6 +28,10 @@ void store_kv_position(const KvCacheShape& shape, const KvLayerView& layer, int3
 }
 
 int64_t KvCacheShape::block_bytes() const { return block_size * slot_bytes(); }
+
+int64_t KvCacheShape::bytes_per_token() const {
+    return layer_count * (block_bytes() + value_block_bytes()) / block_size;
+}
 
 bool kv_type_supported(DType type) { return type == DType::F16 || type == DType::BF16 || type == DType::F32; }
 

@@ -96,7 +96,11 @@ ServingMetrics::ServingMetrics(std::string model_name, std::string kv_cache_dtyp
                                               "Reasoning ended by force, by why: budget, max_tokens or loop.",
                                               {"reason"})),
       empty_content_(registry_.counter("tempered:empty_content_total",
-                                       "Chat choices that finished with empty content and no tool calls.")) {
+                                       "Chat choices that finished with empty content and no tool calls.")),
+      kv_bytes_per_token_(registry_.gauge("tempered:kv_cache_bytes_per_token",
+                                          "KV cache bytes one cached position takes over all layers (keys, values, "
+                                          "scales).",
+                                          {"model_name"})) {
     kv_dtype_info_.with({kv_cache_dtype_}).set(1);
     rejected_.get();
     aborted_.get();

@@ -21,6 +21,10 @@ public:
 
     // Reads gauges from `stats` at each scrape (set once the engine exists).
     void watch_engine(std::function<EngineStats()> stats);
+    // KvCacheShape::bytes_per_token of the pool: what one more cached position costs, over all layers.
+    void set_kv_bytes_per_token(int64_t bytes) {
+        kv_bytes_per_token_.with({model_name_}).set(static_cast<double>(bytes));
+    }
     std::string render() const { return registry_.render(); }
     // For series other modules own (src/disagg's transfer metrics), rendered with these.
     metrics::Registry& registry() { return registry_; }
@@ -90,6 +94,7 @@ private:
     metrics::HistogramFamily& reasoning_tokens_;
     metrics::CounterFamily& reasoning_forced_end_;
     metrics::CounterFamily& empty_content_;
+    metrics::GaugeFamily& kv_bytes_per_token_;
 };
 
 }  // namespace tempered
