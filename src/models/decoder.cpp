@@ -18,6 +18,7 @@
 #include "kernels/cpu/ops.h"
 #include "kernels/cpu/packed_weights.h"
 #include "models/latent_attention.h"
+#include "models/moe_ffn.h"
 #include "models/weights.h"
 
 namespace tempered {
@@ -41,6 +42,7 @@ struct DecoderLayer {
     WeightMatrix ffn_down;                   // (embedding_dim, ffn_dim)
     std::vector<float> ffn_post_norm;        // (embedding_dim), empty unless NormPlacement::PreAndPostNorm
     std::optional<LatentAttentionWeights> latent;  // AttentionKind::Latent: instead of query .. attention_output
+    std::optional<MoeLayerWeights> experts;        // layers >= leading_dense_layers of an MoE file: instead of ffn_*
 };
 
 struct DecoderWeights {
@@ -64,7 +66,11 @@ std::vector<WeightMatrix*> multiplied_matrices(DecoderWeights& weights) {
             for (WeightMatrix* m : {&layer.query, &layer.key, &layer.value, &layer.attention_output})
                 matrices.push_back(m);
         }
-        for (WeightMatrix* m : {&layer.ffn_gate, &layer.ffn_up, &layer.ffn_down}) matrices.push_back(m);
+        if (layer.experts) {
+            for (WeightMatrix* m : layer.experts->matrices()) matrices.push_back(m);
+        } else {
+            for (WeightMatrix* m : {&layer.ffn_gate, &layer.ffn_up, &layer.ffn_down}) matrices.push_back(m);
+        }
     }
     return matrices;
 }
@@ -181,9 +187,13 @@ Result<DecoderWeights> load_weights(const GgufFile& file, const ModelConfig& con
             LOAD(layer.attention_output, find_matrix(file, prefix + "attn_output.weight", dim, config.q_dim()));
         }
         LOAD(layer.ffn_norm, find_vector(file, prefix + "ffn_norm.weight", dim));
-        LOAD(layer.ffn_gate, find_matrix(file, prefix + "ffn_gate.weight", config.ffn_dim, dim));
-        LOAD(layer.ffn_up, find_matrix(file, prefix + "ffn_up.weight", config.ffn_dim, dim));
-        LOAD(layer.ffn_down, find_matrix(file, prefix + "ffn_down.weight", dim, config.ffn_dim));
+        if (config.experts && i >= config.experts->leading_dense_layers) {
+            LOAD(layer.experts, load_moe_layer(file, prefix, dim, *config.experts));
+        } else {
+            LOAD(layer.ffn_gate, find_matrix(file, prefix + "ffn_gate.weight", config.ffn_dim, dim));
+            LOAD(layer.ffn_up, find_matrix(file, prefix + "ffn_up.weight", config.ffn_dim, dim));
+            LOAD(layer.ffn_down, find_matrix(file, prefix + "ffn_down.weight", dim, config.ffn_dim));
+        }
         if (spec.qkv_bias) {
             LOAD(layer.query_bias, find_vector(file, prefix + "attn_q.bias", config.q_dim()));
             LOAD(layer.key_bias, find_vector(file, prefix + "attn_k.bias", config.kv_dim()));
@@ -223,6 +233,7 @@ public:
         const auto threads = static_cast<size_t>(pool_.size());
         state_.attention_scratch.resize(threads * static_cast<size_t>(scratch_floats()));
         if (spec_.attention == AttentionKind::Latent) latent_attention_ = std::make_unique<LatentAttention>(config_, pool_);
+        if (config_.experts) moe_ffn_ = std::make_unique<MoeFeedForward>(*config_.experts);
     }
 
     const ModelConfig& config() const override { return config_; }
@@ -546,6 +557,11 @@ private:
 
     void ffn_block(int64_t tokens, const DecoderLayer& layer) {
         normalize(tokens, layer.ffn_norm);
+        if (layer.experts) {
+            moe_ffn_->forward(*layer.experts, state_.normed.data(), tokens, state_.projected.data(), pool_);
+            add_to_residual(tokens, layer.ffn_post_norm);
+            return;
+        }
         const WeightMatrix* projections[] = {&layer.ffn_gate, &layer.ffn_up};
         float* const outputs[] = {state_.gate.data(), state_.up.data()};
         matmul_many(projections, state_.normed.data(), tokens, outputs, pool_);
@@ -586,6 +602,7 @@ private:
     ThreadPool& pool_;
     DecoderRunState state_;
     std::unique_ptr<LatentAttention> latent_attention_;  // AttentionKind::Latent only
+    std::unique_ptr<MoeFeedForward> moe_ffn_;            // MoE files only
 };
 
 // What the family row leaves to the file: the per-layer windows (the family's pattern of global layers,

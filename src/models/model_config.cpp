@@ -129,6 +129,15 @@ Status read_vocab_size(const GgufFile& file, ModelConfig& config) {
 
 Result<ModelConfig> read_latent_attention_model(const GgufFile& file, const MetadataReader& meta, ModelConfig config);
 
+Status read_experts(const GgufFile& file, ModelConfig& config) {
+    auto experts = read_moe_config(file, config.architecture);
+    if (!experts) return experts.error();
+    config.experts = *experts;
+    if (config.experts && config.experts->leading_dense_layers > config.layer_count)
+        return Error{"model metadata: leading_dense_block_count exceeds block_count"};
+    return Ok{};
+}
+
 }  // namespace
 
 Result<ModelConfig> read_model_config(const GgufFile& file, RopeStyle rope_style) {
@@ -176,6 +185,7 @@ Result<ModelConfig> read_model_config(const GgufFile& file, RopeStyle rope_style
     TEMPERED_TRY(read_vocab_size(file, config));
     if (config.rope_scaling == RopeScaling::Yarn)
         return Error{"model metadata: YaRN rope scaling is supported for latent attention (deepseek2) only"};
+    TEMPERED_TRY(read_experts(file, config));
     return config;
 }
 
@@ -190,6 +200,7 @@ Result<ModelConfig> read_latent_attention_model(const GgufFile& file, const Meta
     TEMPERED_TRY(meta.real(".rope.freq_base", config.rope_freq_base, false, 1.0, 1e12));
     TEMPERED_TRY(read_rope_scaling(meta, config));
     TEMPERED_TRY(read_vocab_size(file, config));
+    TEMPERED_TRY(read_experts(file, config));
     return config;
 }
 

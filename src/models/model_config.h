@@ -11,6 +11,7 @@
 #include "formats/gguf.h"
 #include "kernels/cpu/ops.h"
 #include "kv/kv_cache.h"
+#include "models/moe_config.h"
 
 namespace tempered {
 
@@ -66,6 +67,7 @@ struct ModelConfig {
     // Per layer, the positions a query attends to: 0 every earlier one (global), W the last W. Empty:
     // every layer is global. The KV cache keeps only the window's blocks for window layers.
     std::vector<int64_t> layer_attention_windows;
+    std::optional<MoeConfig> experts;  // routed experts ({arch}.expert_count > 0): moe_config.h; else dense
 
     int64_t q_dim() const { return head_count * head_dim; }
     int64_t kv_dim() const { return kv_head_count * head_dim; }

@@ -43,6 +43,13 @@ constexpr DeepseekFixture kFixtures[] = {
     {"ds2-noqlora-f32.json", true, 0.0f},
     {"ds2-qlora-q8_0.json", false, 1.0f},
     {"ds2-noqlora-q8_0.json", false, 1.0f},
+    // Mixture of experts (8 routed + 1 shared, top-2, dense layer 0): sigmoid routing with groups and YaRN,
+    // and softmax routing without.
+    // Their Q8_0 files are not here yet: 8-bit activation noise flips expert choices at router near-ties
+    // (measured: a first-token logit off by 5.6 on ds2-moe-softmax-q8_0, 9/21 and 8/21 identical greedy
+    // continuations), which needs a check that knows the router's k-th / k+1-th margins.
+    {"ds2-moe-f32.json", true, 0.0f},
+    {"ds2-moe-softmax-f32.json", true, 0.0f},
 };
 
 std::filesystem::path tiny_model_dir() {
@@ -97,6 +104,11 @@ TEST_P(Deepseek2Oracle, LoadsWithLatentAttention) {
     EXPECT_EQ(config.latent_attention->value_dim, 48);
     EXPECT_EQ(config.latent_attention->q_lora_rank, std::string(GetParam().fixture).find("noqlora") != std::string::npos ? 0 : 96);
     EXPECT_EQ(config.rope_style, RopeStyle::AdjacentPairs);
+    const bool moe = std::string(GetParam().fixture).find("moe") != std::string::npos;
+    EXPECT_EQ(config.experts.has_value(), moe);
+    if (moe) {
+        EXPECT_EQ(config.experts->leading_dense_layers, 1);
+    }
 }
 
 // The first token after each prompt, the whole prompt in one batch (the expanded form).

@@ -65,5 +65,49 @@ TEST(WeightTraffic, AnUntiedTableCostsOneRowPerToken) {
     EXPECT_EQ(traffic.bytes_per_token, 32u + 256u + 3200u);
 }
 
+// A mixture of experts reads only the routed experts a token uses (2 of 8 here) of the *_exps tensors;
+// shared experts, router, dense layers and attention count whole.
+TEST(WeightTraffic, AMixtureOfExpertsCountsOnlyTheActiveExperts) {
+    GgufTensorSpec gate_exps{"blk.1.ffn_gate_exps.weight", {8, 4, 8}, kF32, std::vector<uint8_t>(8 * 4 * 8 * 4), {}};
+    GgufTensorSpec up_exps{"blk.1.ffn_up_exps.weight", {8, 4, 8}, kF32, std::vector<uint8_t>(8 * 4 * 8 * 4), {}};
+    GgufTensorSpec down_exps{"blk.1.ffn_down_exps.weight", {4, 8, 8}, kF32, std::vector<uint8_t>(4 * 8 * 8 * 4), {}};
+    const auto bytes = GgufWriter()
+                           .string("general.architecture", "deepseek2")
+                           .u32("deepseek2.expert_count", 8)
+                           .u32("deepseek2.expert_used_count", 2)
+                           .tensor(f32_tensor("token_embd.weight", 8, 100))        // 3200 bytes, rows of 32
+                           .tensor(f32_tensor("output.weight", 8, 100))            // 3200
+                           .tensor(f32_tensor("blk.0.ffn_gate.weight", 8, 16))     // 512: a dense first layer
+                           .tensor(f32_tensor("blk.1.attn_q.weight", 8, 8))        // 256
+                           .tensor(f32_tensor("blk.1.ffn_gate_inp.weight", 8, 8))  // 256: the router
+                           .tensor(f32_tensor("blk.1.ffn_up_shexp.weight", 8, 4))  // 128: a shared expert
+                           .tensor(std::move(gate_exps))                           // 1024, 128 per expert
+                           .tensor(std::move(up_exps))                             // 1024
+                           .tensor(std::move(down_exps))                           // 1024
+                           .bytes();
+    auto file = GgufFile::parse(bytes);
+    ASSERT_TRUE(file.ok()) << file.error().message;
+    const WeightTraffic traffic = weight_traffic(*file);
+    EXPECT_EQ(traffic.expert_count, 8);
+    EXPECT_EQ(traffic.experts_per_token, 2);
+    EXPECT_EQ(traffic.routed_expert_bytes, 3072u);
+    EXPECT_EQ(traffic.tensor_bytes, 3200u + 3200u + 512u + 256u + 256u + 128u + 3072u);
+    EXPECT_EQ(traffic.bytes_per_token, 32u + 3200u + 512u + 256u + 256u + 128u + 3u * 2u * 128u);
+}
+
+TEST(WeightTraffic, ADenseModelHasNoExpertShare) {
+    const auto bytes = GgufWriter()
+                           .string("general.architecture", "llama")
+                           .tensor(f32_tensor("token_embd.weight", 8, 100))
+                           .tensor(f32_tensor("blk.0.ffn_gate.weight", 8, 16))
+                           .bytes();
+    auto file = GgufFile::parse(bytes);
+    ASSERT_TRUE(file.ok()) << file.error().message;
+    const WeightTraffic traffic = weight_traffic(*file);
+    EXPECT_EQ(traffic.expert_count, 0);
+    EXPECT_EQ(traffic.routed_expert_bytes, 0u);
+    EXPECT_EQ(traffic.bytes_per_token, 3200u + 512u);
+}
+
 }  // namespace
 }  // namespace tempered

@@ -85,6 +85,9 @@ nlohmann::json report_json(const MembenchReport& report) {
         {"weight_bytes_per_token", t.bytes_per_token},
         {"embedding_table_bytes", t.embedding_table_bytes},
         {"tied_embeddings", t.tied_embeddings},
+        {"routed_expert_bytes", t.routed_expert_bytes},
+        {"expert_count", t.expert_count},
+        {"experts_per_token", t.experts_per_token},
         {"decode_bound_tokens_per_s", tokens_per_second_bound(report.triad.best_gb_per_second(), t.bytes_per_token)},
         {"working_set_triad", triad_json(working_set)},
         {"decode_bound_at_working_set_tokens_per_s",
@@ -113,6 +116,11 @@ void print_report(const MembenchReport& report) {
     std::printf("  weights read per decode token: %.1f MB of %.1f MB of tensors%s\n", t.bytes_per_token / 1e6,
                 t.tensor_bytes / 1e6,
                 t.tied_embeddings ? " (tied embeddings: the whole token table is the output matrix)" : "");
+    if (t.expert_count > 0) {
+        std::printf("  mixture of experts: %lld of %lld routed experts per token, so %.1f MB of their %.1f MB\n",
+                    static_cast<long long>(t.experts_per_token), static_cast<long long>(t.expert_count),
+                    t.routed_expert_bytes / 1e6 * t.experts_per_token / t.expert_count, t.routed_expert_bytes / 1e6);
+    }
     std::printf("  batch-1 decode bound: %.1f tokens/s at %.2f GB/s\n",
                 tokens_per_second_bound(triad.best_gb_per_second(), t.bytes_per_token), triad.best_gb_per_second());
     const TriadResult& working_set = report.model->working_set_triad;

@@ -1,0 +1,36 @@
+// Which routed experts each token runs, and with what weight: DeepSeek-V3's router as llama.cpp's
+// build_moe_ffn computes it for `deepseek2` GGUFs.
+//
+// Per token, over the router logits l (expert_count):
+//   1. scores s = softmax(l) or sigmoid(l) (MoeConfig::gating), in float.
+//   2. selection scores c = s + correction_bias (exp_probs_b; DeepSeek-V3's load-balancing bias). The bias
+//      decides WHICH experts are chosen, never their weights.
+//   3. group-limited routing (MoeConfig::group_count > 1): experts are split into group_count consecutive
+//      groups; a group's score is the sum of its two highest c (as DeepSeek-V3 and llama.cpp; DeepSeek-V2's
+//      group maximum is not what deepseek2 GGUFs mean in llama.cpp), and only the groups_per_token best
+//      groups stay eligible.
+//   4. the experts_per_token eligible experts with the highest c, best first.
+//   5. weights: their s (unbiased); if normalize_weights, divided by their sum (clamped below at
+//      6.103515625e-5, the smallest normal half, as llama.cpp does); then times routed_scaling_factor.
+// Ties (equal c, or equal group scores) go to the lower expert (group) index, so the choice is a pure
+// function of the inputs on every machine. scripts/fixtures/make_moe_routing_fixtures.py is the NumPy
+// reference of exactly this rule (tests/unit/moe_routing_test.cpp holds the two together).
+#pragma once
+
+#include <cstdint>
+
+#include "models/moe_config.h"
+
+namespace tempered {
+
+struct ExpertChoice {
+    int32_t expert = 0;
+    float weight = 0.0f;
+};
+
+// router_logits (tokens, expert_count); correction_bias (expert_count) or nullptr;
+// out (tokens, experts_per_token), each token's choices best first. `config` must pass validate_moe_config.
+void route_experts(const MoeConfig& config, const float* router_logits, const float* correction_bias, int64_t tokens,
+                   ExpertChoice* out);
+
+}  // namespace tempered
