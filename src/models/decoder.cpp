@@ -25,22 +25,22 @@ namespace tempered {
 namespace {
 
 struct DecoderLayer {
-    std::vector<float> attention_norm;       // (embedding_dim)
-    WeightMatrix query;                      // (q_dim, embedding_dim)
-    WeightMatrix key;                        // (kv_dim, embedding_dim)
-    WeightMatrix value;                      // (kv_dim, embedding_dim)
-    std::vector<float> query_bias;           // (q_dim), empty unless DecoderSpec::qkv_bias
-    std::vector<float> key_bias;             // (kv_dim), empty unless DecoderSpec::qkv_bias
-    std::vector<float> value_bias;           // (kv_dim), empty unless DecoderSpec::qkv_bias
-    std::vector<float> query_norm;           // (head_dim), empty unless DecoderSpec::qk_norm
-    std::vector<float> key_norm;             // (head_dim), empty unless DecoderSpec::qk_norm
-    WeightMatrix attention_output;           // (embedding_dim, q_dim)
-    std::vector<float> attention_post_norm;  // (embedding_dim), empty unless NormPlacement::PreAndPostNorm
-    std::vector<float> ffn_norm;             // (embedding_dim)
-    WeightMatrix ffn_gate;                   // (ffn_dim, embedding_dim)
-    WeightMatrix ffn_up;                     // (ffn_dim, embedding_dim)
-    WeightMatrix ffn_down;                   // (embedding_dim, ffn_dim)
-    std::vector<float> ffn_post_norm;        // (embedding_dim), empty unless NormPlacement::PreAndPostNorm
+    std::vector<float> attention_norm;             // (embedding_dim)
+    WeightMatrix query;                            // (q_dim, embedding_dim)
+    WeightMatrix key;                              // (kv_dim, embedding_dim)
+    WeightMatrix value;                            // (kv_dim, embedding_dim)
+    std::vector<float> query_bias;                 // (q_dim), empty unless DecoderSpec::qkv_bias
+    std::vector<float> key_bias;                   // (kv_dim), empty unless DecoderSpec::qkv_bias
+    std::vector<float> value_bias;                 // (kv_dim), empty unless DecoderSpec::qkv_bias
+    std::vector<float> query_norm;                 // (head_dim), empty unless DecoderSpec::qk_norm
+    std::vector<float> key_norm;                   // (head_dim), empty unless DecoderSpec::qk_norm
+    WeightMatrix attention_output;                 // (embedding_dim, q_dim)
+    std::vector<float> attention_post_norm;        // (embedding_dim), empty unless NormPlacement::PreAndPostNorm
+    std::vector<float> ffn_norm;                   // (embedding_dim)
+    WeightMatrix ffn_gate;                         // (ffn_dim, embedding_dim)
+    WeightMatrix ffn_up;                           // (ffn_dim, embedding_dim)
+    WeightMatrix ffn_down;                         // (embedding_dim, ffn_dim)
+    std::vector<float> ffn_post_norm;              // (embedding_dim), empty unless NormPlacement::PreAndPostNorm
     std::optional<LatentAttentionWeights> latent;  // AttentionKind::Latent: instead of query .. attention_output
     std::optional<MoeLayerWeights> experts;        // layers >= leading_dense_layers of an MoE file: instead of ffn_*
 };
@@ -154,7 +154,7 @@ std::vector<float> rope_inverse_frequencies(const ModelConfig& config, float bas
         const double inverse =
             std::pow(static_cast<double>(base), -2.0 * static_cast<double>(i) / static_cast<double>(config.rope_dims));
         const double scaled = config.rope_scaling == RopeScaling::Yarn ? inverse * rope_frequency_scale(config, i)
-                                                                        : inverse / config.rope_scaling_factor;
+                                                                       : inverse / config.rope_scaling_factor;
         inverse_frequencies.push_back(static_cast<float>(scaled / frequency_factors[static_cast<size_t>(i)]));
     }
     return inverse_frequencies;
@@ -232,7 +232,8 @@ public:
         : config_(std::move(config)), spec_(std::move(spec)), weights_(std::move(weights)), pool_(pool) {
         const auto threads = static_cast<size_t>(pool_.size());
         state_.attention_scratch.resize(threads * static_cast<size_t>(scratch_floats()));
-        if (spec_.attention == AttentionKind::Latent) latent_attention_ = std::make_unique<LatentAttention>(config_, pool_);
+        if (spec_.attention == AttentionKind::Latent)
+            latent_attention_ = std::make_unique<LatentAttention>(config_, pool_);
         if (config_.experts) moe_ffn_ = std::make_unique<MoeFeedForward>(*config_.experts);
     }
 

@@ -36,8 +36,8 @@ struct LayerSpec {
 struct DecoderSpec {
     RopeStyle rope_style = RopeStyle::AdjacentPairs;  // fixed by the architecture: its converter's Q/K row order
     AttentionKind attention = AttentionKind::Standard;
-    bool qkv_bias = false;                            // blk.N.attn_{q,k,v}.bias added after the projections (qwen2)
-    bool qk_norm = false;                             // RMSNorm of each query and key head before rope (qwen3, gemma3)
+    bool qkv_bias = false;  // blk.N.attn_{q,k,v}.bias added after the projections (qwen2)
+    bool qk_norm = false;   // RMSNorm of each query and key head before rope (qwen3, gemma3)
     NormPlacement norm_placement = NormPlacement::PreNorm;
     GateActivation activation = GateActivation::Silu;
     float attention_scale = 0.0f;               // softmax scale of q·k; 0 means 1/sqrt(head_dim)

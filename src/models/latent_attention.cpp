@@ -127,7 +127,7 @@ Result<LatentAttentionWeights> load_latent_attention(const GgufFile& file, const
     LOAD(weights.kv_a_norm, find_vector(file, prefix + "attn_kv_a_norm.weight", m.kv_lora_rank));
     LOAD(weights.output, find_matrix(file, prefix + "attn_output.weight", dim, heads * m.value_dim));
     const Status kv_b = file.tensor(prefix + "attn_kv_b.weight") ? load_joint_kv_b(file, prefix, config, weights)
-                                                                   : load_split_kv_b(file, prefix, config, weights);
+                                                                 : load_split_kv_b(file, prefix, config, weights);
     if (!kv_b) return kv_b.error();
     return weights;
 }
@@ -140,8 +140,8 @@ LatentAttention::LatentAttention(const ModelConfig& config, ThreadPool& pool)
       pool_(pool),
       scale_(latent_attention_scale(config)),
       rope_magnitude_(rope_magnitude(config)) {
-    scratch_per_thread_ = std::max(latent_attention_scratch_floats(config.head_count, latent_.latent_width()),
-                                   config.context_length);
+    scratch_per_thread_ =
+        std::max(latent_attention_scratch_floats(config.head_count, latent_.latent_width()), config.context_length);
     scratch_.resize(static_cast<size_t>(pool.size() * scratch_per_thread_));
 }
 
@@ -159,8 +159,7 @@ void LatentAttention::reserve(int64_t tokens) {
 }
 
 void LatentAttention::forward(const LatentAttentionWeights& weights, const Batch& batch, const float* normed,
-                              const float* rope_cos, const float* rope_sin, KvCache& cache, int64_t layer,
-                              float* out) {
+                              const float* rope_cos, const float* rope_sin, KvCache& cache, int64_t layer, float* out) {
     const int64_t tokens = batch.size();
     reserve(tokens);
     project(weights, normed, tokens);
@@ -193,8 +192,8 @@ void LatentAttention::project(const LatentAttentionWeights& weights, const float
 
 // Rope (adjacent pairs, scaled by YaRN's magnitude) on the rope part of every query head and of the
 // shared rope key, then each token's latent row into the cache.
-void LatentAttention::rotate_and_cache(const Batch& batch, const float* rope_cos, const float* rope_sin,
-                                       KvCache& cache, int64_t layer) {
+void LatentAttention::rotate_and_cache(const Batch& batch, const float* rope_cos, const float* rope_sin, KvCache& cache,
+                                       int64_t layer) {
     const int64_t heads = config_.head_count, key_dim = latent_.key_dim(), rope = latent_.rope_dim;
     const int64_t width = latent_.latent_width(), pairs = rope / 2;
     const KvCacheShape& shape = cache.shape();
@@ -260,8 +259,7 @@ void LatentAttention::absorbed(const LatentAttentionWeights& weights, const Batc
         }
     }
     const KvCache::LayerStorage storage = cache.layer_storage(layer);
-    const LatentCacheView view{storage.keys, storage.block_stride, cache.shape().block_size, width,
-                               cache.shape().type};
+    const LatentCacheView view{storage.keys, storage.block_stride, cache.shape().block_size, width, cache.shape().type};
     std::atomic<int64_t> next{0};
     pool_.run_on_all([&](int thread) {
         float* scratch = &scratch_[static_cast<size_t>(thread * scratch_per_thread_)];
@@ -281,8 +279,8 @@ void LatentAttention::absorbed(const LatentAttentionWeights& weights, const Batc
 
 // The expanded form for one run: every cached position's latent decompressed by kv_b into per-head keys
 // (nope part) and values, then causal multi-head attention with the shared rope key.
-void LatentAttention::expanded(const LatentAttentionWeights& weights, const Batch& batch, KvCache& cache,
-                               int64_t layer, const Run& run) {
+void LatentAttention::expanded(const LatentAttentionWeights& weights, const Batch& batch, KvCache& cache, int64_t layer,
+                               const Run& run) {
     const BatchToken& first = batch.tokens[static_cast<size_t>(run.first_token)];
     const int64_t length = first.position + run.token_count;
     const int64_t heads = config_.head_count, key_dim = latent_.key_dim(), nope = latent_.nope_dim;
@@ -292,8 +290,7 @@ void LatentAttention::expanded(const LatentAttentionWeights& weights, const Batc
     latents_.resize(static_cast<size_t>(length * rank));
     expanded_kv_.resize(static_cast<size_t>(length * heads * per_head));
     const KvCache::LayerStorage storage = cache.layer_storage(layer);
-    const LatentCacheView view{storage.keys, storage.block_stride, cache.shape().block_size, width,
-                               cache.shape().type};
+    const LatentCacheView view{storage.keys, storage.block_stride, cache.shape().block_size, width, cache.shape().type};
     gather_latent_rows(view, cache.block_table(first.sequence, layer), 0, length, rows_.data());
     for (int64_t p = 0; p < length; ++p) std::copy_n(&rows_[p * width], rank, &latents_[p * rank]);
     matmul(weights.kv_b, latents_.data(), length, expanded_kv_.data(), pool_);

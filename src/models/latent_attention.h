@@ -29,17 +29,17 @@
 namespace tempered {
 
 struct LatentAttentionWeights {
-    WeightMatrix query;                   // (heads * key_dim, embedding_dim); empty when q_lora_rank > 0
-    WeightMatrix query_a;                 // (q_lora_rank, embedding_dim)
-    std::vector<float> query_a_norm;      // (q_lora_rank)
-    WeightMatrix query_b;                 // (heads * key_dim, q_lora_rank)
-    WeightMatrix kv_a;                    // (kv_lora_rank + rope_dim, embedding_dim)
-    std::vector<float> kv_a_norm;         // (kv_lora_rank)
-    std::vector<WeightMatrix> key_b;      // (heads) of (kv_lora_rank, nope_dim): a query's nope part -> latent space
-    std::vector<WeightMatrix> value_b;    // (heads) of (value_dim, kv_lora_rank): attended latent -> value
-    WeightMatrix kv_b;                    // (heads * (nope_dim + value_dim), kv_lora_rank): per head keys then values
-    WeightMatrix output;                  // (embedding_dim, heads * value_dim)
-    std::vector<float> made_at_load;      // owner of the float matrices built from the other layout
+    WeightMatrix query;                 // (heads * key_dim, embedding_dim); empty when q_lora_rank > 0
+    WeightMatrix query_a;               // (q_lora_rank, embedding_dim)
+    std::vector<float> query_a_norm;    // (q_lora_rank)
+    WeightMatrix query_b;               // (heads * key_dim, q_lora_rank)
+    WeightMatrix kv_a;                  // (kv_lora_rank + rope_dim, embedding_dim)
+    std::vector<float> kv_a_norm;       // (kv_lora_rank)
+    std::vector<WeightMatrix> key_b;    // (heads) of (kv_lora_rank, nope_dim): a query's nope part -> latent space
+    std::vector<WeightMatrix> value_b;  // (heads) of (value_dim, kv_lora_rank): attended latent -> value
+    WeightMatrix kv_b;                  // (heads * (nope_dim + value_dim), kv_lora_rank): per head keys then values
+    WeightMatrix output;                // (embedding_dim, heads * value_dim)
+    std::vector<float> made_at_load;    // owner of the float matrices built from the other layout
 
     // Every matrix the forward pass multiplies by, for the decoder's dequantize and pack passes.
     std::vector<WeightMatrix*> matrices();
@@ -65,8 +65,8 @@ public:
     // out (tokens, embedding_dim) = attention of layer `layer` for every token of `batch`, whose normed
     // inputs are `normed` (tokens, embedding_dim); this step's latent rows are written into `cache` first.
     // rope_cos/rope_sin (tokens, rope_dim / 2): each token's rotary angles.
-    void forward(const LatentAttentionWeights& weights, const Batch& batch, const float* normed,
-                 const float* rope_cos, const float* rope_sin, KvCache& cache, int64_t layer, float* out);
+    void forward(const LatentAttentionWeights& weights, const Batch& batch, const float* normed, const float* rope_cos,
+                 const float* rope_sin, KvCache& cache, int64_t layer, float* out);
 
     void set_form(LatentAttentionForm form) { form_ = form; }
 
@@ -93,18 +93,18 @@ private:
     float rope_magnitude_ = 1.0f;
     std::vector<Run> runs_;
     std::vector<int64_t> absorbed_tokens_;  // batch indices of the tokens of absorbed runs
-    std::vector<float> query_a_;        // (tokens, q_lora_rank)
-    std::vector<float> query_;          // (tokens, heads, key_dim)
-    std::vector<float> kv_;             // (tokens, kv_lora_rank + rope_dim): this step's latent rows
-    std::vector<float> head_in_;        // (tokens, max(nope_dim, kv_lora_rank)): one head's inputs, gathered
-    std::vector<float> head_out_;       // (tokens, max(kv_lora_rank, value_dim)): one head's outputs
-    std::vector<float> absorbed_;       // (tokens, heads, kv_lora_rank + rope_dim): absorbed queries
-    std::vector<float> attended_;       // (tokens, heads, kv_lora_rank): attended latents
-    std::vector<float> attention_;      // (tokens, heads * value_dim): what attn_output multiplies
-    std::vector<float> rows_;           // (context, kv_lora_rank + rope_dim): cached rows of an expanded run
-    std::vector<float> latents_;        // (context, kv_lora_rank)
-    std::vector<float> expanded_kv_;    // (context, heads * (nope_dim + value_dim))
-    std::vector<float> scratch_;        // (threads, per-thread floats)
+    std::vector<float> query_a_;            // (tokens, q_lora_rank)
+    std::vector<float> query_;              // (tokens, heads, key_dim)
+    std::vector<float> kv_;                 // (tokens, kv_lora_rank + rope_dim): this step's latent rows
+    std::vector<float> head_in_;            // (tokens, max(nope_dim, kv_lora_rank)): one head's inputs, gathered
+    std::vector<float> head_out_;           // (tokens, max(kv_lora_rank, value_dim)): one head's outputs
+    std::vector<float> absorbed_;           // (tokens, heads, kv_lora_rank + rope_dim): absorbed queries
+    std::vector<float> attended_;           // (tokens, heads, kv_lora_rank): attended latents
+    std::vector<float> attention_;          // (tokens, heads * value_dim): what attn_output multiplies
+    std::vector<float> rows_;               // (context, kv_lora_rank + rope_dim): cached rows of an expanded run
+    std::vector<float> latents_;            // (context, kv_lora_rank)
+    std::vector<float> expanded_kv_;        // (context, heads * (nope_dim + value_dim))
+    std::vector<float> scratch_;            // (threads, per-thread floats)
     int64_t scratch_per_thread_ = 0;
 };
 

@@ -65,8 +65,8 @@ private:
 
 Status read_yarn(const MetadataReader& meta, ModelConfig& config) {
     config.rope_original_context = config.context_length;
-    TEMPERED_TRY(meta.integer(".rope.scaling.original_context_length", config.rope_original_context, false, 1,
-                              kMaxContext));
+    TEMPERED_TRY(
+        meta.integer(".rope.scaling.original_context_length", config.rope_original_context, false, 1, kMaxContext));
     return meta.real(".rope.scaling.yarn_log_multiplier", config.yarn_log_multiplier, false, 0.0, 100.0);
 }
 
@@ -193,8 +193,7 @@ namespace {
 
 // The rest of read_model_config for a file with latent attention: its per-head sizes, then what every
 // family reads.
-Result<ModelConfig> read_latent_attention_model(const GgufFile& file, const MetadataReader& meta,
-                                                ModelConfig config) {
+Result<ModelConfig> read_latent_attention_model(const GgufFile& file, const MetadataReader& meta, ModelConfig config) {
     TEMPERED_TRY(read_latent_attention(meta, config));
     TEMPERED_TRY(meta.real(".attention.layer_norm_rms_epsilon", config.rms_epsilon, true, 0.0, 1.0));
     TEMPERED_TRY(meta.real(".rope.freq_base", config.rope_freq_base, false, 1.0, 1e12));
@@ -242,8 +241,8 @@ double rope_frequency_scale(const ModelConfig& config, int64_t pair) {
     if (config.rope_scaling == RopeScaling::Linear) return 1.0 / config.rope_scaling_factor;
     if (config.rope_scaling != RopeScaling::Yarn) return 1.0;
     const float low = std::max(0.0f, std::floor(yarn_correction_dim(config, 32.0f)));  // beta_fast
-    const float high = std::min(static_cast<float>(config.rope_dims - 1),
-                                std::ceil(yarn_correction_dim(config, 1.0f)));  // beta_slow
+    const float high =
+        std::min(static_cast<float>(config.rope_dims - 1), std::ceil(yarn_correction_dim(config, 1.0f)));  // beta_slow
     const float ramp = yarn_ramp(low, high, pair), scale = frequency_scale(config);
     return static_cast<double>(scale * (1.0f - ramp) + ramp);
 }
@@ -264,8 +263,9 @@ float latent_attention_scale(const ModelConfig& config) {
 
 KvCacheShape kv_cache_shape(const ModelConfig& config, DType type, int64_t block_size) {
     if (config.latent_attention) {
-        return KvCacheShape{config.layer_count, 1, config.latent_attention->latent_width(), block_size, type,
-                            config.layer_attention_windows, /*latent=*/true};
+        return KvCacheShape{config.layer_count, 1,    config.latent_attention->latent_width(),
+                            block_size,         type, config.layer_attention_windows,
+                            /*latent=*/true};
     }
     return KvCacheShape{
         config.layer_count, config.kv_head_count, config.head_dim, block_size, type, config.layer_attention_windows};

@@ -33,7 +33,7 @@ struct LatentAttentionConfig {
     int64_t rope_dim = 0;      // {arch}.rope.dimension_count: the decoupled rope part of each key and query
     int64_t value_dim = 0;     // per head: value_length_mla, or value_length in files of the older layout
 
-    int64_t key_dim() const { return nope_dim + rope_dim; }            // per head: key_length_mla
+    int64_t key_dim() const { return nope_dim + rope_dim; }           // per head: key_length_mla
     int64_t latent_width() const { return kv_lora_rank + rope_dim; }  // cached values per position and layer
 };
 

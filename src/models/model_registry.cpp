@@ -61,10 +61,8 @@ DecoderSpec deepseek2_spec() {
 
 std::span<const ArchitectureEntry> supported_architectures() {
     static constexpr std::array entries = {
-        ArchitectureEntry{"llama", llama_spec},
-        ArchitectureEntry{"qwen2", qwen2_spec},
-        ArchitectureEntry{"qwen3", qwen3_spec},
-        ArchitectureEntry{"gemma3", gemma3_spec},
+        ArchitectureEntry{"llama", llama_spec},         ArchitectureEntry{"qwen2", qwen2_spec},
+        ArchitectureEntry{"qwen3", qwen3_spec},         ArchitectureEntry{"gemma3", gemma3_spec},
         ArchitectureEntry{"deepseek2", deepseek2_spec},
     };
     return entries;

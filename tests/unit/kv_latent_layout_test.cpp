@@ -23,8 +23,8 @@ void fill(KvBlockPool& pool, int32_t sequence, int64_t positions) {
         for (int64_t p = 0; p < positions; ++p) {
             for (int64_t d = 0; d < kWidth; ++d) row[d] = static_cast<float>(p) + static_cast<float>(d) / 128.0f;
             const int32_t block = pool.block_table(sequence, layer)[static_cast<size_t>(p / kBlock)];
-            store_kv_position(pool.shape(), KvLayerView{storage.keys, nullptr, storage.block_stride}, block,
-                              p % kBlock, row.data(), nullptr);
+            store_kv_position(pool.shape(), KvLayerView{storage.keys, nullptr, storage.block_stride}, block, p % kBlock,
+                              row.data(), nullptr);
         }
     }
 }
@@ -77,7 +77,8 @@ TEST(KvLatentLayout, BlocksMoveBetweenPoolsByteForByte) {
         sender->read_block(sender->block_table(0)[b], bytes);
         receiver->write_block(receiver->block_table(5)[b], bytes);
     }
-    for (int64_t layer = 0; layer < kLayers; ++layer) EXPECT_EQ(rows_of(*receiver, 5, layer, 32), rows_of(*sender, 0, layer, 32));
+    for (int64_t layer = 0; layer < kLayers; ++layer)
+        EXPECT_EQ(rows_of(*receiver, 5, layer, 32), rows_of(*sender, 0, layer, 32));
 }
 
 }  // namespace

@@ -42,7 +42,8 @@ struct RandomLatentCache {
     }
     LatentCacheView view() {
         const KvCache::LayerStorage storage = pool->layer_storage(0);
-        return {storage.keys, storage.block_stride, pool->shape().block_size, pool->shape().head_dim, pool->shape().type};
+        return {storage.keys, storage.block_stride, pool->shape().block_size, pool->shape().head_dim,
+                pool->shape().type};
     }
 };
 

@@ -102,7 +102,8 @@ TEST_P(Deepseek2Oracle, LoadsWithLatentAttention) {
     EXPECT_EQ(config.latent_attention->rope_dim, 16);
     EXPECT_EQ(config.latent_attention->nope_dim, 32);
     EXPECT_EQ(config.latent_attention->value_dim, 48);
-    EXPECT_EQ(config.latent_attention->q_lora_rank, std::string(GetParam().fixture).find("noqlora") != std::string::npos ? 0 : 96);
+    EXPECT_EQ(config.latent_attention->q_lora_rank,
+              std::string(GetParam().fixture).find("noqlora") != std::string::npos ? 0 : 96);
     EXPECT_EQ(config.rope_style, RopeStyle::AdjacentPairs);
     const bool moe = std::string(GetParam().fixture).find("moe") != std::string::npos;
     EXPECT_EQ(config.experts.has_value(), moe);

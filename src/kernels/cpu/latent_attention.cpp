@@ -58,8 +58,8 @@ void gather_latent_rows(const LatentCacheView& cache, std::span<const int32_t> b
         const int64_t slot = p % cache.block_size;
         const int64_t run = std::min({count - (p - first), cache.block_size - slot, kChunk});
         const uint8_t* block =
-            cache.data + static_cast<int64_t>(block_table[static_cast<size_t>(p / cache.block_size)]) *
-                             cache.block_stride;
+            cache.data +
+            static_cast<int64_t>(block_table[static_cast<size_t>(p / cache.block_size)]) * cache.block_stride;
         float* out = rows + (p - first) * cache.width;
         for (int64_t d = 0; d < cache.width; ++d) {
             load_latent_elements(cache.type, block + (d * cache.block_size + slot) * element, run, column);
@@ -126,7 +126,8 @@ void attend_latent_reference(const float* queries, int64_t heads, const LatentCa
         for (int64_t p = 0; p < length; ++p) {
             double score = 0.0;
             for (int64_t d = 0; d < cache.width; ++d)
-                score += static_cast<double>(queries[h * cache.width + d]) * rows[static_cast<size_t>(p * cache.width + d)];
+                score +=
+                    static_cast<double>(queries[h * cache.width + d]) * rows[static_cast<size_t>(p * cache.width + d)];
             weights[static_cast<size_t>(p)] = score * scale;
             max_score = std::max(max_score, score * scale);
         }
