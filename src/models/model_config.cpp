@@ -99,6 +99,9 @@ Status read_rope_scaling(const MetadataReader& meta, ModelConfig& config) {
         if (*name != "linear" && *name != "yarn") {
             return Error{"model metadata: rope scaling type '" + *name + "' is not supported (none, linear, yarn)"};
         }
+        // The decoder applies YaRN's attention temperature in latent attention only.
+        if (*name == "yarn" && !config.latent_attention)
+            return Error{"model metadata: rope scaling type 'yarn' is supported for latent attention (deepseek2) only"};
         config.rope_scaling = *name == "yarn" ? RopeScaling::Yarn : RopeScaling::Linear;
         TEMPERED_TRY(meta.real(".rope.scaling.attn_factor", config.rope_attention_factor, false, 1e-3, 1e3));
         if (config.rope_scaling == RopeScaling::Yarn) TEMPERED_TRY(read_yarn(meta, config));
@@ -183,8 +186,6 @@ Result<ModelConfig> read_model_config(const GgufFile& file, RopeStyle rope_style
     TEMPERED_TRY(read_rope_scaling(meta, config));
     TEMPERED_TRY(meta.integer(".attention.sliding_window", config.sliding_window, false, 0, kMaxContext));
     TEMPERED_TRY(read_vocab_size(file, config));
-    if (config.rope_scaling == RopeScaling::Yarn)
-        return Error{"model metadata: YaRN rope scaling is supported for latent attention (deepseek2) only"};
     TEMPERED_TRY(read_experts(file, config));
     return config;
 }
