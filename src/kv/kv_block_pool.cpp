@@ -34,7 +34,7 @@ int64_t KvBlockPool::blocks_for_positions(const KvCacheShape& shape, int64_t pos
 }
 
 int64_t KvBlockPool::pool_block_bytes(const KvCacheShape& shape) {
-    return 2 * kv_layer_groups(shape).layers_per_group * shape.block_bytes();
+    return kv_layer_groups(shape).layers_per_group * (shape.block_bytes() + shape.value_block_bytes());
 }
 
 KvBlockPool::KvBlockPool(const KvCacheShape& shape, int64_t block_count)
@@ -42,7 +42,7 @@ KvBlockPool::KvBlockPool(const KvCacheShape& shape, int64_t block_count)
       groups_(kv_layer_groups(shape)),
       block_count_(block_count),
       keys_(static_cast<size_t>(groups_.layers_per_group * block_count * shape.block_bytes())),
-      values_(keys_.size()),
+      values_(static_cast<size_t>(groups_.layers_per_group * block_count * shape.value_block_bytes())),
       blocks_(static_cast<size_t>(block_count)),
       hash_to_block_(static_cast<size_t>(groups_.group_count())) {
     free_blocks_.reserve(static_cast<size_t>(block_count));
@@ -61,7 +61,7 @@ KvBlockPool::BlockTables& KvBlockPool::tables_of(int32_t sequence) {
 
 KvCache::LayerStorage KvBlockPool::layer_storage(int64_t layer) {
     const int64_t slab = groups_.slot_of_layer[static_cast<size_t>(layer)] * block_count_ * shape_.block_bytes();
-    return {keys_.data() + slab, values_.data() + slab, shape_.block_bytes()};
+    return {keys_.data() + slab, values_.empty() ? nullptr : values_.data() + slab, shape_.block_bytes()};
 }
 
 int64_t KvBlockPool::cached_block_count() const {
@@ -315,6 +315,7 @@ void KvBlockPool::copy_block(int32_t from, int32_t to) {
         const int64_t slab = slot * block_count_ * bytes;
         std::memcpy(&keys_[static_cast<size_t>(slab + to * bytes)], &keys_[static_cast<size_t>(slab + from * bytes)],
                     static_cast<size_t>(bytes));
+        if (values_.empty()) continue;  // a latent cache: keys only
         std::memcpy(&values_[static_cast<size_t>(slab + to * bytes)],
                     &values_[static_cast<size_t>(slab + from * bytes)], static_cast<size_t>(bytes));
     }
@@ -329,17 +330,21 @@ std::span<const int32_t> KvBlockPool::group_table(int32_t sequence, int64_t grou
 void KvBlockPool::read_block(int32_t block, std::span<uint8_t> out) const {
     const int64_t bytes = shape_.block_bytes();
     uint8_t* to = out.data();
-    for (const auto* slab_base : {keys_.data(), values_.data()})
+    for (const std::vector<uint8_t>* plane : {&keys_, &values_}) {
+        if (plane->empty()) continue;  // the values of a latent cache
         for (int64_t slot = 0; slot < groups_.layers_per_group; ++slot, to += bytes)
-            std::memcpy(to, slab_base + (slot * block_count_ + block) * bytes, static_cast<size_t>(bytes));
+            std::memcpy(to, plane->data() + (slot * block_count_ + block) * bytes, static_cast<size_t>(bytes));
+    }
 }
 
 void KvBlockPool::write_block(int32_t block, std::span<const uint8_t> in) {
     const int64_t bytes = shape_.block_bytes();
     const uint8_t* from = in.data();
-    for (auto* slab_base : {keys_.data(), values_.data()})
+    for (std::vector<uint8_t>* plane : {&keys_, &values_}) {
+        if (plane->empty()) continue;  // the values of a latent cache
         for (int64_t slot = 0; slot < groups_.layers_per_group; ++slot, from += bytes)
-            std::memcpy(slab_base + (slot * block_count_ + block) * bytes, from, static_cast<size_t>(bytes));
+            std::memcpy(plane->data() + (slot * block_count_ + block) * bytes, from, static_cast<size_t>(bytes));
+    }
 }
 
 bool KvBlockPool::fork(int32_t parent, int32_t child, int64_t positions) {

@@ -24,10 +24,14 @@ struct KvCacheShape {
     // Per layer, how many positions a query attends to: 0 for every earlier one (global), W for the
     // last W (a query at p sees p-W+1..p). Empty: every layer is global. See kv_layer_groups.h.
     std::vector<int64_t> layer_windows = {};
+    // Multi-head latent attention: each position holds one latent "head" of head_dim elements (the
+    // compressed KV plus the rope key, kv_head_count 1) as keys, and nothing as values.
+    bool latent = false;
 
     // Bytes of one block of keys (or of values) of one layer: block_size * kv_head_count * head_dim
     // elements, and for F8_E4M3 the scales after them.
     int64_t block_bytes() const;
+    int64_t value_block_bytes() const { return latent ? 0 : block_bytes(); }  // a latent cache has no values
     int64_t slot_bytes() const;  // one position's values: (kv_head_count, head_dim)
     int64_t element_bytes() const;
     // Byte offsets inside a block of element d of KV head h at slot s.
@@ -45,14 +49,16 @@ struct KvCacheShape {
     int64_t scale_offset(int64_t slot, int64_t kv_head) const {
         return (block_size * slot_bytes() + 3) / 4 * 4 + (kv_head * block_size + slot) * 4;
     }
-    // What the pool allocates per position, summed over the layers: keys, values and their scales.
+    // What the pool allocates per position, summed over the layers: keys, values (none when latent) and
+    // their scales.
     int64_t bytes_per_token() const;
 };
 
 bool kv_type_supported(DType type);
 
 // Stores one position's keys and values (kv_head_count * head_dim floats each), converted to the
-// cache's type, into slot `slot` of block `block` of one layer.
+// cache's type, into slot `slot` of block `block` of one layer. A latent cache stores the keys only
+// (`value` and layer.values unused).
 struct KvLayerView {
     uint8_t* keys;
     uint8_t* values;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,28 +17,32 @@
 #include "kernels/cpu/matmul_kernels.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/cpu/packed_weights.h"
+#include "models/latent_attention.h"
+#include "models/moe_ffn.h"
 #include "models/weights.h"
 
 namespace tempered {
 namespace {
 
 struct DecoderLayer {
-    std::vector<float> attention_norm;       // (embedding_dim)
-    WeightMatrix query;                      // (q_dim, embedding_dim)
-    WeightMatrix key;                        // (kv_dim, embedding_dim)
-    WeightMatrix value;                      // (kv_dim, embedding_dim)
-    std::vector<float> query_bias;           // (q_dim), empty unless DecoderSpec::qkv_bias
-    std::vector<float> key_bias;             // (kv_dim), empty unless DecoderSpec::qkv_bias
-    std::vector<float> value_bias;           // (kv_dim), empty unless DecoderSpec::qkv_bias
-    std::vector<float> query_norm;           // (head_dim), empty unless DecoderSpec::qk_norm
-    std::vector<float> key_norm;             // (head_dim), empty unless DecoderSpec::qk_norm
-    WeightMatrix attention_output;           // (embedding_dim, q_dim)
-    std::vector<float> attention_post_norm;  // (embedding_dim), empty unless NormPlacement::PreAndPostNorm
-    std::vector<float> ffn_norm;             // (embedding_dim)
-    WeightMatrix ffn_gate;                   // (ffn_dim, embedding_dim)
-    WeightMatrix ffn_up;                     // (ffn_dim, embedding_dim)
-    WeightMatrix ffn_down;                   // (embedding_dim, ffn_dim)
-    std::vector<float> ffn_post_norm;        // (embedding_dim), empty unless NormPlacement::PreAndPostNorm
+    std::vector<float> attention_norm;             // (embedding_dim)
+    WeightMatrix query;                            // (q_dim, embedding_dim)
+    WeightMatrix key;                              // (kv_dim, embedding_dim)
+    WeightMatrix value;                            // (kv_dim, embedding_dim)
+    std::vector<float> query_bias;                 // (q_dim), empty unless DecoderSpec::qkv_bias
+    std::vector<float> key_bias;                   // (kv_dim), empty unless DecoderSpec::qkv_bias
+    std::vector<float> value_bias;                 // (kv_dim), empty unless DecoderSpec::qkv_bias
+    std::vector<float> query_norm;                 // (head_dim), empty unless DecoderSpec::qk_norm
+    std::vector<float> key_norm;                   // (head_dim), empty unless DecoderSpec::qk_norm
+    WeightMatrix attention_output;                 // (embedding_dim, q_dim)
+    std::vector<float> attention_post_norm;        // (embedding_dim), empty unless NormPlacement::PreAndPostNorm
+    std::vector<float> ffn_norm;                   // (embedding_dim)
+    WeightMatrix ffn_gate;                         // (ffn_dim, embedding_dim)
+    WeightMatrix ffn_up;                           // (ffn_dim, embedding_dim)
+    WeightMatrix ffn_down;                         // (embedding_dim, ffn_dim)
+    std::vector<float> ffn_post_norm;              // (embedding_dim), empty unless NormPlacement::PreAndPostNorm
+    std::optional<LatentAttentionWeights> latent;  // AttentionKind::Latent: instead of query .. attention_output
+    std::optional<MoeLayerWeights> experts;        // layers >= leading_dense_layers of an MoE file: instead of ffn_*
 };
 
 struct DecoderWeights {
@@ -54,9 +60,16 @@ struct DecoderWeights {
 std::vector<WeightMatrix*> multiplied_matrices(DecoderWeights& weights) {
     std::vector<WeightMatrix*> matrices = {&weights.output};
     for (DecoderLayer& layer : weights.layers) {
-        for (WeightMatrix* m : {&layer.query, &layer.key, &layer.value, &layer.attention_output, &layer.ffn_gate,
-                                &layer.ffn_up, &layer.ffn_down}) {
-            matrices.push_back(m);
+        if (layer.latent) {
+            for (WeightMatrix* m : layer.latent->matrices()) matrices.push_back(m);
+        } else {
+            for (WeightMatrix* m : {&layer.query, &layer.key, &layer.value, &layer.attention_output})
+                matrices.push_back(m);
+        }
+        if (layer.experts) {
+            for (WeightMatrix* m : layer.experts->matrices()) matrices.push_back(m);
+        } else {
+            for (WeightMatrix* m : {&layer.ffn_gate, &layer.ffn_up, &layer.ffn_down}) matrices.push_back(m);
         }
     }
     return matrices;
@@ -140,8 +153,9 @@ std::vector<float> rope_inverse_frequencies(const ModelConfig& config, float bas
     for (int64_t i = 0; i < config.rope_dims / 2; ++i) {
         const double inverse =
             std::pow(static_cast<double>(base), -2.0 * static_cast<double>(i) / static_cast<double>(config.rope_dims));
-        inverse_frequencies.push_back(
-            static_cast<float>(inverse / config.rope_scaling_factor / frequency_factors[static_cast<size_t>(i)]));
+        const double scaled = config.rope_scaling == RopeScaling::Yarn ? inverse * rope_frequency_scale(config, i)
+                                                                       : inverse / config.rope_scaling_factor;
+        inverse_frequencies.push_back(static_cast<float>(scaled / frequency_factors[static_cast<size_t>(i)]));
     }
     return inverse_frequencies;
 }
@@ -164,14 +178,22 @@ Result<DecoderWeights> load_weights(const GgufFile& file, const ModelConfig& con
         const std::string prefix = "blk." + std::to_string(i) + ".";
         DecoderLayer& layer = weights.layers[static_cast<size_t>(i)];
         LOAD(layer.attention_norm, find_vector(file, prefix + "attn_norm.weight", dim));
-        LOAD(layer.query, find_matrix(file, prefix + "attn_q.weight", config.q_dim(), dim));
-        LOAD(layer.key, find_matrix(file, prefix + "attn_k.weight", config.kv_dim(), dim));
-        LOAD(layer.value, find_matrix(file, prefix + "attn_v.weight", config.kv_dim(), dim));
-        LOAD(layer.attention_output, find_matrix(file, prefix + "attn_output.weight", dim, config.q_dim()));
+        if (spec.attention == AttentionKind::Latent) {
+            LOAD(layer.latent, load_latent_attention(file, prefix, config));
+        } else {
+            LOAD(layer.query, find_matrix(file, prefix + "attn_q.weight", config.q_dim(), dim));
+            LOAD(layer.key, find_matrix(file, prefix + "attn_k.weight", config.kv_dim(), dim));
+            LOAD(layer.value, find_matrix(file, prefix + "attn_v.weight", config.kv_dim(), dim));
+            LOAD(layer.attention_output, find_matrix(file, prefix + "attn_output.weight", dim, config.q_dim()));
+        }
         LOAD(layer.ffn_norm, find_vector(file, prefix + "ffn_norm.weight", dim));
-        LOAD(layer.ffn_gate, find_matrix(file, prefix + "ffn_gate.weight", config.ffn_dim, dim));
-        LOAD(layer.ffn_up, find_matrix(file, prefix + "ffn_up.weight", config.ffn_dim, dim));
-        LOAD(layer.ffn_down, find_matrix(file, prefix + "ffn_down.weight", dim, config.ffn_dim));
+        if (config.experts && i >= config.experts->leading_dense_layers) {
+            LOAD(layer.experts, load_moe_layer(file, prefix, dim, *config.experts));
+        } else {
+            LOAD(layer.ffn_gate, find_matrix(file, prefix + "ffn_gate.weight", config.ffn_dim, dim));
+            LOAD(layer.ffn_up, find_matrix(file, prefix + "ffn_up.weight", config.ffn_dim, dim));
+            LOAD(layer.ffn_down, find_matrix(file, prefix + "ffn_down.weight", dim, config.ffn_dim));
+        }
         if (spec.qkv_bias) {
             LOAD(layer.query_bias, find_vector(file, prefix + "attn_q.bias", config.q_dim()));
             LOAD(layer.key_bias, find_vector(file, prefix + "attn_k.bias", config.kv_dim()));
@@ -210,6 +232,9 @@ public:
         : config_(std::move(config)), spec_(std::move(spec)), weights_(std::move(weights)), pool_(pool) {
         const auto threads = static_cast<size_t>(pool_.size());
         state_.attention_scratch.resize(threads * static_cast<size_t>(scratch_floats()));
+        if (spec_.attention == AttentionKind::Latent)
+            latent_attention_ = std::make_unique<LatentAttention>(config_, pool_);
+        if (config_.experts) moe_ffn_ = std::make_unique<MoeFeedForward>(*config_.experts);
     }
 
     const ModelConfig& config() const override { return config_; }
@@ -241,8 +266,9 @@ private:
 
     Status validate(const Batch& batch, const KvCache& cache) const {
         const KvCacheShape& shape = cache.shape();
-        if (shape.layer_count != config_.layer_count || shape.kv_head_count != config_.kv_head_count ||
-            shape.head_dim != config_.head_dim || !kv_type_supported(shape.type)) {
+        const KvCacheShape expected = kv_cache_shape(config_, shape.type, shape.block_size);
+        if (shape.layer_count != expected.layer_count || shape.kv_head_count != expected.kv_head_count ||
+            shape.head_dim != expected.head_dim || shape.latent != expected.latent || !kv_type_supported(shape.type)) {
             return Error{"forward: the KV cache's shape does not match the model"};
         }
         if (!cache_keeps_every_window(shape))
@@ -374,6 +400,12 @@ private:
         const DecoderLayer& layer = weights_.layers[static_cast<size_t>(layer_index)];
         const int64_t tokens = batch.size();
         normalize(tokens, layer.attention_norm);
+        if (layer.latent) {
+            latent_attention_->forward(*layer.latent, batch, state_.normed.data(), state_.rope_cos.data(),
+                                       state_.rope_sin.data(), cache, layer_index, state_.projected.data());
+            add_to_residual(tokens, layer.attention_post_norm);
+            return;
+        }
         const WeightMatrix* projections[] = {&layer.query, &layer.key, &layer.value};
         float* const outputs[] = {state_.query.data(), state_.key.data(), state_.value.data()};
         matmul_many(projections, state_.normed.data(), tokens, outputs, pool_);
@@ -528,6 +560,11 @@ private:
 
     void ffn_block(int64_t tokens, const DecoderLayer& layer) {
         normalize(tokens, layer.ffn_norm);
+        if (layer.experts) {
+            moe_ffn_->forward(*layer.experts, state_.normed.data(), tokens, state_.projected.data(), pool_);
+            add_to_residual(tokens, layer.ffn_post_norm);
+            return;
+        }
         const WeightMatrix* projections[] = {&layer.ffn_gate, &layer.ffn_up};
         float* const outputs[] = {state_.gate.data(), state_.up.data()};
         matmul_many(projections, state_.normed.data(), tokens, outputs, pool_);
@@ -567,6 +604,8 @@ private:
     DecoderWeights weights_;
     ThreadPool& pool_;
     DecoderRunState state_;
+    std::unique_ptr<LatentAttention> latent_attention_;  // AttentionKind::Latent only
+    std::unique_ptr<MoeFeedForward> moe_ffn_;            // MoE files only
 };
 
 // What the family row leaves to the file: the per-layer windows (the family's pattern of global layers,

@@ -22,6 +22,12 @@ enum class GateActivation {
     GeluTanh,  // GeGLU with the tanh approximation of GELU; gemma
 };
 
+// How attention keeps its keys and values.
+enum class AttentionKind {
+    Standard,  // per-head rotary keys and values (GQA); llama, qwen, gemma
+    Latent,    // multi-head latent attention: one compressed latent + rope key per position; deepseek2
+};
+
 // What one layer's attention looks at.
 struct LayerSpec {
     int64_t attention_window = 0;  // 0: every earlier position (global); W: the last W positions, itself included
@@ -29,8 +35,9 @@ struct LayerSpec {
 
 struct DecoderSpec {
     RopeStyle rope_style = RopeStyle::AdjacentPairs;  // fixed by the architecture: its converter's Q/K row order
-    bool qkv_bias = false;                            // blk.N.attn_{q,k,v}.bias added after the projections (qwen2)
-    bool qk_norm = false;                             // RMSNorm of each query and key head before rope (qwen3, gemma3)
+    AttentionKind attention = AttentionKind::Standard;
+    bool qkv_bias = false;  // blk.N.attn_{q,k,v}.bias added after the projections (qwen2)
+    bool qk_norm = false;   // RMSNorm of each query and key head before rope (qwen3, gemma3)
     NormPlacement norm_placement = NormPlacement::PreNorm;
     GateActivation activation = GateActivation::Silu;
     float attention_scale = 0.0f;               // softmax scale of q·k; 0 means 1/sqrt(head_dim)
@@ -50,5 +57,6 @@ DecoderSpec llama_spec();
 DecoderSpec qwen2_spec();
 DecoderSpec qwen3_spec();
 DecoderSpec gemma3_spec();
+DecoderSpec deepseek2_spec();
 
 }  // namespace tempered

@@ -50,12 +50,20 @@ DecoderSpec gemma3_spec() {
     return spec;
 }
 
+// DeepSeek V2 / V3: multi-head latent attention (models/latent_attention.h) with rope on the decoupled
+// key part only, in adjacent pairs (llama.cpp's rope type NORM for deepseek2), YaRN from the file.
+DecoderSpec deepseek2_spec() {
+    DecoderSpec spec;
+    spec.rope_style = RopeStyle::AdjacentPairs;
+    spec.attention = AttentionKind::Latent;
+    return spec;
+}
+
 std::span<const ArchitectureEntry> supported_architectures() {
     static constexpr std::array entries = {
-        ArchitectureEntry{"llama", llama_spec},
-        ArchitectureEntry{"qwen2", qwen2_spec},
-        ArchitectureEntry{"qwen3", qwen3_spec},
-        ArchitectureEntry{"gemma3", gemma3_spec},
+        ArchitectureEntry{"llama", llama_spec},         ArchitectureEntry{"qwen2", qwen2_spec},
+        ArchitectureEntry{"qwen3", qwen3_spec},         ArchitectureEntry{"gemma3", gemma3_spec},
+        ArchitectureEntry{"deepseek2", deepseek2_spec},
     };
     return entries;
 }

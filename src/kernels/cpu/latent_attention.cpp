@@ -1,0 +1,144 @@
+#include "kernels/cpu/latent_attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "core/half.h"
+
+namespace tempered {
+namespace {
+
+constexpr int64_t kChunk = 16;  // positions gathered and scored together
+
+// Per-thread scratch of attend_latent, carved from the caller's floats.
+struct LatentScratch {
+    float* rows;         // (kChunk, width): the chunk's cached rows as float
+    float* scores;       // (heads, kChunk)
+    float* running_max;  // (heads)
+    float* denominator;  // (heads)
+};
+
+LatentScratch carve(float* scratch, int64_t heads, int64_t width) {
+    LatentScratch s;
+    s.rows = scratch;
+    s.scores = s.rows + kChunk * width;
+    s.running_max = s.scores + heads * kChunk;
+    s.denominator = s.running_max + heads;
+    return s;
+}
+
+float dot(const float* a, const float* b, int64_t n) {
+    float sum = 0.0f;
+    for (int64_t i = 0; i < n; ++i) sum += a[i] * b[i];
+    return sum;
+}
+
+}  // namespace
+
+void load_latent_elements(DType type, const uint8_t* src, int64_t count, float* out) {
+    switch (type) {
+        case DType::F32: std::copy_n(reinterpret_cast<const float*>(src), count, out); return;
+        case DType::F16:
+            for (int64_t i = 0; i < count; ++i) out[i] = half_to_float(reinterpret_cast<const uint16_t*>(src)[i]);
+            return;
+        case DType::BF16:
+            for (int64_t i = 0; i < count; ++i) out[i] = bf16_to_float(reinterpret_cast<const uint16_t*>(src)[i]);
+            return;
+        default: std::fill_n(out, count, std::numeric_limits<float>::quiet_NaN()); return;  // refused at load
+    }
+}
+
+void gather_latent_rows(const LatentCacheView& cache, std::span<const int32_t> block_table, int64_t first,
+                        int64_t count, float* rows) {
+    const auto element = static_cast<int64_t>(dtype_traits(cache.type).block_bytes);
+    float column[kChunk];
+    for (int64_t p = first; p < first + count;) {
+        const int64_t slot = p % cache.block_size;
+        const int64_t run = std::min({count - (p - first), cache.block_size - slot, kChunk});
+        const uint8_t* block =
+            cache.data +
+            static_cast<int64_t>(block_table[static_cast<size_t>(p / cache.block_size)]) * cache.block_stride;
+        float* out = rows + (p - first) * cache.width;
+        for (int64_t d = 0; d < cache.width; ++d) {
+            load_latent_elements(cache.type, block + (d * cache.block_size + slot) * element, run, column);
+            for (int64_t k = 0; k < run; ++k) out[k * cache.width + d] = column[k];
+        }
+        p += run;
+    }
+}
+
+int64_t latent_attention_scratch_floats(int64_t heads, int64_t width) {
+    return kChunk * width + heads * kChunk + 2 * heads;
+}
+
+void attend_latent(const float* queries, int64_t heads, const LatentCacheView& cache,
+                   std::span<const int32_t> block_table, int64_t length, int64_t kv_lora_rank, float scale,
+                   float* scratch, float* out) {
+    const int64_t width = cache.width;
+    const LatentScratch s = carve(scratch, heads, width);
+    std::fill_n(s.running_max, heads, -std::numeric_limits<float>::infinity());
+    std::fill_n(s.denominator, heads, 0.0f);
+    std::fill_n(out, heads * kv_lora_rank, 0.0f);
+    for (int64_t base = 0; base < length; base += kChunk) {
+        const int64_t count = std::min(kChunk, length - base);
+        gather_latent_rows(cache, block_table, base, count, s.rows);
+        for (int64_t h = 0; h < heads; ++h) {
+            float* scores = s.scores + h * kChunk;
+            float chunk_max = -std::numeric_limits<float>::infinity();
+            for (int64_t k = 0; k < count; ++k) {
+                scores[k] = scale * dot(queries + h * width, s.rows + k * width, width);
+                chunk_max = std::max(chunk_max, scores[k]);
+            }
+            const float new_max = std::max(s.running_max[h], chunk_max);
+            const float correction = std::exp(s.running_max[h] - new_max);  // 0 on the first chunk
+            float sum = 0.0f;
+            for (int64_t k = 0; k < count; ++k) {
+                scores[k] = std::exp(scores[k] - new_max);
+                sum += scores[k];
+            }
+            s.running_max[h] = new_max;
+            s.denominator[h] = s.denominator[h] * correction + sum;
+            float* o = out + h * kv_lora_rank;
+            for (int64_t i = 0; i < kv_lora_rank; ++i) o[i] *= correction;
+            for (int64_t k = 0; k < count; ++k) {
+                const float weight = scores[k];
+                const float* latent = s.rows + k * width;
+                for (int64_t i = 0; i < kv_lora_rank; ++i) o[i] += weight * latent[i];
+            }
+        }
+    }
+    for (int64_t h = 0; h < heads; ++h) {
+        const float inverse = 1.0f / s.denominator[h];
+        for (int64_t i = 0; i < kv_lora_rank; ++i) out[h * kv_lora_rank + i] *= inverse;
+    }
+}
+
+void attend_latent_reference(const float* queries, int64_t heads, const LatentCacheView& cache,
+                             std::span<const int32_t> block_table, int64_t length, int64_t kv_lora_rank, float scale,
+                             float* out) {
+    std::vector<float> rows(static_cast<size_t>(length * cache.width));
+    gather_latent_rows(cache, block_table, 0, length, rows.data());
+    std::vector<double> weights(static_cast<size_t>(length));
+    for (int64_t h = 0; h < heads; ++h) {
+        double max_score = -std::numeric_limits<double>::infinity(), sum = 0.0;
+        for (int64_t p = 0; p < length; ++p) {
+            double score = 0.0;
+            for (int64_t d = 0; d < cache.width; ++d)
+                score +=
+                    static_cast<double>(queries[h * cache.width + d]) * rows[static_cast<size_t>(p * cache.width + d)];
+            weights[static_cast<size_t>(p)] = score * scale;
+            max_score = std::max(max_score, score * scale);
+        }
+        for (double& w : weights) sum += (w = std::exp(w - max_score));
+        for (int64_t i = 0; i < kv_lora_rank; ++i) {
+            double value = 0.0;
+            for (int64_t p = 0; p < length; ++p)
+                value += weights[static_cast<size_t>(p)] * rows[static_cast<size_t>(p * cache.width + i)];
+            out[h * kv_lora_rank + i] = static_cast<float>(value / sum);
+        }
+    }
+}
+
+}  // namespace tempered

@@ -1,0 +1,179 @@
+// Multi-head latent attention: the chunked absorbed kernel against its plain formula, and the absorbed
+// form of a whole layer against the expanded form, on random weights and inputs.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "kernels/cpu/latent_attention.h"
+#include "kernels/cpu/ops.h"
+#include "kv/kv_block_pool.h"
+#include "models/latent_attention.h"
+
+namespace tempered {
+namespace {
+
+std::vector<float> random_floats(size_t n, std::mt19937& rng, float scale = 1.0f) {
+    std::normal_distribution<float> normal(0.0f, scale);
+    std::vector<float> values(n);
+    for (float& v : values) v = normal(rng);
+    return values;
+}
+
+// A latent cache of `positions` random rows, written through store_kv_position as the model does.
+struct RandomLatentCache {
+    std::unique_ptr<KvBlockPool> pool;
+    std::vector<float> rows;  // (positions, width): what was stored
+
+    RandomLatentCache(int64_t width, int64_t positions, DType type, int64_t block_size, std::mt19937& rng) {
+        KvCacheShape shape{1, 1, width, block_size, type, {}, true};
+        pool = std::move(KvBlockPool::for_positions(shape, positions).value());
+        EXPECT_TRUE(pool->ensure_capacity(0, positions));
+        rows = random_floats(static_cast<size_t>(positions * width), rng);
+        const KvCache::LayerStorage storage = pool->layer_storage(0);
+        for (int64_t p = 0; p < positions; ++p) {
+            const int32_t block = pool->block_table(0)[static_cast<size_t>(p / block_size)];
+            store_kv_position(shape, KvLayerView{storage.keys, nullptr, storage.block_stride}, block, p % block_size,
+                              &rows[static_cast<size_t>(p * width)], nullptr);
+        }
+    }
+    LatentCacheView view() {
+        const KvCache::LayerStorage storage = pool->layer_storage(0);
+        return {storage.keys, storage.block_stride, pool->shape().block_size, pool->shape().head_dim,
+                pool->shape().type};
+    }
+};
+
+TEST(LatentAttentionKernel, GathersWhatWasStored) {
+    std::mt19937 rng(1);
+    RandomLatentCache cache(24, 37, DType::F32, 16, rng);
+    std::vector<float> rows(37 * 24);
+    gather_latent_rows(cache.view(), cache.pool->block_table(0), 0, 37, rows.data());
+    EXPECT_EQ(rows, cache.rows);
+    gather_latent_rows(cache.view(), cache.pool->block_table(0), 5, 20, rows.data());
+    EXPECT_TRUE(std::equal(rows.begin(), rows.begin() + 20 * 24, cache.rows.begin() + 5 * 24));
+}
+
+TEST(LatentAttentionKernel, ChunkedEqualsPlainFormula) {
+    const int64_t heads = 5, rank = 32, rope = 8, width = rank + rope;
+    for (DType type : {DType::F32, DType::F16, DType::BF16}) {
+        for (int64_t block_size : {16, 7}) {
+            for (int64_t length : {1, 15, 16, 17, 70}) {
+                std::mt19937 rng(static_cast<uint32_t>(length * 31 + block_size));
+                RandomLatentCache cache(width, length, type, block_size, rng);
+                const std::vector<float> queries = random_floats(static_cast<size_t>(heads * width), rng, 0.3f);
+                std::vector<float> scratch(static_cast<size_t>(latent_attention_scratch_floats(heads, width)));
+                std::vector<float> out(heads * rank), expected(heads * rank);
+                attend_latent(queries.data(), heads, cache.view(), cache.pool->block_table(0), length, rank, 0.2f,
+                              scratch.data(), out.data());
+                attend_latent_reference(queries.data(), heads, cache.view(), cache.pool->block_table(0), length, rank,
+                                        0.2f, expected.data());
+                for (size_t i = 0; i < out.size(); ++i)
+                    ASSERT_NEAR(out[i], expected[i], 2e-5f) << "type " << dtype_name(type) << " length " << length;
+            }
+        }
+    }
+}
+
+// A random layer: every matrix float32, kv_b built from key_b and value_b as the loader builds it.
+struct RandomLayer {
+    std::vector<std::vector<float>> storage;
+    LatentAttentionWeights weights;
+
+    WeightMatrix matrix(int64_t rows, int64_t cols, std::mt19937& rng) {
+        storage.push_back(random_floats(static_cast<size_t>(rows * cols), rng, 1.0f / std::sqrt(float(cols))));
+        return WeightMatrix{DType::F32, storage.back().data(), rows, cols};
+    }
+
+    RandomLayer(const ModelConfig& config, std::mt19937& rng) {
+        storage.reserve(64);
+        const LatentAttentionConfig& m = *config.latent_attention;
+        const int64_t heads = config.head_count, dim = config.embedding_dim, rank = m.kv_lora_rank;
+        weights.query_a = matrix(m.q_lora_rank, dim, rng);
+        weights.query_a_norm = random_floats(static_cast<size_t>(m.q_lora_rank), rng);
+        weights.query_b = matrix(heads * m.key_dim(), m.q_lora_rank, rng);
+        weights.kv_a = matrix(m.latent_width(), dim, rng);
+        weights.kv_a_norm = random_floats(static_cast<size_t>(rank), rng);
+        weights.output = matrix(dim, heads * m.value_dim, rng);
+        std::vector<float> kv_b;
+        for (int64_t h = 0; h < heads; ++h) {
+            weights.key_b.push_back(matrix(rank, m.nope_dim, rng));
+            weights.value_b.push_back(matrix(m.value_dim, rank, rng));
+            const float* key = storage[storage.size() - 2].data();
+            for (int64_t i = 0; i < m.nope_dim; ++i)
+                for (int64_t r = 0; r < rank; ++r) kv_b.push_back(key[r * m.nope_dim + i]);
+            kv_b.insert(kv_b.end(), storage.back().begin(), storage.back().end());
+        }
+        storage.push_back(kv_b);
+        weights.kv_b = WeightMatrix{DType::F32, storage.back().data(), heads * (m.nope_dim + m.value_dim), rank};
+    }
+};
+
+ModelConfig latent_config() {
+    ModelConfig config;
+    config.architecture = "deepseek2";
+    config.layer_count = 1;
+    config.embedding_dim = 48;
+    config.head_count = 3;
+    config.kv_head_count = 1;
+    config.context_length = 128;
+    config.rms_epsilon = 1e-6f;
+    config.latent_attention = LatentAttentionConfig{24, 32, 16, 8, 20};
+    config.head_dim = config.latent_attention->key_dim();
+    config.rope_dims = 8;
+    return config;
+}
+
+// Runs `positions` tokens of one sequence in batches of `step` tokens with `form`; the attention outputs.
+std::vector<float> run_layer(const ModelConfig& config, const LatentAttentionWeights& weights,
+                             const std::vector<float>& inputs, int64_t positions, int64_t step,
+                             LatentAttentionForm form, ThreadPool& pool) {
+    auto cache = std::move(KvBlockPool::for_positions(kv_cache_shape(config, DType::F32), positions).value());
+    EXPECT_TRUE(cache->ensure_capacity(0, positions));
+    LatentAttention attention(config, pool);
+    attention.set_form(form);
+    const int64_t dim = config.embedding_dim, pairs = config.rope_dims / 2;
+    std::vector<float> inverse_frequencies;
+    for (int64_t i = 0; i < pairs; ++i) inverse_frequencies.push_back(std::pow(10000.0f, -2.0f * i / config.rope_dims));
+    std::vector<float> outputs(static_cast<size_t>(positions * dim));
+    for (int64_t first = 0; first < positions; first += step) {
+        const int64_t count = std::min(step, positions - first);
+        Batch batch;
+        std::vector<float> cos(count * pairs), sin(count * pairs);
+        for (int64_t t = 0; t < count; ++t) {
+            batch.add(1, static_cast<int32_t>(first + t), 0, true);
+            rope_angles(static_cast<float>(first + t), inverse_frequencies.data(), pairs, &cos[t * pairs],
+                        &sin[t * pairs]);
+        }
+        attention.forward(weights, batch, &inputs[first * dim], cos.data(), sin.data(), *cache, 0,
+                          &outputs[first * dim]);
+    }
+    return outputs;
+}
+
+TEST(LatentAttentionLayer, AbsorbedEqualsExpanded) {
+    const ModelConfig config = latent_config();
+    std::mt19937 rng(7);
+    RandomLayer layer(config, rng);
+    ThreadPool pool(2);
+    const int64_t positions = 40;
+    const std::vector<float> inputs = random_floats(static_cast<size_t>(positions * config.embedding_dim), rng);
+    const auto expanded = run_layer(config, layer.weights, inputs, positions, 40, LatentAttentionForm::Expanded, pool);
+    const auto absorbed = run_layer(config, layer.weights, inputs, positions, 40, LatentAttentionForm::Absorbed, pool);
+    const auto decoded = run_layer(config, layer.weights, inputs, positions, 1, LatentAttentionForm::Automatic, pool);
+    const auto chunked = run_layer(config, layer.weights, inputs, positions, 13, LatentAttentionForm::Automatic, pool);
+    float max_abs = 0.0f;
+    for (float v : expanded) max_abs = std::max(max_abs, std::fabs(v));
+    ASSERT_GT(max_abs, 0.1f);
+    for (size_t i = 0; i < expanded.size(); ++i) {
+        ASSERT_NEAR(absorbed[i], expanded[i], 1e-5f * max_abs) << i;
+        ASSERT_NEAR(decoded[i], expanded[i], 1e-5f * max_abs) << i;
+        ASSERT_NEAR(chunked[i], expanded[i], 1e-5f * max_abs) << i;
+    }
+}
+
+}  // namespace
+}  // namespace tempered
