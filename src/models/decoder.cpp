@@ -627,11 +627,27 @@ Status complete_from_file(DecoderSpec& spec, const ModelConfig& config) {
     return Ok{};
 }
 
+// Latent attention is the architecture's, not the file's to choose: a file of a standard family that
+// carries kv_lora_rank would get a latent (keys-only) cache read by standard attention, and a latent
+// family's file without it would leave latent attention with no sizes. The rope attention factor is
+// applied by latent attention only.
+Status check_attention_kind(const DecoderSpec& spec, const ModelConfig& config) {
+    const bool latent = spec.attention == AttentionKind::Latent;
+    if (latent && !config.latent_attention)
+        return Error{"model: " + config.architecture + " needs " + config.architecture + ".attention.kv_lora_rank"};
+    if (!latent && config.latent_attention)
+        return Error{"model: " + config.architecture + ".attention.kv_lora_rank is supported for deepseek2 only"};
+    if (!latent && config.rope_attention_factor != 1.0f)
+        return Error{"model: " + config.architecture + ".rope.scaling.attn_factor is supported for deepseek2 only"};
+    return Ok{};
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Model>> load_decoder(const GgufFile& file, ModelConfig config, DecoderSpec spec,
                                             const ModelOptions& options, ThreadPool& pool) {
     spec.tied_output = file.tensor("output.weight") == nullptr;
+    if (auto matched = check_attention_kind(spec, config); !matched) return matched.error();
     if (auto completed = complete_from_file(spec, config); !completed) return completed.error();
     // The KV cache made for this model (kv_cache_shape) keeps only the window's blocks of window layers.
     config.layer_attention_windows.clear();

@@ -105,6 +105,11 @@ Status read_rope_scaling(const MetadataReader& meta, ModelConfig& config) {
         config.rope_scaling = *name == "yarn" ? RopeScaling::Yarn : RopeScaling::Linear;
         TEMPERED_TRY(meta.real(".rope.scaling.attn_factor", config.rope_attention_factor, false, 1e-3, 1e3));
         if (config.rope_scaling == RopeScaling::Yarn) TEMPERED_TRY(read_yarn(meta, config));
+        // llama.cpp's deepseek2 reads the log multiplier whatever the scaling type: with linear scaling it
+        // still changes the softmax scale (latent_attention_scale).
+        if (config.rope_scaling == RopeScaling::Linear && config.latent_attention) {
+            TEMPERED_TRY(meta.real(".rope.scaling.yarn_log_multiplier", config.yarn_log_multiplier, false, 0.0, 100.0));
+        }
         return meta.real(".rope.scaling.factor", config.rope_scaling_factor, true, 1e-3, 1e6);
     }
     if (meta.find(".rope.scale_linear")) {  // the older spelling of a linear factor

@@ -90,7 +90,9 @@ struct TinyFileOptions {
     std::map<std::string, std::vector<uint64_t>> reshape;
     uint32_t head_count_kv = kKvHeads;
     std::string architecture = "llama";
-    std::string rope_scaling_type;  // empty: no key
+    std::string rope_scaling_type;              // empty: no key
+    std::map<std::string, uint32_t> extra_u32;  // more keys, the architecture's prefix included
+    std::map<std::string, float> extra_f32;
 };
 
 std::vector<uint8_t> tiny_gguf(const TinyWeights& weights, const TinyFileOptions& options = {}) {
@@ -110,6 +112,8 @@ std::vector<uint8_t> tiny_gguf(const TinyWeights& weights, const TinyFileOptions
         writer.string(a + ".rope.scaling.type", options.rope_scaling_type);
         writer.f32(a + ".rope.scaling.factor", 2.0f);
     }
+    for (const auto& [name, value] : options.extra_u32) writer.u32(name, value);
+    for (const auto& [name, value] : options.extra_f32) writer.f32(name, value);
     for (const auto& [name, values] : weights.tensors) {
         if (options.omit_tensors.count(name)) continue;
         const auto reshaped = options.reshape.find(name);
@@ -435,6 +439,25 @@ TEST(TinyLlamaErrors, MissingOrMisshapenTensors) {
     TinyFileOptions vector_shape;
     vector_shape.reshape["output_norm.weight"] = {kDim / 2, 2};
     EXPECT_NE(load_error(vector_shape).find("output_norm.weight"), std::string::npos);
+}
+
+// Latent attention and the rope attention factor belong to the architecture: a llama file that claims
+// them, or a deepseek2 file without kv_lora_rank, is refused by name instead of running a mismatched cache.
+TEST(TinyLlamaErrors, LatentAttentionFollowsTheArchitectureRow) {
+    TinyFileOptions latent_llama;
+    latent_llama.extra_u32 = {{"llama.attention.kv_lora_rank", 8},
+                              {"llama.attention.key_length", kHeadDim},
+                              {"llama.attention.value_length", kHeadDim},
+                              {"llama.rope.dimension_count", 8}};
+    EXPECT_NE(load_error(latent_llama).find("kv_lora_rank is supported for deepseek2 only"), std::string::npos)
+        << load_error(latent_llama);
+    TinyFileOptions attn_factor;
+    attn_factor.rope_scaling_type = "linear";
+    attn_factor.extra_f32 = {{"llama.rope.scaling.attn_factor", 2.0f}};
+    EXPECT_NE(load_error(attn_factor).find("attn_factor"), std::string::npos) << load_error(attn_factor);
+    TinyFileOptions plain_deepseek2;
+    plain_deepseek2.architecture = "deepseek2";
+    EXPECT_NE(load_error(plain_deepseek2).find("kv_lora_rank"), std::string::npos) << load_error(plain_deepseek2);
 }
 
 // A llama file with Q/K/V biases is refused (the llama row would drop them); a qwen2 file needs them.
