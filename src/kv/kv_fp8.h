@@ -1,7 +1,8 @@
 // Storing a position into an F8_E4M3 cache (KvCacheShape::has_scales): each head vector of head_dim
 // values gets its own scale, max |x| / 448, so its largest element lands on E4M3's largest code and
 // the rest keep 3 mantissa bits relative to their own magnitude. Nothing is ever requantized: a
-// position's codes and scales depend only on its own keys and values.
+// position's codes and scales depend only on its own keys and values. A latent cache (KvCacheShape::latent)
+// has one such vector per position, its row [latent | rope key], stored as keys only: one scale per position.
 #pragma once
 
 #include <cstdint>

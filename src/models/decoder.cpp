@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -238,12 +239,14 @@ public:
     }
 
     const ModelConfig& config() const override { return config_; }
+    std::span<const float> last_router_margins() const override { return router_margins_; }
 
     Status forward(const Batch& batch, KvCache& cache, float* logits) override {
         if (auto valid = validate(batch, cache); !valid) return valid;
         const int64_t tokens = batch.size();
         if (tokens == 0) return Ok{};
         reserve_tokens(tokens);
+        if (moe_ffn_) router_margins_.assign(static_cast<size_t>(tokens), std::numeric_limits<float>::infinity());
         embed(batch);
         plan_attention(batch);
         compute_rope_angles(batch);
@@ -562,6 +565,10 @@ private:
         normalize(tokens, layer.ffn_norm);
         if (layer.experts) {
             moe_ffn_->forward(*layer.experts, state_.normed.data(), tokens, state_.projected.data(), pool_);
+            for (int64_t t = 0; t < tokens; ++t) {
+                float& margin = router_margins_[static_cast<size_t>(t)];
+                margin = std::min(margin, moe_ffn_->last_margins()[static_cast<size_t>(t)]);
+            }
             add_to_residual(tokens, layer.ffn_post_norm);
             return;
         }
@@ -606,6 +613,7 @@ private:
     DecoderRunState state_;
     std::unique_ptr<LatentAttention> latent_attention_;  // AttentionKind::Latent only
     std::unique_ptr<MoeFeedForward> moe_ffn_;            // MoE files only
+    std::vector<float> router_margins_;                  // (tokens): MoE files only, last_router_margins()
 };
 
 // What the family row leaves to the file: the per-layer windows (the family's pattern of global layers,

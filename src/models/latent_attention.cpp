@@ -100,6 +100,19 @@ Status load_joint_kv_b(const GgufFile& file, const std::string& prefix, const Mo
     return Ok{};
 }
 
+// The latent cache of `layer` as the kernel reads it; an F8_E4M3 cache's scales sit in each block after
+// its codes, one per position.
+LatentCacheView latent_cache_view(KvCache& cache, int64_t layer) {
+    const KvCacheShape& shape = cache.shape();
+    const KvCache::LayerStorage storage = cache.layer_storage(layer);
+    return {storage.keys,
+            storage.block_stride,
+            shape.block_size,
+            shape.head_dim,
+            shape.type,
+            shape.has_scales() ? shape.scale_offset(0, 0) : 0};
+}
+
 }  // namespace
 
 std::vector<WeightMatrix*> LatentAttentionWeights::matrices() {
@@ -258,8 +271,7 @@ void LatentAttention::absorbed(const LatentAttentionWeights& weights, const Batc
             std::copy_n(&query_[(chosen[i] * heads + h) * key_dim + nope], latent_.rope_dim, q + rank);
         }
     }
-    const KvCache::LayerStorage storage = cache.layer_storage(layer);
-    const LatentCacheView view{storage.keys, storage.block_stride, cache.shape().block_size, width, cache.shape().type};
+    const LatentCacheView view = latent_cache_view(cache, layer);
     std::atomic<int64_t> next{0};
     pool_.run_on_all([&](int thread) {
         float* scratch = &scratch_[static_cast<size_t>(thread * scratch_per_thread_)];
@@ -289,8 +301,7 @@ void LatentAttention::expanded(const LatentAttentionWeights& weights, const Batc
     rows_.resize(static_cast<size_t>(length * width));
     latents_.resize(static_cast<size_t>(length * rank));
     expanded_kv_.resize(static_cast<size_t>(length * heads * per_head));
-    const KvCache::LayerStorage storage = cache.layer_storage(layer);
-    const LatentCacheView view{storage.keys, storage.block_stride, cache.shape().block_size, width, cache.shape().type};
+    const LatentCacheView view = latent_cache_view(cache, layer);
     gather_latent_rows(view, cache.block_table(first.sequence, layer), 0, length, rows_.data());
     for (int64_t p = 0; p < length; ++p) std::copy_n(&rows_[p * width], rank, &latents_[p * rank]);
     matmul(weights.kv_b, latents_.data(), length, expanded_kv_.data(), pool_);

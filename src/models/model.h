@@ -26,6 +26,11 @@ public:
     // Every token's sequence must already have cache blocks up to its position (e.g. KvBlockPool::ensure_capacity).
     // An Error, with nothing computed, for an invalid batch (token id, position, missing blocks).
     virtual Status forward(const Batch& batch, KvCache& cache, float* logits) = 0;
+
+    // Mixture-of-experts files: per token of the last forward, its smallest expert-selection margin over
+    // the MoE layers (moe_routing.h); empty for other models. For oracle tests and diagnostics: a choice
+    // that activation noise can flip shows up here.
+    virtual std::span<const float> last_router_margins() const { return {}; }
 };
 
 struct ModelOptions {

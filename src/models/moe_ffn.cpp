@@ -121,8 +121,9 @@ void MoeFeedForward::route(const MoeLayerWeights& weights, const float* normed, 
     router_logits_.resize(static_cast<size_t>(tokens * config_.expert_count));
     matmul(weights.router, normed, tokens, router_logits_.data(), pool);
     choices_.resize(static_cast<size_t>(tokens * config_.experts_per_token));
+    margins_.resize(static_cast<size_t>(tokens));
     const float* bias = weights.correction_bias.empty() ? nullptr : weights.correction_bias.data();
-    route_experts(config_, router_logits_.data(), bias, tokens, choices_.data());
+    route_experts(config_, router_logits_.data(), bias, tokens, choices_.data(), margins_.data());
 }
 
 // A counting sort of the (token, choice) pairs by expert, tokens in order within an expert.

@@ -59,6 +59,8 @@ public:
     int64_t expert_weight_bytes_last_forward() const { return expert_bytes_; }
     // The last forward's routing, (tokens, experts_per_token): for tests and diagnostics.
     const std::vector<ExpertChoice>& last_choices() const { return choices_; }
+    // The last forward's selection margin per token (tokens; route_experts): how close its choice was to a tie.
+    const std::vector<float>& last_margins() const { return margins_; }
     // Always split each expert's matmuls over the threads, never run whole experts per thread: for tests,
     // which hold the two schedules to the same output.
     void set_force_row_parallel(bool force) { force_row_parallel_ = force; }
@@ -83,6 +85,7 @@ private:
     // Scratch of one call, grown on demand. "rows" are (token, choice) pairs ordered by expert, then token.
     std::vector<float> router_logits_;   // (tokens, expert_count)
     std::vector<ExpertChoice> choices_;  // (tokens, experts_per_token)
+    std::vector<float> margins_;         // (tokens): each token's selection margin
     std::vector<int64_t> expert_begin_;  // (expert_count + 1): expert e's rows are [begin[e], begin[e+1])
     std::vector<int64_t> row_token_;     // (rows): the token of each row
     std::vector<int64_t> next_row_;      // (expert_count): group_by_expert's next free row per expert

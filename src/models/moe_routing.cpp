@@ -45,8 +45,17 @@ void top_k(const float* values, int64_t count, int64_t k, std::vector<int32_t>& 
     order.resize(static_cast<size_t>(k));
 }
 
-// Sets the selection scores of every expert outside the groups_per_token best groups to -inf.
-void keep_best_groups(const MoeConfig& config, RoutingScratch& scratch) {
+// values[a] - values[b] of the last kept and the first left-out index of a ranking of `kept` + 1 or more,
+// +inf when nothing is left out (fewer than kept + 1 indices, or the first left out is -inf).
+float ranking_margin(const float* values, int64_t count, int64_t kept, std::vector<int32_t>& order) {
+    if (count <= kept) return std::numeric_limits<float>::infinity();
+    top_k(values, count, kept + 1, order);
+    return rank_key(values[order[static_cast<size_t>(kept - 1)]]) - rank_key(values[order[static_cast<size_t>(kept)]]);
+}
+
+// Sets the selection scores of every expert outside the groups_per_token best groups to -inf; returns
+// the group boundary's margin.
+float keep_best_groups(const MoeConfig& config, RoutingScratch& scratch) {
     const int64_t per_group = config.experts_per_group();
     const int64_t summed = std::min<int64_t>(2, per_group);
     scratch.group_scores.resize(static_cast<size_t>(config.group_count));
@@ -57,23 +66,29 @@ void keep_best_groups(const MoeConfig& config, RoutingScratch& scratch) {
         for (int32_t e : scratch.order) score += group[e];
         scratch.group_scores[static_cast<size_t>(g)] = score;
     }
+    const float margin =
+        ranking_margin(scratch.group_scores.data(), config.group_count, config.groups_per_token, scratch.order);
     top_k(scratch.group_scores.data(), config.group_count, config.groups_per_token, scratch.order);
     std::vector<bool> kept(static_cast<size_t>(config.group_count), false);
     for (int32_t g : scratch.order) kept[static_cast<size_t>(g)] = true;
     for (int64_t e = 0; e < config.expert_count; ++e)
         if (!kept[static_cast<size_t>(e / per_group)])
             scratch.selection[static_cast<size_t>(e)] = -std::numeric_limits<float>::infinity();
+    return margin;
 }
 
-void route_token(const MoeConfig& config, const float* logits, const float* correction_bias, RoutingScratch& scratch,
-                 ExpertChoice* out) {
+// Routes one token; returns its selection margin (route_experts).
+float route_token(const MoeConfig& config, const float* logits, const float* correction_bias, RoutingScratch& scratch,
+                  ExpertChoice* out) {
     const int64_t experts = config.expert_count;
     gate_scores(config.gating, logits, experts, scratch.scores.data());
     for (int64_t e = 0; e < experts; ++e) {
         const auto i = static_cast<size_t>(e);
         scratch.selection[i] = correction_bias ? scratch.scores[i] + correction_bias[e] : scratch.scores[i];
     }
-    if (config.group_limited()) keep_best_groups(config, scratch);
+    float margin = std::numeric_limits<float>::infinity();
+    if (config.group_limited()) margin = keep_best_groups(config, scratch);
+    margin = std::min(margin, ranking_margin(scratch.selection.data(), experts, config.experts_per_token, scratch.order));
     top_k(scratch.selection.data(), experts, config.experts_per_token, scratch.order);
     float sum = 0.0f;
     for (int64_t j = 0; j < config.experts_per_token; ++j) {
@@ -86,18 +101,20 @@ void route_token(const MoeConfig& config, const float* logits, const float* corr
         if (config.normalize_weights) out[j].weight /= divisor;
         out[j].weight *= config.routed_scaling_factor;
     }
+    return margin;
 }
 
 }  // namespace
 
 void route_experts(const MoeConfig& config, const float* router_logits, const float* correction_bias, int64_t tokens,
-                   ExpertChoice* out) {
+                   ExpertChoice* out, float* margins) {
     RoutingScratch scratch;
     scratch.scores.resize(static_cast<size_t>(config.expert_count));
     scratch.selection.resize(static_cast<size_t>(config.expert_count));
     for (int64_t t = 0; t < tokens; ++t) {
-        route_token(config, router_logits + t * config.expert_count, correction_bias, scratch,
-                    out + t * config.experts_per_token);
+        const float margin = route_token(config, router_logits + t * config.expert_count, correction_bias, scratch,
+                                         out + t * config.experts_per_token);
+        if (margins) margins[t] = margin;
     }
 }
 

@@ -30,7 +30,11 @@ struct ExpertChoice {
 
 // router_logits (tokens, expert_count); correction_bias (expert_count) or nullptr;
 // out (tokens, experts_per_token), each token's choices best first. `config` must pass validate_moe_config.
+// margins (tokens) or nullptr: each token's selection margin, how far its choice is from changing: the
+// smaller of the k-th minus the (k+1)-th eligible selection score and, when group-limited, the last kept
+// minus the first dropped group score (+inf where nothing is left out). Noise smaller than half of it in
+// the selection scores cannot change the chosen set.
 void route_experts(const MoeConfig& config, const float* router_logits, const float* correction_bias, int64_t tokens,
-                   ExpertChoice* out);
+                   ExpertChoice* out, float* margins = nullptr);
 
 }  // namespace tempered

@@ -37,6 +37,15 @@ std::vector<float> rows_of(KvBlockPool& pool, int32_t sequence, int64_t layer, i
     return rows;
 }
 
+// FP8: each position's row is kWidth E4M3 codes plus one float scale, per layer: 3 x (80 + 4) bytes.
+TEST(KvLatentLayout, Fp8RowIsCodesPlusOneScalePerPosition) {
+    KvCacheShape shape = latent_shape();
+    shape.type = DType::F8_E4M3;
+    EXPECT_EQ(shape.bytes_per_token(), 252);
+    EXPECT_EQ(shape.value_block_bytes(), 0);
+    EXPECT_EQ(KvBlockPool::pool_block_bytes(shape), kLayers * kBlock * (kWidth + 4));
+}
+
 TEST(KvLatentLayout, BlocksHoldTheLatentRowOnly) {
     const KvCacheShape shape = latent_shape();
     EXPECT_EQ(shape.value_block_bytes(), 0);

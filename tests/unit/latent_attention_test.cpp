@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/thread_pool.h"
+#include "kernels/cpu/fp8.h"
 #include "kernels/cpu/latent_attention.h"
 #include "kernels/cpu/ops.h"
 #include "kv/kv_block_pool.h"
@@ -42,8 +43,9 @@ struct RandomLatentCache {
     }
     LatentCacheView view() {
         const KvCache::LayerStorage storage = pool->layer_storage(0);
-        return {storage.keys, storage.block_stride, pool->shape().block_size, pool->shape().head_dim,
-                pool->shape().type};
+        const KvCacheShape& shape = pool->shape();
+        return {storage.keys, storage.block_stride, shape.block_size, shape.head_dim, shape.type,
+                shape.has_scales() ? shape.scale_offset(0, 0) : 0};
     }
 };
 
@@ -74,6 +76,48 @@ TEST(LatentAttentionKernel, ChunkedEqualsPlainFormula) {
                 for (size_t i = 0; i < out.size(); ++i)
                     ASSERT_NEAR(out[i], expected[i], 2e-5f) << "type " << dtype_name(type) << " length " << length;
             }
+        }
+    }
+}
+
+// FP8 E4M3: position p's row reads back as its codes times its one scale (max |row| / 448), the bulk
+// (dispatched SIMD) conversion equal to the scalar formula, within E4M3's half step of each element.
+TEST(LatentAttentionKernel, Fp8RowsAreCodesTimesTheirPositionScale) {
+    const int64_t width = 40, positions = 37;
+    std::mt19937 rng(3);
+    RandomLatentCache cache(width, positions, DType::F8_E4M3, 16, rng);
+    std::vector<float> rows(static_cast<size_t>(positions * width));
+    gather_latent_rows(cache.view(), cache.pool->block_table(0), 0, positions, rows.data());
+    for (int64_t p = 0; p < positions; ++p) {
+        const float* stored = &cache.rows[static_cast<size_t>(p * width)];
+        float largest = 0.0f;
+        for (int64_t d = 0; d < width; ++d) largest = std::max(largest, std::fabs(stored[d]));
+        const float scale = largest / kE4m3Max;
+        for (int64_t d = 0; d < width; ++d) {
+            const float expected = e4m3_to_float(float_to_e4m3(stored[d] / scale)) * scale;
+            ASSERT_EQ(rows[static_cast<size_t>(p * width + d)], expected) << p << " " << d;
+            ASSERT_NEAR(expected, stored[d], std::max(std::fabs(stored[d]) / 16.0f, largest * 0x1p-10f));
+        }
+    }
+    std::vector<float> tail(static_cast<size_t>(20 * width));  // a gather starting mid-block
+    gather_latent_rows(cache.view(), cache.pool->block_table(0), 5, 20, tail.data());
+    EXPECT_TRUE(std::equal(tail.begin(), tail.end(), rows.begin() + 5 * width));
+}
+
+TEST(LatentAttentionKernel, ChunkedEqualsPlainFormulaOnFp8) {
+    const int64_t heads = 5, rank = 32, rope = 8, width = rank + rope;
+    for (int64_t block_size : {16, 7}) {
+        for (int64_t length : {1, 17, 70}) {
+            std::mt19937 rng(static_cast<uint32_t>(length * 17 + block_size));
+            RandomLatentCache cache(width, length, DType::F8_E4M3, block_size, rng);
+            const std::vector<float> queries = random_floats(static_cast<size_t>(heads * width), rng, 0.3f);
+            std::vector<float> scratch(static_cast<size_t>(latent_attention_scratch_floats(heads, width)));
+            std::vector<float> out(heads * rank), expected(heads * rank);
+            attend_latent(queries.data(), heads, cache.view(), cache.pool->block_table(0), length, rank, 0.2f,
+                          scratch.data(), out.data());
+            attend_latent_reference(queries.data(), heads, cache.view(), cache.pool->block_table(0), length, rank,
+                                    0.2f, expected.data());
+            for (size_t i = 0; i < out.size(); ++i) ASSERT_NEAR(out[i], expected[i], 2e-5f) << "length " << length;
         }
     }
 }
@@ -130,8 +174,8 @@ ModelConfig latent_config() {
 // Runs `positions` tokens of one sequence in batches of `step` tokens with `form`; the attention outputs.
 std::vector<float> run_layer(const ModelConfig& config, const LatentAttentionWeights& weights,
                              const std::vector<float>& inputs, int64_t positions, int64_t step,
-                             LatentAttentionForm form, ThreadPool& pool) {
-    auto cache = std::move(KvBlockPool::for_positions(kv_cache_shape(config, DType::F32), positions).value());
+                             LatentAttentionForm form, ThreadPool& pool, DType kv_type = DType::F32) {
+    auto cache = std::move(KvBlockPool::for_positions(kv_cache_shape(config, kv_type), positions).value());
     EXPECT_TRUE(cache->ensure_capacity(0, positions));
     LatentAttention attention(config, pool);
     attention.set_form(form);
@@ -173,6 +217,31 @@ TEST(LatentAttentionLayer, AbsorbedEqualsExpanded) {
         ASSERT_NEAR(decoded[i], expanded[i], 1e-5f * max_abs) << i;
         ASSERT_NEAR(chunked[i], expanded[i], 1e-5f * max_abs) << i;
     }
+}
+
+// On an FP8 cache both forms read the same quantized rows, so they still agree to float tolerance.
+TEST(LatentAttentionLayer, AbsorbedEqualsExpandedOnFp8Cache) {
+    const ModelConfig config = latent_config();
+    std::mt19937 rng(11);
+    RandomLayer layer(config, rng);
+    ThreadPool pool(2);
+    const int64_t positions = 40;
+    const std::vector<float> inputs = random_floats(static_cast<size_t>(positions * config.embedding_dim), rng);
+    const DType fp8 = DType::F8_E4M3;
+    const auto expanded =
+        run_layer(config, layer.weights, inputs, positions, 40, LatentAttentionForm::Expanded, pool, fp8);
+    const auto decoded =
+        run_layer(config, layer.weights, inputs, positions, 1, LatentAttentionForm::Automatic, pool, fp8);
+    const auto exact = run_layer(config, layer.weights, inputs, positions, 40, LatentAttentionForm::Expanded, pool);
+    float max_abs = 0.0f, max_fp8_error = 0.0f;
+    for (float v : expanded) max_abs = std::max(max_abs, std::fabs(v));
+    ASSERT_GT(max_abs, 0.1f);
+    for (size_t i = 0; i < expanded.size(); ++i) {
+        ASSERT_NEAR(decoded[i], expanded[i], 1e-5f * max_abs) << i;
+        max_fp8_error = std::max(max_fp8_error, std::fabs(expanded[i] - exact[i]));
+    }
+    EXPECT_GT(max_fp8_error, 0.0f);  // the cache really was 8-bit
+    EXPECT_LT(max_fp8_error, 0.1f * max_abs);
 }
 
 }  // namespace

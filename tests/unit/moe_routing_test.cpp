@@ -109,6 +109,46 @@ GgufWriter deepseek_metadata(const std::map<std::string, uint32_t>& overrides = 
     return writer;
 }
 
+// The selection margin: the k-th minus the (k+1)-th eligible selection score, and the group boundary's.
+TEST(MoeRouting, ReportsTheSelectionMargin) {
+    auto sigmoid = [](float x) { return 1.0f / (1.0f + std::exp(-x)); };
+    MoeConfig config;
+    config.expert_count = 4;
+    config.experts_per_token = 2;
+    config.expert_ffn_dim = 1;
+    config.gating = ExpertGating::Sigmoid;
+    ASSERT_TRUE(validate_moe_config(config).ok());
+    const float logits[] = {0.5f, -1.0f, 2.0f, 0.25f};
+    const float bias[] = {0.0f, 0.5f, 0.0f, 0.1f};
+    ExpertChoice choices[2];
+    float margin = 0.0f;
+    route_experts(config, logits, bias, 1, choices, &margin);
+    // selection: 0.622, 0.769, 0.881, 0.662: experts 2 and 1, then 3.
+    EXPECT_EQ(choices[0].expert, 2);
+    EXPECT_EQ(choices[1].expert, 1);
+    EXPECT_FLOAT_EQ(margin, sigmoid(-1.0f) + 0.5f - (sigmoid(0.25f) + 0.1f));
+
+    // Two groups of two, one kept, top-1: group scores 0.622 + 0.769 against 0.881 + 0.662 (group 1 kept,
+    // margin 0.152); inside it 0.881 - 0.662 = 0.219: the group boundary is the nearer tie.
+    config.experts_per_token = 1;
+    config.group_count = 2;
+    config.groups_per_token = 1;
+    ASSERT_TRUE(validate_moe_config(config).ok());
+    route_experts(config, logits, bias, 1, choices, &margin);
+    EXPECT_EQ(choices[0].expert, 2);
+    const float group_margin =
+        (sigmoid(2.0f) + sigmoid(0.25f) + 0.1f) - (sigmoid(0.5f) + sigmoid(-1.0f) + 0.5f);
+    EXPECT_NEAR(margin, group_margin, 1e-6f);  // summed in another order
+
+    // Every expert chosen: nothing is left out, nothing can flip.
+    config.group_count = 1;
+    config.groups_per_token = 1;
+    config.experts_per_token = 4;
+    ExpertChoice all[4];
+    route_experts(config, logits, bias, 1, all, &margin);
+    EXPECT_TRUE(std::isinf(margin) && margin > 0.0f);
+}
+
 TEST(MoeConfigRead, ReadsEveryDeepseekKey) {
     const auto bytes = deepseek_metadata().bytes();
     auto file = GgufFile::parse(bytes);

@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 
 #include "core/half.h"
+#include "kernels/cpu/fp8.h"
 
 namespace tempered {
 namespace {
@@ -35,6 +37,15 @@ float dot(const float* a, const float* b, int64_t n) {
     return sum;
 }
 
+// rows (count, width) *= the float scale of each row, stored at scales (count floats, unaligned).
+void scale_rows(const uint8_t* scales, int64_t count, int64_t width, float* rows) {
+    for (int64_t k = 0; k < count; ++k) {
+        float scale;
+        std::memcpy(&scale, scales + k * 4, sizeof scale);
+        for (int64_t d = 0; d < width; ++d) rows[k * width + d] *= scale;
+    }
+}
+
 }  // namespace
 
 void load_latent_elements(DType type, const uint8_t* src, int64_t count, float* out) {
@@ -46,6 +57,7 @@ void load_latent_elements(DType type, const uint8_t* src, int64_t count, float* 
         case DType::BF16:
             for (int64_t i = 0; i < count; ++i) out[i] = bf16_to_float(reinterpret_cast<const uint16_t*>(src)[i]);
             return;
+        case DType::F8_E4M3: e4m3_to_floats(src, out, count); return;
         default: std::fill_n(out, count, std::numeric_limits<float>::quiet_NaN()); return;  // refused at load
     }
 }
@@ -65,6 +77,7 @@ void gather_latent_rows(const LatentCacheView& cache, std::span<const int32_t> b
             load_latent_elements(cache.type, block + (d * cache.block_size + slot) * element, run, column);
             for (int64_t k = 0; k < run; ++k) out[k * cache.width + d] = column[k];
         }
+        if (cache.type == DType::F8_E4M3) scale_rows(block + cache.scale_offset + slot * 4, run, cache.width, out);
         p += run;
     }
 }

@@ -6,8 +6,8 @@
 //
 // The cache of one layer is KvCacheShape's key layout with one head of `width` elements: block b holds
 // (width, block_size) elements, dimension-major, so a dimension of consecutive positions is contiguous.
-// Elements are read only through load_latent_elements (one small case per element type), so a new KV
-// type (FP8) is one more case there.
+// Elements are read only through load_latent_elements (one small case per element type); FP8 E4M3 is
+// one of them, its per-position scale applied by gather_latent_rows.
 #pragma once
 
 #include <cstdint>
@@ -23,9 +23,13 @@ struct LatentCacheView {
     int64_t block_size = 0;         // positions per block
     int64_t width = 0;              // elements per position: kv_lora_rank + rope_dim
     DType type = DType::F16;
+    // F8_E4M3 only: bytes from a block's start to its float scales, one per position (slot order); a
+    // position's row is its codes times its scale (KvCacheShape::scale_offset(0, 0)).
+    int64_t scale_offset = 0;
 };
 
-// out (count) = `count` consecutive cache elements of `type` at src, as float (exactly).
+// out (count) = `count` consecutive cache elements of `type` at src, as float (exactly; F8_E4M3: the
+// codes' values, before the position's scale).
 void load_latent_elements(DType type, const uint8_t* src, int64_t count, float* out);
 
 // rows (count, width) = positions [first, first + count) of the sequence with `block_table`, as float.
