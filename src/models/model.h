@@ -3,6 +3,7 @@
 // decoder of decoder.cpp; the engine only ever sees Model.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <string_view>
@@ -16,6 +17,14 @@
 
 namespace tempered {
 
+// Routed-expert weight traffic of one forward, summed over its mixture-of-experts layers; all zero for a
+// model without experts. The bound is what reading each active expert exactly once costs.
+struct ExpertTraffic {
+    int64_t weight_bytes = 0;     // expert matrices (gate, up, down) the forward read
+    int64_t read_once_bytes = 0;  // per layer: distinct experts its tokens chose x one expert's bytes
+    int64_t active_experts = 0;   // distinct experts chosen, summed over the layers
+};
+
 class Model {
 public:
     virtual ~Model() = default;
@@ -26,6 +35,9 @@ public:
     // Every token's sequence must already have cache blocks up to its position (e.g. KvBlockPool::ensure_capacity).
     // An Error, with nothing computed, for an invalid batch (token id, position, missing blocks).
     virtual Status forward(const Batch& batch, KvCache& cache, float* logits) = 0;
+
+    // The last forward's routed-expert traffic (zeros for dense models).
+    virtual ExpertTraffic last_expert_traffic() const { return {}; }
 };
 
 struct ModelOptions {
