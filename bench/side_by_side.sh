@@ -10,7 +10,8 @@
 #      tempered serve, both loaded by tempered bench (the same client for both)
 #   6. bench/results/side_by_side-<UTC date>.json (every tool's raw JSON + machine) and .md (the table)
 #
-# Usage: bench/side_by_side.sh [--model PATH] [--threads N] [--smoke] [--out-dir DIR] [--tempered BIN]
+# Usage: bench/side_by_side.sh [--model PATH] [--threads N] [--smoke] [--out-dir DIR] [--tempered BIN] [--label L]
+#   --label    names the reports side_by_side-L-<UTC date> (e.g. the model: ds2-large)
 #   --smoke    tiny sizes (-p 32 -n 8 -r 1; 4 streams x 4 requests x 16 tokens) to check that the script
 #              works, not to measure; writes to a temporary directory unless --out-dir is given.
 # llama.cpp is not built by this project: LLAMA_CPP_BIN names a directory holding llama-bench and
@@ -25,6 +26,7 @@ THREADS=2
 SMOKE=0
 OUT_DIR=""
 TEMPERED="${TEMPERED_BIN:-$REPO/build/tempered}"
+LABEL=""
 
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -33,6 +35,7 @@ while [[ $# -gt 0 ]]; do
     --smoke) SMOKE=1; shift ;;
     --out-dir) OUT_DIR="$2"; shift 2 ;;
     --tempered) TEMPERED="$2"; shift 2 ;;
+    --label) LABEL="$2"; shift 2 ;;
     -h|--help) sed -n '2,/^set -uo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "side_by_side.sh: unknown argument '$1' (see --help)" >&2; exit 1 ;;
   esac
@@ -52,7 +55,7 @@ WORK=$(mktemp -d "${TMPDIR:-/tmp}/side_by_side.XXXXXX")
 if [[ -z "$OUT_DIR" ]]; then
   if [[ $SMOKE == 1 ]]; then OUT_DIR="$WORK"; else OUT_DIR="$REPO/bench/results"; fi
 fi
-NAME="side_by_side-$STAMP"
+NAME="side_by_side-${LABEL:+$LABEL-}$STAMP"
 [[ $SMOKE == 1 ]] && NAME="side_by_side-smoke-$STAMP"
 REPORT=(python3 "$REPO/bench/side_by_side_report.py")
 FAILED=0

@@ -105,11 +105,17 @@ void Engine::step() {
     if (!plan.chunks.empty()) {
         build_batch(plan);
         const Status forward = model_.forward(batch_, kv_, logits_.data());
+        report_expert_traffic();
         const Postprocessor::Applied applied = postprocess_.apply(plan, forward, logits_.data());
         for (Request* request : applied.awaiting_export) exporting_.push_back(scheduler_.take_running(request));
         scheduler_.retire(applied.finished);
     }
     publish_stats();
+}
+
+void Engine::report_expert_traffic() {
+    const int64_t bytes = model_.last_expert_traffic().weight_bytes;
+    if (observer_ && bytes > 0) observer_->on_expert_traffic(bytes);
 }
 
 void Engine::take_new_requests() {

@@ -95,6 +95,7 @@ private:
     std::function<void()> transfer_ready();
     void drop_cancelled();
     void report_plan(const StepPlan& plan);
+    void report_expert_traffic();  // the last forward's routed-expert bytes, to the observer
     void build_batch(const StepPlan& plan);
     void shut_down();
     void publish_stats();

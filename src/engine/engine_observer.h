@@ -28,6 +28,9 @@ public:
     // Decode side of disaggregation: a request's imported KV could not be placed (the prefix cache lost
     // blocks it had claimed to hold), so its prompt is computed here instead.
     virtual void on_imported_kv_dropped() {}
+    // A forward step of a mixture-of-experts model read `expert_weight_bytes` of routed-expert matrices
+    // (Model::last_expert_traffic); not called for dense models.
+    virtual void on_expert_traffic(int64_t /*expert_weight_bytes*/) {}
     // A grammar's token mask took `seconds` to build (one per constrained step that needed one).
     virtual void on_grammar_mask(double /*seconds*/) {}
     // The degeneration guard saw a loop of `period` tokens in one choice and took `action` (once per loop).

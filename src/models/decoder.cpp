@@ -240,10 +240,12 @@ public:
 
     const ModelConfig& config() const override { return config_; }
     std::span<const float> last_router_margins() const override { return router_margins_; }
+    ExpertTraffic last_expert_traffic() const override { return expert_traffic_; }
 
     Status forward(const Batch& batch, KvCache& cache, float* logits) override {
         if (auto valid = validate(batch, cache); !valid) return valid;
         const int64_t tokens = batch.size();
+        expert_traffic_ = {};
         if (tokens == 0) return Ok{};
         reserve_tokens(tokens);
         if (moe_ffn_) router_margins_.assign(static_cast<size_t>(tokens), std::numeric_limits<float>::infinity());
@@ -569,6 +571,7 @@ private:
                 float& margin = router_margins_[static_cast<size_t>(t)];
                 margin = std::min(margin, moe_ffn_->last_margins()[static_cast<size_t>(t)]);
             }
+            count_expert_traffic(*layer.experts);
             add_to_residual(tokens, layer.ffn_post_norm);
             return;
         }
@@ -587,6 +590,13 @@ private:
         });
         matmul(layer.ffn_down, state_.gate.data(), tokens, state_.projected.data(), pool_);
         add_to_residual(tokens, layer.ffn_post_norm);
+    }
+
+    void count_expert_traffic(const MoeLayerWeights& experts) {
+        const int64_t distinct = distinct_experts(moe_ffn_->last_choices(), config_.experts->expert_count);
+        expert_traffic_.weight_bytes += moe_ffn_->expert_weight_bytes_last_forward();
+        expert_traffic_.read_once_bytes += distinct * one_expert_bytes(experts);
+        expert_traffic_.active_experts += distinct;
     }
 
     // Final norm of the tokens that want logits, packed into the first rows of `normed`, then the
@@ -614,6 +624,7 @@ private:
     std::unique_ptr<LatentAttention> latent_attention_;  // AttentionKind::Latent only
     std::unique_ptr<MoeFeedForward> moe_ffn_;            // MoE files only
     std::vector<float> router_margins_;                  // (tokens): MoE files only, last_router_margins()
+    ExpertTraffic expert_traffic_;                       // the last forward's, over its MoE layers
 };
 
 // What the family row leaves to the file: the per-layer windows (the family's pattern of global layers,

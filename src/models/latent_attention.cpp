@@ -13,6 +13,20 @@
 namespace tempered {
 namespace {
 
+// a · b over n elements in 8 independent partial sums (summed in a fixed order at the end), so the
+// compiler can keep them in vector lanes: a single running sum is a serial chain it may not reorder.
+float dot_in_lanes(const float* a, const float* b, int64_t n) {
+    constexpr int64_t kLanes = 8;
+    float partial[kLanes] = {};
+    int64_t i = 0;
+    for (; i + kLanes <= n; i += kLanes)
+        for (int64_t j = 0; j < kLanes; ++j) partial[j] += a[i + j] * b[i + j];
+    float sum = ((partial[0] + partial[4]) + (partial[1] + partial[5])) +
+                ((partial[2] + partial[6]) + (partial[3] + partial[7]));
+    for (; i < n; ++i) sum += a[i] * b[i];
+    return sum;
+}
+
 #define LOAD(target, expression)              \
     do {                                      \
         auto loaded_ = (expression);          \
@@ -316,10 +330,7 @@ void LatentAttention::expanded(const LatentAttentionWeights& weights, const Batc
             for (int64_t p = 0; p < visible; ++p) {
                 const float* key = &expanded_kv_[(p * heads + h) * per_head];
                 const float* rope_key = &rows_[p * width + rank];
-                float score = 0.0f;
-                for (int64_t i = 0; i < nope; ++i) score += q[i] * key[i];
-                for (int64_t i = 0; i < latent_.rope_dim; ++i) score += q[nope + i] * rope_key[i];
-                scores[p] = score * scale_;
+                scores[p] = (dot_in_lanes(q, key, nope) + dot_in_lanes(q + nope, rope_key, latent_.rope_dim)) * scale_;
             }
             softmax(scores, visible);
             float* out = &attention_[(t * heads + h) * value_dim];

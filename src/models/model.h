@@ -3,6 +3,7 @@
 // decoder of decoder.cpp; the engine only ever sees Model.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <string_view>
@@ -15,6 +16,14 @@
 #include "models/model_config.h"
 
 namespace tempered {
+
+// Routed-expert weight traffic of one forward, summed over its mixture-of-experts layers; all zero for a
+// model without experts. The bound is what reading each active expert exactly once costs.
+struct ExpertTraffic {
+    int64_t weight_bytes = 0;     // expert matrices (gate, up, down) the forward read
+    int64_t read_once_bytes = 0;  // per layer: distinct experts its tokens chose x one expert's bytes
+    int64_t active_experts = 0;   // distinct experts chosen, summed over the layers
+};
 
 class Model {
 public:
@@ -31,6 +40,8 @@ public:
     // the MoE layers (moe_routing.h); empty for other models. For oracle tests and diagnostics: a choice
     // that activation noise can flip shows up here.
     virtual std::span<const float> last_router_margins() const { return {}; }
+    // The last forward's routed-expert traffic (zeros for dense models).
+    virtual ExpertTraffic last_expert_traffic() const { return {}; }
 };
 
 struct ModelOptions {

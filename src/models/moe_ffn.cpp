@@ -71,6 +71,22 @@ int64_t matrix_bytes(const WeightMatrix& matrix) {
     return static_cast<int64_t>(*dtype_row_bytes(matrix.type, static_cast<uint64_t>(matrix.cols))) * matrix.rows;
 }
 
+int64_t one_expert_bytes(const MoeLayerWeights& weights) {
+    if (weights.gate.empty()) return 0;
+    return matrix_bytes(weights.gate[0]) + matrix_bytes(weights.up[0]) + matrix_bytes(weights.down[0]);
+}
+
+int64_t distinct_experts(const std::vector<ExpertChoice>& choices, int64_t expert_count) {
+    std::vector<bool> seen(static_cast<size_t>(expert_count), false);
+    int64_t distinct = 0;
+    for (const ExpertChoice& choice : choices) {
+        if (seen[static_cast<size_t>(choice.expert)]) continue;
+        seen[static_cast<size_t>(choice.expert)] = true;
+        ++distinct;
+    }
+    return distinct;
+}
+
 Result<MoeLayerWeights> load_moe_layer(const GgufFile& file, const std::string& prefix, int64_t embedding_dim,
                                        const MoeConfig& config) {
     if (auto valid = validate_moe_config(config); !valid) return valid.error();

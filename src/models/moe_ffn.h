@@ -48,6 +48,13 @@ Result<MoeLayerWeights> load_moe_layer(const GgufFile& file, const std::string& 
 // Bytes a matmul reads from `matrix` (its file layout or its packed one).
 int64_t matrix_bytes(const WeightMatrix& matrix);
 
+// Bytes of one routed expert's gate, up and down matrices (every expert of a layer has the same).
+int64_t one_expert_bytes(const MoeLayerWeights& weights);
+
+// How many different experts `choices` name, counted from the choices alone (not from the grouping the
+// forward pass made), so that tests and the traffic report can hold the forward's byte count to it.
+int64_t distinct_experts(const std::vector<ExpertChoice>& choices, int64_t expert_count);
+
 class MoeFeedForward {
 public:
     explicit MoeFeedForward(MoeConfig config) : config_(config) {}

@@ -100,7 +100,13 @@ ServingMetrics::ServingMetrics(std::string model_name, std::string kv_cache_dtyp
       kv_bytes_per_token_(registry_.gauge("tempered:kv_cache_bytes_per_token",
                                           "KV cache bytes one cached position takes over all layers (keys, values, "
                                           "scales).",
-                                          {"model_name"})) {
+                                          {"model_name"})),
+      moe_expert_weight_bytes_(registry_.counter("tempered:moe_expert_weight_bytes_total",
+                                                 "Routed-expert weight bytes the forward steps read (each active "
+                                                 "expert of a step once); divide by tempered:moe_steps_total.",
+                                                 {"model_name"})),
+      moe_steps_(registry_.counter("tempered:moe_steps_total", "Forward steps of a mixture-of-experts model.",
+                                   {"model_name"})) {
     kv_dtype_info_.with({kv_cache_dtype_}).set(1);
     rejected_.get();
     aborted_.get();
@@ -168,6 +174,11 @@ void ServingMetrics::on_preemption() { preemptions_.with({model_name_}).inc(); }
 void ServingMetrics::on_imported_kv_dropped() { imported_kv_dropped_.get().inc(); }
 
 void ServingMetrics::on_grammar_mask(double seconds) { grammar_mask_.get().observe(seconds); }
+
+void ServingMetrics::on_expert_traffic(int64_t expert_weight_bytes) {
+    moe_expert_weight_bytes_.with({model_name_}).inc(static_cast<double>(expert_weight_bytes));
+    moe_steps_.with({model_name_}).inc();
+}
 
 void ServingMetrics::on_degeneration(DegenerationAction action, DegenerationPhase phase, int32_t period) {
     degeneration_detected_.with({degeneration_action_name(action), degeneration_phase_name(phase)}).inc();

@@ -54,6 +54,7 @@ public:
     void on_preemption() override;
     void on_imported_kv_dropped() override;
     void on_grammar_mask(double seconds) override;
+    void on_expert_traffic(int64_t expert_weight_bytes) override;
     void on_degeneration(DegenerationAction action, DegenerationPhase phase, int32_t period) override;
     void on_request_finished(RequestOutcome outcome, const GenerationUsage& usage,
                              const RequestTimings& timings) override;
@@ -95,6 +96,8 @@ private:
     metrics::CounterFamily& reasoning_forced_end_;
     metrics::CounterFamily& empty_content_;
     metrics::GaugeFamily& kv_bytes_per_token_;
+    metrics::CounterFamily& moe_expert_weight_bytes_;
+    metrics::CounterFamily& moe_steps_;
 };
 
 }  // namespace tempered

@@ -55,6 +55,8 @@ struct TestResult {
     int64_t sequences = 1;
     int64_t timed_tokens = 0;     // tokens one timed run processes
     std::vector<double> seconds;  // each timed run
+    ExpertTraffic expert_traffic;  // summed over the last timed run's forwards (zeros for dense models)
+    int64_t steps = 0;             // forwards in one timed run
 
     std::vector<double> tokens_per_second() const {
         std::vector<double> rates;
@@ -90,7 +92,9 @@ public:
         TestResult result{.name = "pp" + std::to_string(options_.prompt_tokens),
                           .prompt_tokens = options_.prompt_tokens,
                           .timed_tokens = options_.prompt_tokens,
-                          .seconds = {}};
+                          .seconds = {},
+                          .expert_traffic = {},
+                          .steps = 0};
         auto status = repeat(
             result, [] { return Status(Ok{}); },
             [this] {
@@ -108,7 +112,9 @@ public:
         TestResult result{.name = "tg" + std::to_string(options_.gen_tokens),
                           .gen_tokens = options_.gen_tokens,
                           .timed_tokens = options_.gen_tokens,
-                          .seconds = {}};
+                          .seconds = {},
+                          .expert_traffic = {},
+                          .steps = 0};
         auto status = repeat(
             result, [] { return Status(Ok{}); },
             [this] {
@@ -129,7 +135,9 @@ public:
                           .gen_tokens = options_.gen_tokens,
                           .sequences = sequences,
                           .timed_tokens = sequences * options_.gen_tokens,
-                          .seconds = {}};
+                          .seconds = {},
+                          .expert_traffic = {},
+                          .steps = 0};
         auto setup = [this, sequences, prompt]() -> Status {
             Batch batch;
             for (int64_t s = 0; s < sequences; ++s) {
@@ -158,6 +166,8 @@ private:
             if (auto status = setup(); !status) return status;
             if (auto status = run(); !status) return status;
             if (r > 0) result.seconds.push_back(last_seconds_);
+            result.expert_traffic = last_traffic_;
+            result.steps = last_steps_;
         }
         return Ok{};
     }
@@ -176,10 +186,18 @@ private:
         return Ok{};
     }
 
+    // Also sums the forwards' expert traffic: reading it back costs nothing next to a forward.
     Status timed_forwards(const std::vector<Batch>& batches) {
+        last_traffic_ = {};
+        last_steps_ = static_cast<int64_t>(batches.size());
         const auto start = std::chrono::steady_clock::now();
-        for (const Batch& batch : batches)
+        for (const Batch& batch : batches) {
             if (auto status = forward(batch); !status) return status;
+            const ExpertTraffic step = bundle_.model->last_expert_traffic();
+            last_traffic_.weight_bytes += step.weight_bytes;
+            last_traffic_.read_once_bytes += step.read_once_bytes;
+            last_traffic_.active_experts += step.active_experts;
+        }
         last_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         return Ok{};
     }
@@ -206,6 +224,8 @@ private:
     std::vector<float> logits_;     // (most sequences, vocab_size)
     int64_t sequences_in_use_ = 0;  // sequences 0..n-1 may hold blocks
     double last_seconds_ = 0.0;
+    ExpertTraffic last_traffic_;  // the last timed run's, summed over its forwards
+    int64_t last_steps_ = 0;
 };
 
 uint64_t parameter_count(const GgufFile& file) {
@@ -214,8 +234,22 @@ uint64_t parameter_count(const GgufFile& file) {
     return count;
 }
 
+// Per forward step of the last timed run: the routed-expert bytes read, and the bound of reading each
+// distinct active expert once (equal when every active expert is read once per step).
+nlohmann::json expert_traffic_json(const TestResult& test) {
+    const auto per_step = [&](int64_t total) {
+        return test.steps > 0 ? static_cast<double>(total) / static_cast<double>(test.steps) : 0.0;
+    };
+    return {{"steps", test.steps},
+            {"expert_weight_bytes_per_step", per_step(test.expert_traffic.weight_bytes)},
+            {"read_once_bound_bytes_per_step", per_step(test.expert_traffic.read_once_bytes)},
+            {"distinct_active_experts_per_step", per_step(test.expert_traffic.active_experts)},
+            {"expert_weight_bytes_per_token",
+             static_cast<double>(test.expert_traffic.weight_bytes) / static_cast<double>(test.timed_tokens)}};
+}
+
 nlohmann::json test_json(const TestResult& test) {
-    return {{"name", test.name},
+    nlohmann::json out = {{"name", test.name},
             {"prompt_tokens", test.prompt_tokens},
             {"gen_tokens", test.gen_tokens},
             {"sequences", test.sequences},
@@ -224,6 +258,8 @@ nlohmann::json test_json(const TestResult& test) {
             {"stddev_tokens_per_s", test.stddev()},
             {"samples_tokens_per_s", test.tokens_per_second()},
             {"samples_seconds", test.seconds}};
+    if (test.expert_traffic.weight_bytes > 0) out["expert_traffic"] = expert_traffic_json(test);
+    return out;
 }
 
 void print_table(const LoadedModel& bundle, uint64_t file_bytes, int threads, const std::vector<TestResult>& tests) {
