@@ -119,12 +119,8 @@ Status load_joint_kv_b(const GgufFile& file, const std::string& prefix, const Mo
 LatentCacheView latent_cache_view(KvCache& cache, int64_t layer) {
     const KvCacheShape& shape = cache.shape();
     const KvCache::LayerStorage storage = cache.layer_storage(layer);
-    return {storage.keys,
-            storage.block_stride,
-            shape.block_size,
-            shape.head_dim,
-            shape.type,
-            shape.has_scales() ? shape.scale_offset(0, 0) : 0};
+    return {storage.keys,   storage.block_stride, shape.block_size,
+            shape.head_dim, shape.type,           shape.has_scales() ? shape.scale_offset(0, 0) : 0};
 }
 
 }  // namespace

@@ -88,7 +88,8 @@ float route_token(const MoeConfig& config, const float* logits, const float* cor
     }
     float margin = std::numeric_limits<float>::infinity();
     if (config.group_limited()) margin = keep_best_groups(config, scratch);
-    margin = std::min(margin, ranking_margin(scratch.selection.data(), experts, config.experts_per_token, scratch.order));
+    margin =
+        std::min(margin, ranking_margin(scratch.selection.data(), experts, config.experts_per_token, scratch.order));
     top_k(scratch.selection.data(), experts, config.experts_per_token, scratch.order);
     float sum = 0.0f;
     for (int64_t j = 0; j < config.experts_per_token; ++j) {

@@ -44,8 +44,8 @@ struct RandomLatentCache {
     LatentCacheView view() {
         const KvCache::LayerStorage storage = pool->layer_storage(0);
         const KvCacheShape& shape = pool->shape();
-        return {storage.keys, storage.block_stride, shape.block_size, shape.head_dim, shape.type,
-                shape.has_scales() ? shape.scale_offset(0, 0) : 0};
+        return {storage.keys,   storage.block_stride, shape.block_size,
+                shape.head_dim, shape.type,           shape.has_scales() ? shape.scale_offset(0, 0) : 0};
     }
 };
 
@@ -115,8 +115,8 @@ TEST(LatentAttentionKernel, ChunkedEqualsPlainFormulaOnFp8) {
             std::vector<float> out(heads * rank), expected(heads * rank);
             attend_latent(queries.data(), heads, cache.view(), cache.pool->block_table(0), length, rank, 0.2f,
                           scratch.data(), out.data());
-            attend_latent_reference(queries.data(), heads, cache.view(), cache.pool->block_table(0), length, rank,
-                                    0.2f, expected.data());
+            attend_latent_reference(queries.data(), heads, cache.view(), cache.pool->block_table(0), length, rank, 0.2f,
+                                    expected.data());
             for (size_t i = 0; i < out.size(); ++i) ASSERT_NEAR(out[i], expected[i], 2e-5f) << "length " << length;
         }
     }

@@ -96,7 +96,7 @@ protected:
         auto model = load_model(*file_, *pool_);
         ASSERT_TRUE(model.ok()) << model.error().message;
         model_ = std::move(model.value());
-        const DType kv_type = GetParam().fp8_kv                ? DType::F8_E4M3
+        const DType kv_type = GetParam().fp8_kv               ? DType::F8_E4M3
                               : fixture_["kv_cache"] == "f32" ? DType::F32
                                                               : DType::F16;
         auto cache = KvBlockPool::for_positions(kv_cache_shape(model_->config(), kv_type), 256);
@@ -185,10 +185,10 @@ TEST_P(Deepseek2Oracle, FirstTokenMatchesLlamaCpp) {
         worst_ratio = std::max(worst_ratio, max_delta / scale);
         EXPECT_LE(max_delta, 1e-3f * scale) << prompt["name"];
     }
-    std::printf("%s%s: top-1 identical %zu/%zu (router near-ties exempt: %zu); worst max|dlogit| over the top %zu %.4f (/ max|logit| %.2e)\n",
-                param.fixture, param.fp8_kv ? " (fp8 KV)" : "", top1_identical, fixture_["prompts"].size(), router_exempt,
-                fixture_["top_k"].get<size_t>(),
-                worst_top_delta, worst_ratio);
+    std::printf(
+        "%s%s: top-1 identical %zu/%zu (router near-ties exempt: %zu); worst max|dlogit| over the top %zu %.4f (/ max|logit| %.2e)\n",
+        param.fixture, param.fp8_kv ? " (fp8 KV)" : "", top1_identical, fixture_["prompts"].size(), router_exempt,
+        fixture_["top_k"].get<size_t>(), worst_top_delta, worst_ratio);
     if (!param.float32) {
         EXPECT_GE(fixture_["prompts"].size(), 20u);
     }
@@ -232,7 +232,8 @@ TEST_P(Deepseek2Oracle, GreedyContinuationsMatchLlamaCpp) {
     std::printf("%s%s: identical greedy continuations %zu/%zu, router near-ties exempt %zu\n", param.fixture,
                 param.fp8_kv ? " (fp8 KV)" : "", identical, fixture_["prompts"].size(), router_exempt);
     // f32: every one (measured 12/12); Q8_0: measured 12/21 and 11/21, the rest parting at near-ties.
-    EXPECT_GE(2 * identical, param.float32 ? 2 * fixture_["prompts"].size() : fixture_["prompts"].size() - router_exempt);
+    EXPECT_GE(2 * identical,
+              param.float32 ? 2 * fixture_["prompts"].size() : fixture_["prompts"].size() - router_exempt);
 }
 
 // The whole prompt in one batch (expanded attention) and the same prompt token by token (absorbed) give
@@ -282,8 +283,8 @@ std::vector<float> prompt_router_margins(Model& model, const nlohmann::json& pro
 
 TEST(Deepseek2RouterNoise, EightBitActivationsMoveSelectionMarginsLittle) {
     for (const char* name : {"ds2-moe-q8_0.json", "ds2-moe-softmax-q8_0.json"}) {
-        const auto fixture = nlohmann::json::parse(
-            testing::read_text_file(testing::fixture_dir("model") / "deepseek2" / name));
+        const auto fixture =
+            nlohmann::json::parse(testing::read_text_file(testing::fixture_dir("model") / "deepseek2" / name));
         const std::filesystem::path path = tiny_model_dir() / fixture["model"].get<std::string>();
         if (!std::filesystem::exists(path)) {
             if (testing::models_required()) FAIL() << "missing " << path;

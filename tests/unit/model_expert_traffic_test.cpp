@@ -46,8 +46,8 @@ protected:
         const ModelConfig& config = loaded_.model->config();
         ASSERT_TRUE(config.experts.has_value());
         moe_layers_ = config.layer_count - config.experts->leading_dense_layers;
-        expert_bytes_ = file_expert_bytes(*loaded_.file, config.experts->leading_dense_layers,
-                                          config.experts->expert_count);
+        expert_bytes_ =
+            file_expert_bytes(*loaded_.file, config.experts->leading_dense_layers, config.experts->expert_count);
     }
 
     // One decode step of `sequences` sequences, each with a 4-token prompt already in the cache.
@@ -55,8 +55,8 @@ protected:
         std::mt19937 rng(7);
         std::uniform_int_distribution<int32_t> token(0, static_cast<int32_t>(loaded_.model->config().vocab_size - 1));
         for (int32_t s = 0; s < sequences; ++s)
-            testing::forward_tokens(*loaded_.model, *loaded_.cache, {token(rng), token(rng), token(rng), token(rng)},
-                                    0, s);
+            testing::forward_tokens(*loaded_.model, *loaded_.cache, {token(rng), token(rng), token(rng), token(rng)}, 0,
+                                    s);
         Batch batch;
         for (int32_t s = 0; s < sequences; ++s) {
             EXPECT_TRUE(loaded_.cache->ensure_capacity(s, 5));

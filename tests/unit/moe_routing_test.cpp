@@ -136,8 +136,7 @@ TEST(MoeRouting, ReportsTheSelectionMargin) {
     ASSERT_TRUE(validate_moe_config(config).ok());
     route_experts(config, logits, bias, 1, choices, &margin);
     EXPECT_EQ(choices[0].expert, 2);
-    const float group_margin =
-        (sigmoid(2.0f) + sigmoid(0.25f) + 0.1f) - (sigmoid(0.5f) + sigmoid(-1.0f) + 0.5f);
+    const float group_margin = (sigmoid(2.0f) + sigmoid(0.25f) + 0.1f) - (sigmoid(0.5f) + sigmoid(-1.0f) + 0.5f);
     EXPECT_NEAR(margin, group_margin, 1e-6f);  // summed in another order
 
     // Every expert chosen: nothing is left out, nothing can flip.

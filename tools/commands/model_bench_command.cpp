@@ -53,8 +53,8 @@ struct TestResult {
     int64_t prompt_tokens = 0;  // per sequence
     int64_t gen_tokens = 0;     // per sequence
     int64_t sequences = 1;
-    int64_t timed_tokens = 0;     // tokens one timed run processes
-    std::vector<double> seconds;  // each timed run
+    int64_t timed_tokens = 0;      // tokens one timed run processes
+    std::vector<double> seconds;   // each timed run
     ExpertTraffic expert_traffic;  // summed over the last timed run's forwards (zeros for dense models)
     int64_t steps = 0;             // forwards in one timed run
 
@@ -250,14 +250,14 @@ nlohmann::json expert_traffic_json(const TestResult& test) {
 
 nlohmann::json test_json(const TestResult& test) {
     nlohmann::json out = {{"name", test.name},
-            {"prompt_tokens", test.prompt_tokens},
-            {"gen_tokens", test.gen_tokens},
-            {"sequences", test.sequences},
-            {"timed_tokens", test.timed_tokens},
-            {"mean_tokens_per_s", test.mean()},
-            {"stddev_tokens_per_s", test.stddev()},
-            {"samples_tokens_per_s", test.tokens_per_second()},
-            {"samples_seconds", test.seconds}};
+                          {"prompt_tokens", test.prompt_tokens},
+                          {"gen_tokens", test.gen_tokens},
+                          {"sequences", test.sequences},
+                          {"timed_tokens", test.timed_tokens},
+                          {"mean_tokens_per_s", test.mean()},
+                          {"stddev_tokens_per_s", test.stddev()},
+                          {"samples_tokens_per_s", test.tokens_per_second()},
+                          {"samples_seconds", test.seconds}};
     if (test.expert_traffic.weight_bytes > 0) out["expert_traffic"] = expert_traffic_json(test);
     return out;
 }
