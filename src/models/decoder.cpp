@@ -243,9 +243,11 @@ public:
     ExpertTraffic last_expert_traffic() const override { return expert_traffic_; }
 
     Status forward(const Batch& batch, KvCache& cache, float* logits) override {
+        // A forward that computes nothing reports no traffic and no margins, never the previous step's.
+        expert_traffic_ = {};
+        router_margins_.clear();
         if (auto valid = validate(batch, cache); !valid) return valid;
         const int64_t tokens = batch.size();
-        expert_traffic_ = {};
         if (tokens == 0) return Ok{};
         reserve_tokens(tokens);
         if (moe_ffn_) router_margins_.assign(static_cast<size_t>(tokens), std::numeric_limits<float>::infinity());

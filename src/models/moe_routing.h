@@ -32,8 +32,9 @@ struct ExpertChoice {
 // out (tokens, experts_per_token), each token's choices best first. `config` must pass validate_moe_config.
 // margins (tokens) or nullptr: each token's selection margin, how far its choice is from changing: the
 // smaller of the k-th minus the (k+1)-th eligible selection score and, when group-limited, the last kept
-// minus the first dropped group score (+inf where nothing is left out). Noise smaller than half of it in
-// the selection scores cannot change the chosen set.
+// minus the first dropped group score (+inf where nothing is left out). Noise smaller than a quarter of
+// it in each selection score cannot change the chosen set (half for the expert gap; a group's score sums
+// two selection scores, so the gap between two groups moves by up to four times the noise).
 void route_experts(const MoeConfig& config, const float* router_logits, const float* correction_bias, int64_t tokens,
                    ExpertChoice* out, float* margins = nullptr);
 

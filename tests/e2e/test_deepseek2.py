@@ -92,7 +92,9 @@ def test_kv_dtype_is_reported(kv_dtype, ds2_server, ds2_fp8_server):
     assert server.get("/v1/models/ds2").json()["kv_cache_dtype"] == kv_dtype
     info = server.get("/server_info").json()
     assert info["kv_cache_dtype"] == kv_dtype
-    assert info["kv_cache_bytes_per_token"] == (KV_LORA_RANK + ROPE_DIM) * 2 * LAYERS if kv_dtype == "f16" else 252
+    # f16: two bytes per element; fp8: one byte per element plus one float scale per position and layer.
+    expected = (KV_LORA_RANK + ROPE_DIM) * 2 * LAYERS if kv_dtype == "f16" else (KV_LORA_RANK + ROPE_DIM + 4) * LAYERS
+    assert info["kv_cache_bytes_per_token"] == expected
 
 
 def test_eight_concurrent_streams_complete(ds2_fp8_server):

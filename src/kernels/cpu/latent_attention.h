@@ -7,7 +7,8 @@
 // The cache of one layer is KvCacheShape's key layout with one head of `width` elements: block b holds
 // (width, block_size) elements, dimension-major, so a dimension of consecutive positions is contiguous.
 // Elements are read only through load_latent_elements (one small case per element type); FP8 E4M3 is
-// one of them, its per-position scale applied by gather_latent_rows.
+// one of them, its per-position scale applied where positions are gathered (gather_latent_rows for the
+// expanded form and the reference, the decode kernel's chunk gather).
 #pragma once
 
 #include <cstdint>
