@@ -34,31 +34,6 @@ float dot_in_lanes(const float* a, const float* b, int64_t n) {
         target = std::move(loaded_.value());  \
     } while (0)
 
-// The 3-D tensor `name` of `count` stacked (rows, cols) matrices (GGUF dims {cols, rows, count}), as one
-// WeightMatrix per slice, used in place.
-Result<std::vector<WeightMatrix>> find_matrix_stack(const GgufFile& file, const std::string& name, int64_t count,
-                                                    int64_t rows, int64_t cols) {
-    const GgufTensorInfo* tensor = file.tensor(name);
-    if (!tensor) return Error{"model: missing tensor " + name};
-    const std::vector<uint64_t> dims = {static_cast<uint64_t>(cols), static_cast<uint64_t>(rows),
-                                        static_cast<uint64_t>(count)};
-    if (tensor->dims != dims) {
-        return Error{"model: tensor " + name + " does not have the shape [" + std::to_string(cols) + ", " +
-                     std::to_string(rows) + ", " + std::to_string(count) + "]"};
-    }
-    const auto row_bytes = dtype_row_bytes(tensor->type, static_cast<uint64_t>(cols));
-    if (!dequantize_supported(tensor->type) || !row_bytes || !tensor->data ||
-        *row_bytes * static_cast<uint64_t>(rows * count) != tensor->size_bytes) {
-        return Error{"model: tensor " + name + " has a type or size this build cannot compute with"};
-    }
-    std::vector<WeightMatrix> slices;
-    for (int64_t i = 0; i < count; ++i) {
-        const auto* data = static_cast<const uint8_t*>(tensor->data) + *row_bytes * static_cast<uint64_t>(i * rows);
-        slices.push_back(WeightMatrix{tensor->type, data, rows, cols});
-    }
-    return slices;
-}
-
 // Rows [first, first + count) of `matrix` (GGUF layout), used in place.
 WeightMatrix row_slice(const WeightMatrix& matrix, int64_t first, int64_t count) {
     const uint64_t row_bytes = *dtype_row_bytes(matrix.type, static_cast<uint64_t>(matrix.cols));

@@ -11,39 +11,6 @@
 namespace tempered {
 namespace {
 
-std::string dims_string(const std::vector<uint64_t>& dims) {
-    std::string text = "[";
-    for (size_t i = 0; i < dims.size(); ++i) text += (i ? ", " : "") + std::to_string(dims[i]);
-    return text + "]";
-}
-
-// One routed-expert tensor {cols, rows, experts} (ggml order) as `experts` matrices of (rows, cols), each a
-// view of its slice of the mapping.
-Result<std::vector<WeightMatrix>> find_expert_matrices(const GgufFile& file, const std::string& name, int64_t experts,
-                                                       int64_t rows, int64_t cols) {
-    const GgufTensorInfo* tensor = file.tensor(name);
-    if (!tensor) return Error{"model: missing tensor " + name};
-    const std::vector<uint64_t> expected = {static_cast<uint64_t>(cols), static_cast<uint64_t>(rows),
-                                            static_cast<uint64_t>(experts)};
-    if (tensor->dims != expected) {
-        return Error{"model: tensor " + name + " has shape " + dims_string(tensor->dims) + ", expected " +
-                     dims_string(expected) + " (expert_feed_forward_length, embedding_length, expert_count)"};
-    }
-    if (!dequantize_supported(tensor->type)) {
-        return Error{"model: tensor " + name + " has type " + std::string(dtype_name(tensor->type)) +
-                     ", which this build cannot compute with"};
-    }
-    const auto row_bytes = dtype_row_bytes(tensor->type, static_cast<uint64_t>(cols));
-    const uint64_t expert_bytes = row_bytes ? *row_bytes * static_cast<uint64_t>(rows) : 0;
-    if (!row_bytes || expert_bytes * static_cast<uint64_t>(experts) != tensor->size_bytes || !tensor->data)
-        return Error{"model: tensor " + name + " has a size that does not match its shape and type"};
-    std::vector<WeightMatrix> matrices;
-    for (int64_t e = 0; e < experts; ++e)
-        matrices.push_back(
-            WeightMatrix{tensor->type, tensor->data + static_cast<uint64_t>(e) * expert_bytes, rows, cols});
-    return matrices;
-}
-
 // The router as float32: routing compares scores, so they are computed without activation quantization.
 Result<WeightMatrix> load_router(const GgufFile& file, const std::string& name, int64_t experts, int64_t dim,
                                  std::shared_ptr<const std::vector<float>>& storage) {
@@ -105,9 +72,9 @@ Result<MoeLayerWeights> load_moe_layer(const GgufFile& file, const std::string& 
         MOE_LOAD(weights.correction_bias, find_vector(file, prefix + "exp_probs_b.bias", experts));
     if (file.tensor(prefix + "ffn_gate_up_exps.weight"))
         return Error{"model: fused " + prefix + "ffn_gate_up_exps.weight is not supported (split gate/up expected)"};
-    MOE_LOAD(weights.gate, find_expert_matrices(file, prefix + "ffn_gate_exps.weight", experts, width, embedding_dim));
-    MOE_LOAD(weights.up, find_expert_matrices(file, prefix + "ffn_up_exps.weight", experts, width, embedding_dim));
-    MOE_LOAD(weights.down, find_expert_matrices(file, prefix + "ffn_down_exps.weight", experts, embedding_dim, width));
+    MOE_LOAD(weights.gate, find_matrix_stack(file, prefix + "ffn_gate_exps.weight", experts, width, embedding_dim));
+    MOE_LOAD(weights.up, find_matrix_stack(file, prefix + "ffn_up_exps.weight", experts, width, embedding_dim));
+    MOE_LOAD(weights.down, find_matrix_stack(file, prefix + "ffn_down_exps.weight", experts, embedding_dim, width));
     if (config.shared_expert_count > 0) {
         const int64_t shared = config.shared_expert_count * width;
         MOE_LOAD(weights.shared_gate, find_matrix(file, prefix + "ffn_gate_shexp.weight", shared, embedding_dim));

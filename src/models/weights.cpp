@@ -38,6 +38,19 @@ Result<WeightMatrix> find_matrix(const GgufFile& file, const std::string& name, 
     return WeightMatrix{(*tensor)->type, (*tensor)->data, rows, cols};
 }
 
+Result<std::vector<WeightMatrix>> find_matrix_stack(const GgufFile& file, const std::string& name, int64_t count,
+                                                    int64_t rows, int64_t cols) {
+    auto tensor = find_tensor(file, name,
+                              {static_cast<uint64_t>(cols), static_cast<uint64_t>(rows), static_cast<uint64_t>(count)});
+    if (!tensor) return tensor.error();
+    const uint64_t slice_bytes = (*tensor)->size_bytes / static_cast<uint64_t>(count);
+    std::vector<WeightMatrix> slices;
+    for (int64_t i = 0; i < count; ++i)
+        slices.push_back(
+            WeightMatrix{(*tensor)->type, (*tensor)->data + static_cast<uint64_t>(i) * slice_bytes, rows, cols});
+    return slices;
+}
+
 Result<std::vector<float>> find_vector(const GgufFile& file, const std::string& name, int64_t n) {
     auto tensor = find_tensor(file, name, {static_cast<uint64_t>(n)});
     if (!tensor) return tensor.error();

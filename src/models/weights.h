@@ -16,6 +16,11 @@ namespace tempered {
 // another shape, or has a type the kernels cannot read.
 Result<WeightMatrix> find_matrix(const GgufFile& file, const std::string& name, int64_t rows, int64_t cols);
 
+// The 3-D tensor `name` of `count` stacked (rows, cols) matrices (GGUF dims {cols, rows, count}: routed
+// experts, MLA's per-head k_b / v_b) as one WeightMatrix per slice, each used in place.
+Result<std::vector<WeightMatrix>> find_matrix_stack(const GgufFile& file, const std::string& name, int64_t count,
+                                                    int64_t rows, int64_t cols);
+
 // The tensor `name` as n floats (norm weights, biases: small, so they are converted to float32 once).
 Result<std::vector<float>> find_vector(const GgufFile& file, const std::string& name, int64_t n);
 
