@@ -149,8 +149,9 @@ void LatentAttention::reserve(int64_t tokens) {
     query_a_.resize(n * static_cast<size_t>(latent_.q_lora_rank));
     query_.resize(n * heads * static_cast<size_t>(latent_.key_dim()));
     kv_.resize(n * static_cast<size_t>(latent_.latent_width()));
-    head_in_.resize(n * static_cast<size_t>(std::max(latent_.nope_dim, latent_.kv_lora_rank)));
-    head_out_.resize(n * static_cast<size_t>(std::max(latent_.kv_lora_rank, latent_.value_dim)));
+    head_floats_per_thread_ = tokens * std::max({latent_.nope_dim, latent_.kv_lora_rank, latent_.value_dim});
+    head_in_.resize(static_cast<size_t>(pool_.size() * head_floats_per_thread_));
+    head_out_.resize(head_in_.size());
     absorbed_.resize(n * heads * static_cast<size_t>(latent_.latent_width()));
     attended_.resize(n * heads * static_cast<size_t>(latent_.kv_lora_rank));
     attention_.resize(n * heads * static_cast<size_t>(latent_.value_dim));
@@ -234,7 +235,9 @@ bool LatentAttention::is_absorbed(const Run& run) const {
 }
 
 // The absorbed form for every token of an absorbed run: queries into the latent space (W_kb per head),
-// attention over the cached rows, the attended latent through W_vb per head.
+// attention over the cached rows, the attended latent through W_vb per head. Each stage is one dispatch
+// of the threads: whole heads per thread for the per-head matmuls (each a few rows at decode, too small
+// to split), and the attention itself over tokens, split by heads when there are fewer tokens than threads.
 void LatentAttention::absorbed(const LatentAttentionWeights& weights, const Batch& batch, KvCache& cache,
                                int64_t layer) {
     std::vector<int64_t>& chosen = absorbed_tokens_;
@@ -243,35 +246,69 @@ void LatentAttention::absorbed(const LatentAttentionWeights& weights, const Batc
         if (is_absorbed(run))
             for (int64_t t = run.first_token; t < run.first_token + run.token_count; ++t) chosen.push_back(t);
     if (chosen.empty()) return;
+    absorb_queries(weights);
+    attend_absorbed(batch, cache, layer);
+    expand_values(weights);
+}
+
+// absorbed (n, heads, width) = [q_nope · W_kb | q_rope] of each chosen token and head.
+void LatentAttention::absorb_queries(const LatentAttentionWeights& weights) {
+    const std::vector<int64_t>& chosen = absorbed_tokens_;
     const auto n = static_cast<int64_t>(chosen.size());
     const int64_t heads = config_.head_count, key_dim = latent_.key_dim(), nope = latent_.nope_dim;
-    const int64_t rank = latent_.kv_lora_rank, width = latent_.latent_width(), value_dim = latent_.value_dim;
-    for (int64_t h = 0; h < heads; ++h) {
+    const int64_t rank = latent_.kv_lora_rank, width = latent_.latent_width();
+    whole_heads_.run(pool_, heads, [&](int64_t h, int thread, ThreadPool& own) {
+        float* head_in = &head_in_[static_cast<size_t>(thread * head_floats_per_thread_)];
+        float* head_out = &head_out_[static_cast<size_t>(thread * head_floats_per_thread_)];
         for (int64_t i = 0; i < n; ++i)
-            std::copy_n(&query_[(chosen[i] * heads + h) * key_dim], nope, &head_in_[i * nope]);
-        matmul(weights.key_b[static_cast<size_t>(h)], head_in_.data(), n, head_out_.data(), pool_);
+            std::copy_n(&query_[(chosen[i] * heads + h) * key_dim], nope, &head_in[i * nope]);
+        matmul(weights.key_b[static_cast<size_t>(h)], head_in, n, head_out, own);
         for (int64_t i = 0; i < n; ++i) {
             float* q = &absorbed_[(i * heads + h) * width];
-            std::copy_n(&head_out_[i * rank], rank, q);
+            std::copy_n(&head_out[i * rank], rank, q);
             std::copy_n(&query_[(chosen[i] * heads + h) * key_dim + nope], latent_.rope_dim, q + rank);
         }
-    }
+    });
+}
+
+// attended (n, heads, kv_lora_rank) over each chosen token's cached rows. A token's heads are split into
+// one group per thread when there are fewer tokens than threads; each head's sums are its own, so the
+// split does not change them.
+void LatentAttention::attend_absorbed(const Batch& batch, KvCache& cache, int64_t layer) {
+    const std::vector<int64_t>& chosen = absorbed_tokens_;
+    const auto n = static_cast<int64_t>(chosen.size());
+    const int64_t heads = config_.head_count, rank = latent_.kv_lora_rank, width = latent_.latent_width();
+    const int64_t groups = std::min<int64_t>(n < pool_.size() ? pool_.size() : 1, heads);
+    const int64_t heads_per_group = (heads + groups - 1) / groups;
     const LatentCacheView view = latent_cache_view(cache, layer);
     std::atomic<int64_t> next{0};
     pool_.run_on_all([&](int thread) {
         float* scratch = &scratch_[static_cast<size_t>(thread * scratch_per_thread_)];
-        for (int64_t i = next.fetch_add(1); i < n; i = next.fetch_add(1)) {
+        for (int64_t item = next.fetch_add(1); item < n * groups; item = next.fetch_add(1)) {
+            const int64_t i = item / groups, first_head = item % groups * heads_per_group;
+            const int64_t group_heads = std::min(heads_per_group, heads - first_head);
+            if (group_heads <= 0) continue;
             const BatchToken& token = batch.tokens[static_cast<size_t>(chosen[i])];
-            attend_latent(&absorbed_[i * heads * width], heads, view, cache.block_table(token.sequence, layer),
-                          token.position + 1, rank, scale_, scratch, &attended_[i * heads * rank]);
+            attend_latent(&absorbed_[(i * heads + first_head) * width], group_heads, view,
+                          cache.block_table(token.sequence, layer), token.position + 1, rank, scale_, scratch,
+                          &attended_[(i * heads + first_head) * rank]);
         }
     });
-    for (int64_t h = 0; h < heads; ++h) {
-        for (int64_t i = 0; i < n; ++i) std::copy_n(&attended_[(i * heads + h) * rank], rank, &head_in_[i * rank]);
-        matmul(weights.value_b[static_cast<size_t>(h)], head_in_.data(), n, head_out_.data(), pool_);
+}
+
+// attention (tokens, heads * value_dim) of each chosen token = its attended latent · W_vb^T per head.
+void LatentAttention::expand_values(const LatentAttentionWeights& weights) {
+    const std::vector<int64_t>& chosen = absorbed_tokens_;
+    const auto n = static_cast<int64_t>(chosen.size());
+    const int64_t heads = config_.head_count, rank = latent_.kv_lora_rank, value_dim = latent_.value_dim;
+    whole_heads_.run(pool_, heads, [&](int64_t h, int thread, ThreadPool& own) {
+        float* head_in = &head_in_[static_cast<size_t>(thread * head_floats_per_thread_)];
+        float* head_out = &head_out_[static_cast<size_t>(thread * head_floats_per_thread_)];
+        for (int64_t i = 0; i < n; ++i) std::copy_n(&attended_[(i * heads + h) * rank], rank, &head_in[i * rank]);
+        matmul(weights.value_b[static_cast<size_t>(h)], head_in, n, head_out, own);
         for (int64_t i = 0; i < n; ++i)
-            std::copy_n(&head_out_[i * value_dim], value_dim, &attention_[(chosen[i] * heads + h) * value_dim]);
-    }
+            std::copy_n(&head_out[i * value_dim], value_dim, &attention_[(chosen[i] * heads + h) * value_dim]);
+    });
 }
 
 // The expanded form for one run: every cached position's latent decompressed by kv_b into per-head keys

@@ -20,6 +20,7 @@
 
 #include "core/result.h"
 #include "core/thread_pool.h"
+#include "core/whole_items_per_thread.h"
 #include "formats/gguf.h"
 #include "kernels/cpu/matmul.h"
 #include "kv/kv_cache.h"
@@ -81,6 +82,9 @@ private:
                           int64_t layer);
     void plan_runs(const Batch& batch);
     void absorbed(const LatentAttentionWeights& weights, const Batch& batch, KvCache& cache, int64_t layer);
+    void absorb_queries(const LatentAttentionWeights& weights);
+    void attend_absorbed(const Batch& batch, KvCache& cache, int64_t layer);
+    void expand_values(const LatentAttentionWeights& weights);
     void expanded(const LatentAttentionWeights& weights, const Batch& batch, KvCache& cache, int64_t layer,
                   const Run& run);
     bool is_absorbed(const Run& run) const;
@@ -96,8 +100,10 @@ private:
     std::vector<float> query_a_;            // (tokens, q_lora_rank)
     std::vector<float> query_;              // (tokens, heads, key_dim)
     std::vector<float> kv_;                 // (tokens, kv_lora_rank + rope_dim): this step's latent rows
-    std::vector<float> head_in_;            // (tokens, max(nope_dim, kv_lora_rank)): one head's inputs, gathered
-    std::vector<float> head_out_;           // (tokens, max(kv_lora_rank, value_dim)): one head's outputs
+    WholeItemsPerThread whole_heads_;       // runs the per-head matmuls as whole heads per thread
+    int64_t head_floats_per_thread_ = 0;    // tokens * max(nope_dim, kv_lora_rank, value_dim)
+    std::vector<float> head_in_;            // (threads, head_floats_per_thread): each thread's head inputs
+    std::vector<float> head_out_;           // (threads, head_floats_per_thread): each thread's head outputs
     std::vector<float> absorbed_;           // (tokens, heads, kv_lora_rank + rope_dim): absorbed queries
     std::vector<float> attended_;           // (tokens, heads, kv_lora_rank): attended latents
     std::vector<float> attention_;          // (tokens, heads * value_dim): what attn_output multiplies

@@ -1,7 +1,6 @@
 #include "models/moe_ffn.h"
 
 #include <algorithm>
-#include <atomic>
 
 #include "kernels/cpu/dequantize.h"
 #include "kernels/cpu/ops.h"
@@ -132,7 +131,7 @@ void MoeFeedForward::group_by_expert(int64_t tokens) {
 void MoeFeedForward::gather(const float* normed, int64_t dim, ThreadPool& pool) {
     const auto rows = static_cast<int64_t>(row_token_.size());
     gathered_.resize(static_cast<size_t>(rows * dim));
-    pool.parallel_for(rows, [&](int64_t begin, int64_t end) {
+    pool.parallel_for_dynamic(rows, kRowsPerCopyTask, [&](int64_t begin, int64_t end) {
         for (int64_t r = begin; r < end; ++r)
             std::copy_n(normed + row_token_[static_cast<size_t>(r)] * dim, dim,
                         &gathered_[static_cast<size_t>(r * dim)]);
@@ -173,13 +172,8 @@ void MoeFeedForward::run_experts(const MoeLayerWeights& weights, ThreadPool& poo
         for (size_t e : active_experts_) run_expert(weights, e, pool);
         return;
     }
-    while (static_cast<int>(single_thread_pools_.size()) < pool.size())
-        single_thread_pools_.push_back(std::make_unique<ThreadPool>(1));
-    std::atomic<int64_t> next{0};
-    pool.run_on_all([&](int thread) {
-        ThreadPool& own = *single_thread_pools_[static_cast<size_t>(thread)];
-        for (int64_t i = next.fetch_add(1); i < active; i = next.fetch_add(1))
-            run_expert(weights, active_experts_[static_cast<size_t>(i)], own);
+    whole_experts_.run(pool, active, [&](int64_t i, int, ThreadPool& own) {
+        run_expert(weights, active_experts_[static_cast<size_t>(i)], own);
     });
 }
 
@@ -205,7 +199,7 @@ void MoeFeedForward::run_shared(const MoeLayerWeights& weights, const float* nor
 // else is in the batch.
 void MoeFeedForward::scatter(int64_t tokens, int64_t dim, float* out, ThreadPool& pool) const {
     const int64_t per_token = config_.experts_per_token;
-    pool.parallel_for(tokens, [&](int64_t begin, int64_t end) {
+    pool.parallel_for_dynamic(tokens, kRowsPerCopyTask, [&](int64_t begin, int64_t end) {
         for (int64_t t = begin; t < end; ++t) {
             float* row_out = out + t * dim;
             for (int64_t j = 0; j < per_token; ++j) {

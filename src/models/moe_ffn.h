@@ -14,6 +14,7 @@
 
 #include "core/result.h"
 #include "core/thread_pool.h"
+#include "core/whole_items_per_thread.h"
 #include "formats/gguf.h"
 #include "kernels/cpu/matmul.h"
 #include "models/moe_config.h"
@@ -83,12 +84,15 @@ private:
 
     // Whole experts per thread once at least this many per thread are active.
     static constexpr int64_t kExpertParallelFactor = 2;
+    // Rows gathered (or tokens scattered) per task: a decode step's few rows are copied on the caller,
+    // cheaper than waking the threads for them.
+    static constexpr int64_t kRowsPerCopyTask = 8;
 
     MoeConfig config_;
     int64_t expert_bytes_ = 0;
     bool force_row_parallel_ = false;
-    std::vector<std::unique_ptr<ThreadPool>> single_thread_pools_;  // (threads): one-thread pools, made on demand
-    std::vector<size_t> active_experts_;                            // this call's experts with rows, ascending
+    WholeItemsPerThread whole_experts_;   // runs whole experts per thread
+    std::vector<size_t> active_experts_;  // this call's experts with rows, ascending
     // Scratch of one call, grown on demand. "rows" are (token, choice) pairs ordered by expert, then token.
     std::vector<float> router_logits_;   // (tokens, expert_count)
     std::vector<ExpertChoice> choices_;  // (tokens, experts_per_token)

@@ -19,6 +19,7 @@
 
 #include "core/half.h"
 #include "core/thread_pool.h"
+#include "core/whole_items_per_thread.h"
 #include "kernel_test_support.h"
 #include "kernels/cpu/dequantize.h"
 #include "kernels/cpu/dispatch.h"
@@ -277,6 +278,36 @@ TEST(ThreadPool, DynamicRangesCoverEveryIndexExactlyOnce) {
                 });
                 for (const auto& h : hits) EXPECT_EQ(h.load(), 1) << threads << " " << count << " " << grain;
             }
+        }
+    }
+}
+
+// Each item once, on a thread of the pool with a one-thread pool of that thread's own; the same
+// runner reused across calls and pools of different sizes.
+TEST(WholeItemsPerThread, RunsEachItemOnceWithItsThreadsOwnOneThreadPool) {
+    WholeItemsPerThread runner;
+    for (int threads : {1, 2, 3}) {
+        ThreadPool pool(threads);
+        for (int64_t count : {0, 1, 2, 7, 50}) {
+            std::vector<std::atomic<int>> hits(static_cast<size_t>(count));
+            std::vector<std::atomic<const ThreadPool*>> own_of_thread(static_cast<size_t>(threads));
+            runner.run(pool, count, [&](int64_t item, int thread, ThreadPool& own) {
+                EXPECT_GE(thread, 0);
+                EXPECT_LT(thread, threads);
+                EXPECT_EQ(own.size(), 1);
+                const ThreadPool* expected = nullptr;
+                auto& slot = own_of_thread[static_cast<size_t>(thread)];
+                if (!slot.compare_exchange_strong(expected, &own)) {
+                    EXPECT_EQ(expected, &own);
+                }
+                hits[static_cast<size_t>(item)].fetch_add(1);
+            });
+            for (const auto& h : hits) EXPECT_EQ(h.load(), 1) << threads << " " << count;
+            for (int a = 0; a < threads; ++a)
+                for (int b = a + 1; b < threads; ++b)
+                    if (own_of_thread[a].load()) {
+                        EXPECT_NE(own_of_thread[a].load(), own_of_thread[b].load());
+                    }
         }
     }
 }

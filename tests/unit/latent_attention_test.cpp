@@ -219,6 +219,29 @@ TEST(LatentAttentionLayer, AbsorbedEqualsExpanded) {
     }
 }
 
+// The absorbed form's schedule (whole heads per thread for W_kb and W_vb, a token's heads split over the
+// threads when there are fewer tokens than threads) leaves every sum as it is: one thread, two or three
+// (as many as heads) give the same bits, one token at a time and 13 at a time.
+TEST(LatentAttentionLayer, AbsorbedIsTheSameBitForBitOnAnyThreadCount) {
+    const ModelConfig config = latent_config();
+    std::mt19937 rng(5);
+    RandomLayer layer(config, rng);
+    const int64_t positions = 40;
+    const std::vector<float> inputs = random_floats(static_cast<size_t>(positions * config.embedding_dim), rng);
+    for (int64_t step : {1, 13}) {
+        ThreadPool one(1);
+        const auto expected =
+            run_layer(config, layer.weights, inputs, positions, step, LatentAttentionForm::Absorbed, one);
+        for (int threads : {2, 3}) {
+            ThreadPool pool(threads);
+            const auto got =
+                run_layer(config, layer.weights, inputs, positions, step, LatentAttentionForm::Absorbed, pool);
+            for (size_t i = 0; i < expected.size(); ++i)
+                ASSERT_EQ(got[i], expected[i]) << "step " << step << ", threads " << threads << ", " << i;
+        }
+    }
+}
+
 // On an FP8 cache both forms read the same quantized rows, so they still agree to float tolerance.
 TEST(LatentAttentionLayer, AbsorbedEqualsExpandedOnFp8Cache) {
     const ModelConfig config = latent_config();
