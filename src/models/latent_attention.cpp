@@ -139,7 +139,7 @@ LatentAttention::LatentAttention(const ModelConfig& config, ThreadPool& pool)
       scale_(latent_attention_scale(config)),
       rope_magnitude_(rope_magnitude(config)) {
     scratch_per_thread_ =
-        std::max(latent_attention_scratch_floats(config.head_count, latent_.latent_width()), config.context_length);
+        std::max(latent_attention_scratch_floats(config.head_count, latent_.latent_width(), latent_.kv_lora_rank), config.context_length);
     scratch_.resize(static_cast<size_t>(pool.size() * scratch_per_thread_));
 }
 

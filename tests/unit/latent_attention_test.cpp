@@ -3,11 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <random>
 #include <vector>
 
 #include "core/thread_pool.h"
+#include "kernel_test_support.h"
 #include "kernels/cpu/fp8.h"
 #include "kernels/cpu/latent_attention.h"
 #include "kernels/cpu/ops.h"
@@ -67,7 +69,7 @@ TEST(LatentAttentionKernel, ChunkedEqualsPlainFormula) {
                 std::mt19937 rng(static_cast<uint32_t>(length * 31 + block_size));
                 RandomLatentCache cache(width, length, type, block_size, rng);
                 const std::vector<float> queries = random_floats(static_cast<size_t>(heads * width), rng, 0.3f);
-                std::vector<float> scratch(static_cast<size_t>(latent_attention_scratch_floats(heads, width)));
+                std::vector<float> scratch(static_cast<size_t>(latent_attention_scratch_floats(heads, width, rank)));
                 std::vector<float> out(heads * rank), expected(heads * rank);
                 attend_latent(queries.data(), heads, cache.view(), cache.pool->block_table(0), length, rank, 0.2f,
                               scratch.data(), out.data());
@@ -111,13 +113,46 @@ TEST(LatentAttentionKernel, ChunkedEqualsPlainFormulaOnFp8) {
             std::mt19937 rng(static_cast<uint32_t>(length * 17 + block_size));
             RandomLatentCache cache(width, length, DType::F8_E4M3, block_size, rng);
             const std::vector<float> queries = random_floats(static_cast<size_t>(heads * width), rng, 0.3f);
-            std::vector<float> scratch(static_cast<size_t>(latent_attention_scratch_floats(heads, width)));
+            std::vector<float> scratch(static_cast<size_t>(latent_attention_scratch_floats(heads, width, rank)));
             std::vector<float> out(heads * rank), expected(heads * rank);
             attend_latent(queries.data(), heads, cache.view(), cache.pool->block_table(0), length, rank, 0.2f,
                           scratch.data(), out.data());
             attend_latent_reference(queries.data(), heads, cache.view(), cache.pool->block_table(0), length, rank, 0.2f,
                                     expected.data());
             for (size_t i = 0; i < out.size(); ++i) ASSERT_NEAR(out[i], expected[i], 2e-5f) << "length " << length;
+        }
+    }
+}
+
+// The decode kernel's AVX2 and AVX-512 instantiations give the scalar one's bits, for every cache type,
+// blocks that hold whole chunks (16, 32) or not (7), partial last chunks, and widths and ranks that are
+// not multiples of 16 (padded inside the kernel).
+TEST(LatentAttentionKernel, EveryIsaEqualsScalarBitExactly) {
+    const int64_t heads = 6;
+    for (auto [rank, rope] : {std::pair<int64_t, int64_t>{32, 8}, {24, 16}, {64, 16}}) {
+        const int64_t width = rank + rope;
+        for (DType type : {DType::F32, DType::F16, DType::BF16, DType::F8_E4M3}) {
+            for (int64_t block_size : {16, 7, 32}) {
+                for (int64_t length : {1, 15, 17, 70}) {
+                    std::mt19937 rng(static_cast<uint32_t>(length * 13 + block_size + rank));
+                    RandomLatentCache cache(width, length, type, block_size, rng);
+                    const std::vector<float> queries = random_floats(static_cast<size_t>(heads * width), rng, 0.3f);
+                    std::vector<float> scratch(
+                        static_cast<size_t>(latent_attention_scratch_floats(heads, width, rank)));
+                    std::vector<float> scalar(heads * rank), out(heads * rank);
+                    attend_latent_with_isa(queries.data(), heads, cache.view(), cache.pool->block_table(0), length,
+                                           rank, 0.2f, scratch.data(), scalar.data(), CpuIsa::Scalar);
+                    for (CpuIsa isa : supported_isas()) {
+                        std::fill(scratch.begin(), scratch.end(), std::nanf(""));  // nothing read before written
+                        attend_latent_with_isa(queries.data(), heads, cache.view(), cache.pool->block_table(0), length,
+                                               rank, 0.2f, scratch.data(), out.data(), isa);
+                        for (size_t i = 0; i < out.size(); ++i)
+                            ASSERT_EQ(std::bit_cast<uint32_t>(out[i]), std::bit_cast<uint32_t>(scalar[i]))
+                                << cpu_isa_name(isa) << " " << dtype_name(type) << " block " << block_size << " length "
+                                << length << " rank " << rank << " at " << i;
+                    }
+                }
+            }
         }
     }
 }

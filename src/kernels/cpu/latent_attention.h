@@ -15,6 +15,7 @@
 #include <span>
 
 #include "core/dtype.h"
+#include "kernels/cpu/dispatch.h"
 
 namespace tempered {
 
@@ -37,17 +38,37 @@ void load_latent_elements(DType type, const uint8_t* src, int64_t count, float* 
 void gather_latent_rows(const LatentCacheView& cache, std::span<const int32_t> block_table, int64_t first,
                         int64_t count, float* rows);
 
+// columns (width, lanes) = positions [first, first + count) as float, lane k of row d position first + k;
+// lanes count .. lanes - 1 are zeros. For caches whose chunks may straddle blocks.
+void gather_latent_columns(const LatentCacheView& cache, std::span<const int32_t> block_table, int64_t first,
+                           int64_t count, int64_t lanes, float* columns);
+
 // Floats of scratch attend_latent needs for `heads` query heads.
-int64_t latent_attention_scratch_floats(int64_t heads, int64_t width);
+int64_t latent_attention_scratch_floats(int64_t heads, int64_t width, int64_t kv_lora_rank);
 
 // For one query token at position length - 1: out (heads, kv_lora_rank) = softmax(scale * Q · R^T) · L,
 // where Q (heads, width) are the absorbed queries [q_nope · W_kb | q_rope], R (length, width) the cached
 // rows of positions [0, length) and L their first kv_lora_rank columns. Online softmax over chunks of
 // positions, heads batched as a (heads x width) by (width x chunk) product. scratch: the calling
-// thread's latent_attention_scratch_floats.
+// thread's latent_attention_scratch_floats. The arithmetic is latent_attention_kernel.h's, the same bits
+// for every instruction set; attend_latent runs the machine's, attend_latent_with_isa the one named.
 void attend_latent(const float* queries, int64_t heads, const LatentCacheView& cache,
                    std::span<const int32_t> block_table, int64_t length, int64_t kv_lora_rank, float scale,
                    float* scratch, float* out);
+void attend_latent_with_isa(const float* queries, int64_t heads, const LatentCacheView& cache,
+                            std::span<const int32_t> block_table, int64_t length, int64_t kv_lora_rank, float scale,
+                            float* scratch, float* out, CpuIsa isa);
+
+// The instantiations (latent_attention_{scalar,avx2,avx512}.cpp); callers use attend_latent.
+void attend_latent_scalar(const float* queries, int64_t heads, const LatentCacheView& cache,
+                          std::span<const int32_t> block_table, int64_t length, int64_t kv_lora_rank, float scale,
+                          float* scratch, float* out);
+void attend_latent_avx2(const float* queries, int64_t heads, const LatentCacheView& cache,
+                        std::span<const int32_t> block_table, int64_t length, int64_t kv_lora_rank, float scale,
+                        float* scratch, float* out);
+void attend_latent_avx512(const float* queries, int64_t heads, const LatentCacheView& cache,
+                          std::span<const int32_t> block_table, int64_t length, int64_t kv_lora_rank, float scale,
+                          float* scratch, float* out);
 
 // The plain formula of attend_latent (gather every row, full softmax per head): the reference the
 // chunked kernel is held to.
