@@ -11,6 +11,11 @@
 #   6. bench/results/side_by_side-<UTC date>.json (every tool's raw JSON + machine) and .md (the table)
 #
 # Usage: bench/side_by_side.sh [--model PATH] [--threads N] [--smoke] [--out-dir DIR] [--tempered BIN] [--label L]
+#                              [--greedy]
+#   --greedy   the HTTP requests send temperature 0 (default: no sampling value, each server's own defaults).
+#              For the random-weight ds2-large-q8_0.gguf: its output rows of character pieces are zero, so
+#              only greedy decoding keeps its text valid UTF-8, which llama-server needs (it answers 500
+#              to any other output).
 #   --label    names the reports side_by_side-L-<UTC date> (e.g. the model: ds2-large)
 #   --smoke    tiny sizes (-p 32 -n 8 -r 1; 4 streams x 4 requests x 16 tokens) to check that the script
 #              works, not to measure; writes to a temporary directory unless --out-dir is given.
@@ -27,6 +32,7 @@ SMOKE=0
 OUT_DIR=""
 TEMPERED="${TEMPERED_BIN:-$REPO/build/tempered}"
 LABEL=""
+GREEDY=0
 
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -36,6 +42,7 @@ while [[ $# -gt 0 ]]; do
     --out-dir) OUT_DIR="$2"; shift 2 ;;
     --tempered) TEMPERED="$2"; shift 2 ;;
     --label) LABEL="$2"; shift 2 ;;
+    --greedy) GREEDY=1; shift ;;
     -h|--help) sed -n '2,/^set -uo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "side_by_side.sh: unknown argument '$1' (see --help)" >&2; exit 1 ;;
   esac
@@ -95,6 +102,7 @@ start_server() {
 http_load() {
   local command=("$TEMPERED" bench --url "http://127.0.0.1:$2" --concurrency "$STREAMS" --requests "$REQUESTS"
                  --prompt-tokens "$HTTP_PROMPT" --max-tokens "$HTTP_MAX" --stream --warmup "$WARMUP" --json)
+  [[ $GREEDY == 1 ]] && command+=(--temperature 0)
   HTTP_COMMAND="tempered bench --url http://127.0.0.1:PORT ${command[*]:4}"
   "${command[@]}" >"$WORK/http_$1.json" 2>"$WORK/http_$1.log"
 }

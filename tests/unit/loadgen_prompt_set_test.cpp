@@ -53,7 +53,7 @@ struct Fixture {
 TEST(LoadgenPromptSet, SizedByTokenizeInTheDialectTheServerSpeaks) {
     Fixture fixture;
     HttpSession probe(fixture.url, 10s);
-    auto set = synthetic_prompt_set(probe, {Endpoint::Completions, "m", 4, false}, {10, 32, 7, 3, 10s}, fixture.note);
+    auto set = synthetic_prompt_set(probe, {Endpoint::Completions, "m", 4, false, std::nullopt}, {10, 32, 7, 3, 10s}, fixture.note);
     ASSERT_TRUE(set) << set.error().message;
     ASSERT_EQ(set->texts.size(), 10u);
     for (size_t i = 0; i < set->texts.size(); ++i) {
@@ -67,7 +67,7 @@ TEST(LoadgenPromptSet, SizedByTokenizeInTheDialectTheServerSpeaks) {
 TEST(LoadgenPromptSet, ChatMessageLeavesRoomForTheTemplate) {
     Fixture fixture;
     HttpSession probe(fixture.url, 10s);
-    auto set = synthetic_prompt_set(probe, {Endpoint::Chat, "m", 4, true}, {3, 64, 1, 2, 10s}, fixture.note);
+    auto set = synthetic_prompt_set(probe, {Endpoint::Chat, "m", 4, true, std::nullopt}, {3, 64, 1, 2, 10s}, fixture.note);
     ASSERT_TRUE(set) << set.error().message;
     for (const std::string& text : set->texts) EXPECT_EQ(kTemplateTokens + 1 + words_in(text), 64);
     EXPECT_NE(set->source.find("chat template 20"), std::string::npos) << set->source;
@@ -78,7 +78,7 @@ TEST(LoadgenPromptSet, WithoutTokenizeWordsStandForTokens) {
     ASSERT_TRUE(server.start().ok());
     HttpSession probe(BaseUrl{"http://127.0.0.1:" + std::to_string(server.port()), "", ""}, 10s);
     std::vector<std::string> notes;
-    auto set = synthetic_prompt_set(probe, {Endpoint::Completions, "m", 4, false}, {4, 16, 0, 2, 10s},
+    auto set = synthetic_prompt_set(probe, {Endpoint::Completions, "m", 4, false, std::nullopt}, {4, 16, 0, 2, 10s},
                                     [&](const std::string& text) { notes.push_back(text); });
     ASSERT_TRUE(set) << set.error().message;
     ASSERT_EQ(set->texts.size(), 4u);

@@ -56,7 +56,7 @@ private:
     std::unique_ptr<http::HttpServer> server_;
 };
 
-const RequestSettings kStreamedCompletion{Endpoint::Completions, "m", 3, true};
+const RequestSettings kStreamedCompletion{Endpoint::Completions, "m", 3, true, std::nullopt};
 const std::string kUsage = R"(data: {"choices":[],"usage":{"prompt_tokens":7,"completion_tokens":3}})"
                            "\n\n";
 
@@ -97,7 +97,7 @@ TEST(LoadgenRequestRunner, ChatRoleChunkIsNotTheFirstToken) {
                 });
     const BaseUrl url = fake.start();
     HttpSession session(url, 10s);
-    const RequestRecord record = run_request(session, {Endpoint::Chat, "m", 1, true}, "hi", 10s);
+    const RequestRecord record = run_request(session, {Endpoint::Chat, "m", 1, true, std::nullopt}, "hi", 10s);
     ASSERT_TRUE(record.ok) << record.error;
     ASSERT_EQ(record.content_times_s.size(), 1u);
     EXPECT_GE(*record.ttft_s(), 0.075);
@@ -111,7 +111,7 @@ TEST(LoadgenRequestRunner, NonStreamedResponse) {
                R"({"choices":[{"text":"abc"}],"usage":{"prompt_tokens":5,"completion_tokens":16}})", 50ms);
     const BaseUrl url = fake.start();
     HttpSession session(url, 10s);
-    const RequestRecord record = run_request(session, {Endpoint::Completions, "m", 16, false}, "hi", 10s);
+    const RequestRecord record = run_request(session, {Endpoint::Completions, "m", 16, false, std::nullopt}, "hi", 10s);
     ASSERT_TRUE(record.ok) << record.error;
     EXPECT_FALSE(record.ttft_s());  // not measurable without a stream
     EXPECT_EQ(record.completion_tokens, 16);
@@ -160,7 +160,7 @@ TEST(LoadgenRequestRunner, SilentServerTimesOut) {
     const BaseUrl url = fake.start();
     HttpSession session(url, 200ms);
     const auto start = Clock::now();
-    const RequestRecord record = run_request(session, {Endpoint::Completions, "m", 1, false}, "hi", 200ms);
+    const RequestRecord record = run_request(session, {Endpoint::Completions, "m", 1, false, std::nullopt}, "hi", 200ms);
     EXPECT_FALSE(record.ok);
     EXPECT_EQ(record.error, "timed out after 0.2 s");
     EXPECT_LT(Clock::now() - start, 1s);
@@ -214,7 +214,7 @@ TEST(LoadgenLoadDriver, ClosedLoopAtMostConcurrencyInFlight) {
     const BaseUrl url{"http://127.0.0.1:" + std::to_string(server.port()), "", ""};
     const std::vector<std::string> prompts = {"a", "b", "c", "d", "e", "f", "g"};
     ProgressCounters counters;
-    const PhaseResult result = run_phase(url, {Endpoint::Completions, "m", 2, false}, prompts, 3, 10s, &counters);
+    const PhaseResult result = run_phase(url, {Endpoint::Completions, "m", 2, false, std::nullopt}, prompts, 3, 10s, &counters);
     ASSERT_EQ(result.records.size(), prompts.size());
     for (const RequestRecord& record : result.records) EXPECT_TRUE(record.ok) << record.error;
     EXPECT_EQ(prompts_seen, std::multiset<std::string>(prompts.begin(), prompts.end()));  // each sent once
@@ -235,7 +235,7 @@ TEST(LoadgenRequestRunner, SendsTheApiKeyAsABearerToken) {
             200, R"({"choices":[{"text":"x"}],"usage":{"prompt_tokens":1,"completion_tokens":1}})");
     });
     BaseUrl url = fake.start();
-    const RequestSettings plain{Endpoint::Completions, "m", 1, false};
+    const RequestSettings plain{Endpoint::Completions, "m", 1, false, std::nullopt};
     {
         HttpSession session(url, 10s);
         EXPECT_TRUE(run_request(session, plain, "hi", 10s).ok);

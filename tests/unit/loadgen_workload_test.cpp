@@ -143,14 +143,20 @@ TEST(LoadgenPromptsFileMissing, SaysWhichFile) {
 }
 
 TEST(LoadgenRequestBody, CompletionsStreamed) {
-    const auto body = generation_body({Endpoint::Completions, "m", 16, true}, "some words");
+    const auto body = generation_body({Endpoint::Completions, "m", 16, true, std::nullopt}, "some words");
     EXPECT_EQ(body, nlohmann::json::parse(R"({"model":"m","prompt":"some words","max_tokens":16,"ignore_eos":true,
                                               "stream":true,"stream_options":{"include_usage":true}})"));
     EXPECT_EQ(endpoint_route(Endpoint::Completions), "/v1/completions");
 }
 
+TEST(LoadgenRequestBody, TemperatureIsSentOnlyWhenGiven) {
+    const auto body = generation_body({Endpoint::Completions, "m", 4, false, 0.0}, "x");
+    ASSERT_TRUE(body.contains("temperature"));
+    EXPECT_EQ(body["temperature"], 0.0);
+}
+
 TEST(LoadgenRequestBody, ChatNotStreamedSendsNoSamplingValues) {
-    const auto body = generation_body({Endpoint::Chat, "m", 8, false}, "hi");
+    const auto body = generation_body({Endpoint::Chat, "m", 8, false, std::nullopt}, "hi");
     EXPECT_EQ(body, nlohmann::json::parse(R"({"model":"m","messages":[{"role":"user","content":"hi"}],
                                               "max_tokens":8,"ignore_eos":true})"));
     EXPECT_FALSE(body.contains("temperature"));

@@ -75,6 +75,8 @@ void add_bench_command(CLI::App& app, int& exit_code) {
         ->check(CLI::Range(int64_t{1}, int64_t{1} << 24))
         ->capture_default_str();
     command->add_flag("--stream", options.stream, "stream responses (needed for TTFT, ITL and TPOT)");
+    command->add_option("--temperature", options.temperature, "sent with every request (0: greedy); default: not sent")
+        ->check(CLI::Range(0.0, 2.0));
     command->add_flag("--json", flags->json, "print the summary as one JSON object");
     command->add_option("--timeout", options.timeout_s, "seconds per request")
         ->check(CLI::Range(0.001, 1e6))

@@ -139,7 +139,7 @@ Result<BenchOutcome> run_bench(const BenchOptions& options, const std::function<
     // Reachability first, so that a wrong --url fails now with one clear message.
     auto models = probe.get("/v1/models");
     if (!models) return Error{"cannot reach the server at " + url->to_string() + ": " + models.error().message};
-    RequestSettings settings{options.endpoint, options.model, options.max_tokens, options.stream};
+    RequestSettings settings{options.endpoint, options.model, options.max_tokens, options.stream, options.temperature};
     if (settings.model.empty()) {
         auto ids = model_ids(*models);
         if (!ids) return Error{"no --model given, and " + ids.error().message};
@@ -168,6 +168,7 @@ Result<BenchOutcome> run_bench(const BenchOptions& options, const std::function<
                    settings.model,
                    options.endpoint,
                    options.stream,
+                   options.temperature,
                    options.concurrency,
                    options.requests,
                    options.warmup,

@@ -98,6 +98,7 @@ struct BenchOptions {
     std::string prompts_file;  // "" makes synthetic prompts of prompt_tokens tokens
     int64_t max_tokens = 128;
     bool stream = false;
+    std::optional<double> temperature;  // absent: not sent
     double timeout_s = 600;
     std::optional<uint64_t> seed;  // of the synthetic prompts; absent: a random one (reported)
     bool show_progress = false;    // the live line on stderr (the caller checks that stderr is a terminal)

@@ -140,6 +140,7 @@ nlohmann::ordered_json report_json(const RunDescription& run, const BenchSummary
         {"model", run.model},
         {"endpoint", endpoint_name(run.endpoint)},
         {"stream", run.stream},
+        {"temperature", run.temperature ? nlohmann::ordered_json(*run.temperature) : nullptr},
         {"concurrency", run.concurrency},
         {"requests", run.requests},
         {"warmup", run.warmup},
@@ -172,6 +173,7 @@ std::string report_table(const RunDescription& run, const BenchSummary& summary)
     out += row("Concurrency:", std::to_string(run.concurrency));
     out += row("Prompts:", run.prompt_source + (run.seed ? " (seed " + std::to_string(*run.seed) + ")" : ""));
     out += row("Max tokens:", std::to_string(run.max_tokens) + " (ignore_eos)");
+    out += row("Temperature:", run.temperature ? format("%g", *run.temperature) : "not sent (server default)");
     out += "----------------------------------------\n";
     out += row("Duration (s):", format("%.2f", summary.duration_s));
     out += row("Requests completed / failed:", format("%lld / %lld", static_cast<long long>(summary.completed),

@@ -71,6 +71,7 @@ struct RunDescription {
     std::string model;
     Endpoint endpoint = Endpoint::Completions;
     bool stream = false;
+    std::optional<double> temperature;  // sent with every request; absent: not sent
     int concurrency = 1;
     int64_t requests = 0;
     int64_t warmup = 0;

@@ -18,6 +18,7 @@ nlohmann::json generation_body(const RequestSettings& settings, const std::strin
         body["messages"] = nlohmann::json::array({{{"role", "user"}, {"content", prompt}}});
     else
         body["prompt"] = prompt;
+    if (settings.temperature) body["temperature"] = *settings.temperature;
     if (settings.stream) {
         body["stream"] = true;
         body["stream_options"] = {{"include_usage", true}};

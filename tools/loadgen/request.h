@@ -37,6 +37,8 @@ struct RequestSettings {
     std::string model;
     int64_t max_tokens = 128;
     bool stream = false;
+    // Sent only when set: otherwise each server applies its own defaults, which is what clients see.
+    std::optional<double> temperature;
 };
 
 std::string_view endpoint_route(Endpoint endpoint);  // "/v1/completions" or "/v1/chat/completions"
