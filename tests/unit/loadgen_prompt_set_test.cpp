@@ -53,7 +53,8 @@ struct Fixture {
 TEST(LoadgenPromptSet, SizedByTokenizeInTheDialectTheServerSpeaks) {
     Fixture fixture;
     HttpSession probe(fixture.url, 10s);
-    auto set = synthetic_prompt_set(probe, {Endpoint::Completions, "m", 4, false, std::nullopt}, {10, 32, 7, 3, 10s}, fixture.note);
+    auto set = synthetic_prompt_set(probe, {Endpoint::Completions, "m", 4, false, std::nullopt}, {10, 32, 7, 3, 10s},
+                                    fixture.note);
     ASSERT_TRUE(set) << set.error().message;
     ASSERT_EQ(set->texts.size(), 10u);
     for (size_t i = 0; i < set->texts.size(); ++i) {
@@ -67,7 +68,8 @@ TEST(LoadgenPromptSet, SizedByTokenizeInTheDialectTheServerSpeaks) {
 TEST(LoadgenPromptSet, ChatMessageLeavesRoomForTheTemplate) {
     Fixture fixture;
     HttpSession probe(fixture.url, 10s);
-    auto set = synthetic_prompt_set(probe, {Endpoint::Chat, "m", 4, true, std::nullopt}, {3, 64, 1, 2, 10s}, fixture.note);
+    auto set =
+        synthetic_prompt_set(probe, {Endpoint::Chat, "m", 4, true, std::nullopt}, {3, 64, 1, 2, 10s}, fixture.note);
     ASSERT_TRUE(set) << set.error().message;
     for (const std::string& text : set->texts) EXPECT_EQ(kTemplateTokens + 1 + words_in(text), 64);
     EXPECT_NE(set->source.find("chat template 20"), std::string::npos) << set->source;

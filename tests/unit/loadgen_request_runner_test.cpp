@@ -160,7 +160,8 @@ TEST(LoadgenRequestRunner, SilentServerTimesOut) {
     const BaseUrl url = fake.start();
     HttpSession session(url, 200ms);
     const auto start = Clock::now();
-    const RequestRecord record = run_request(session, {Endpoint::Completions, "m", 1, false, std::nullopt}, "hi", 200ms);
+    const RequestRecord record =
+        run_request(session, {Endpoint::Completions, "m", 1, false, std::nullopt}, "hi", 200ms);
     EXPECT_FALSE(record.ok);
     EXPECT_EQ(record.error, "timed out after 0.2 s");
     EXPECT_LT(Clock::now() - start, 1s);
@@ -214,7 +215,8 @@ TEST(LoadgenLoadDriver, ClosedLoopAtMostConcurrencyInFlight) {
     const BaseUrl url{"http://127.0.0.1:" + std::to_string(server.port()), "", ""};
     const std::vector<std::string> prompts = {"a", "b", "c", "d", "e", "f", "g"};
     ProgressCounters counters;
-    const PhaseResult result = run_phase(url, {Endpoint::Completions, "m", 2, false, std::nullopt}, prompts, 3, 10s, &counters);
+    const PhaseResult result =
+        run_phase(url, {Endpoint::Completions, "m", 2, false, std::nullopt}, prompts, 3, 10s, &counters);
     ASSERT_EQ(result.records.size(), prompts.size());
     for (const RequestRecord& record : result.records) EXPECT_TRUE(record.ok) << record.error;
     EXPECT_EQ(prompts_seen, std::multiset<std::string>(prompts.begin(), prompts.end()));  // each sent once

@@ -164,18 +164,12 @@ Result<BenchOutcome> run_bench(const BenchOptions& options, const std::function<
     const PhaseResult measured = run_with_progress(*url, settings, all.subspan(warmup), options, "requests");
 
     BenchOutcome outcome;
-    outcome.run = {url->to_string(),
-                   settings.model,
-                   options.endpoint,
-                   options.stream,
-                   options.temperature,
-                   options.concurrency,
-                   options.requests,
-                   options.warmup,
-                   options.max_tokens,
-                   synthetic ? std::optional<int64_t>(options.prompt_tokens) : std::nullopt,
-                   prompts->source,
-                   synthetic ? std::optional<uint64_t>(seed) : std::nullopt};
+    outcome.run = {url->to_string(),    settings.model,
+                   options.endpoint,    options.stream,
+                   options.temperature, options.concurrency,
+                   options.requests,    options.warmup,
+                   options.max_tokens,  synthetic ? std::optional<int64_t>(options.prompt_tokens) : std::nullopt,
+                   prompts->source,     synthetic ? std::optional<uint64_t>(seed) : std::nullopt};
     outcome.summary = summarize(measured.records, measured.duration_s);
     return outcome;
 }

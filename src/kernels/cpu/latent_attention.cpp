@@ -12,7 +12,7 @@
 #include "kernels/cpu/ops.h"
 
 namespace tempered {
-using latent_detail::kChunk;
+using latent_detail::kChunk;  // gather_latent_rows converts as many positions at a time as the kernel
 namespace {
 
 // The float scale of each of `count` FP8 positions, stored at scales (count floats, unaligned).
