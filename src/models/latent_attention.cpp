@@ -139,7 +139,8 @@ LatentAttention::LatentAttention(const ModelConfig& config, ThreadPool& pool)
       scale_(latent_attention_scale(config)),
       rope_magnitude_(rope_magnitude(config)) {
     scratch_per_thread_ =
-        std::max(latent_attention_scratch_floats(config.head_count, latent_.latent_width(), latent_.kv_lora_rank), config.context_length);
+        std::max(latent_attention_scratch_floats(config.head_count, latent_.latent_width(), latent_.kv_lora_rank),
+                 config.context_length);
     scratch_.resize(static_cast<size_t>(pool.size() * scratch_per_thread_));
 }
 
@@ -149,12 +150,19 @@ void LatentAttention::reserve(int64_t tokens) {
     query_a_.resize(n * static_cast<size_t>(latent_.q_lora_rank));
     query_.resize(n * heads * static_cast<size_t>(latent_.key_dim()));
     kv_.resize(n * static_cast<size_t>(latent_.latent_width()));
+    attention_.resize(n * heads * static_cast<size_t>(latent_.value_dim));
+}
+
+// The absorbed form's buffers, for its `tokens` tokens only: a prefill's tokens take the expanded form, and
+// at DeepSeek-V3's sizes these would be ~300 KB per token.
+void LatentAttention::reserve_absorbed(int64_t tokens) {
+    const auto n = static_cast<size_t>(tokens);
+    const auto heads = static_cast<size_t>(config_.head_count);
     head_floats_per_thread_ = tokens * std::max({latent_.nope_dim, latent_.kv_lora_rank, latent_.value_dim});
     head_in_.resize(static_cast<size_t>(pool_.size() * head_floats_per_thread_));
     head_out_.resize(head_in_.size());
     absorbed_.resize(n * heads * static_cast<size_t>(latent_.latent_width()));
     attended_.resize(n * heads * static_cast<size_t>(latent_.kv_lora_rank));
-    attention_.resize(n * heads * static_cast<size_t>(latent_.value_dim));
 }
 
 void LatentAttention::forward(const LatentAttentionWeights& weights, const Batch& batch, const float* normed,
@@ -246,6 +254,7 @@ void LatentAttention::absorbed(const LatentAttentionWeights& weights, const Batc
         if (is_absorbed(run))
             for (int64_t t = run.first_token; t < run.first_token + run.token_count; ++t) chosen.push_back(t);
     if (chosen.empty()) return;
+    reserve_absorbed(static_cast<int64_t>(chosen.size()));
     absorb_queries(weights);
     attend_absorbed(batch, cache, layer);
     expand_values(weights);

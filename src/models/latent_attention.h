@@ -77,6 +77,7 @@ private:
         int64_t token_count = 0;
     };
     void reserve(int64_t tokens);
+    void reserve_absorbed(int64_t tokens);
     void project(const LatentAttentionWeights& weights, const float* normed, int64_t tokens);
     void rotate_and_cache(const Batch& batch, const float* rope_cos, const float* rope_sin, KvCache& cache,
                           int64_t layer);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -41,6 +42,19 @@ struct RandomLatentCache {
             const int32_t block = pool->block_table(0)[static_cast<size_t>(p / block_size)];
             store_kv_position(shape, KvLayerView{storage.keys, nullptr, storage.block_stride}, block, p % block_size,
                               &rows[static_cast<size_t>(p * width)], nullptr);
+        }
+    }
+    // The slots of the last block past `positions` filled with NaN (every element type's all-ones bytes,
+    // and NaN scales): the kernel reads whole chunks there and must mask them.
+    void poison_tail(int64_t positions) {
+        const LatentCacheView v = view();
+        const auto element = static_cast<int64_t>(dtype_traits(v.type).block_bytes);
+        const int32_t last = pool->block_table(0)[static_cast<size_t>((positions - 1) / v.block_size)];
+        auto* block = const_cast<uint8_t*>(v.data) + static_cast<int64_t>(last) * v.block_stride;
+        for (int64_t slot = (positions - 1) % v.block_size + 1; slot < v.block_size; ++slot) {
+            for (int64_t d = 0; d < v.width; ++d)
+                std::memset(block + (d * v.block_size + slot) * element, 0xFF, static_cast<size_t>(element));
+            if (v.type == DType::F8_E4M3) std::memset(block + v.scale_offset + slot * 4, 0xFF, 4);
         }
     }
     LatentCacheView view() {
@@ -125,8 +139,8 @@ TEST(LatentAttentionKernel, ChunkedEqualsPlainFormulaOnFp8) {
 }
 
 // The decode kernel's AVX2 and AVX-512 instantiations give the scalar one's bits, for every cache type,
-// blocks that hold whole chunks (16, 32) or not (7), partial last chunks, and widths and ranks that are
-// not multiples of 16 (padded inside the kernel).
+// blocks that hold whole chunks (16, 32) or not (7), partial last chunks over NaN slots, and widths and
+// ranks that are not multiples of 16 (padded inside the kernel).
 TEST(LatentAttentionKernel, EveryIsaEqualsScalarBitExactly) {
     const int64_t heads = 6;
     for (auto [rank, rope] : {std::pair<int64_t, int64_t>{32, 8}, {24, 16}, {64, 16}}) {
@@ -136,12 +150,14 @@ TEST(LatentAttentionKernel, EveryIsaEqualsScalarBitExactly) {
                 for (int64_t length : {1, 15, 17, 70}) {
                     std::mt19937 rng(static_cast<uint32_t>(length * 13 + block_size + rank));
                     RandomLatentCache cache(width, length, type, block_size, rng);
+                    cache.poison_tail(length);
                     const std::vector<float> queries = random_floats(static_cast<size_t>(heads * width), rng, 0.3f);
                     std::vector<float> scratch(
                         static_cast<size_t>(latent_attention_scratch_floats(heads, width, rank)));
                     std::vector<float> scalar(heads * rank), out(heads * rank);
                     attend_latent_with_isa(queries.data(), heads, cache.view(), cache.pool->block_table(0), length,
                                            rank, 0.2f, scratch.data(), scalar.data(), CpuIsa::Scalar);
+                    for (float v : scalar) ASSERT_TRUE(std::isfinite(v)) << "the poisoned tail leaked";
                     for (CpuIsa isa : supported_isas()) {
                         std::fill(scratch.begin(), scratch.end(), std::nanf(""));  // nothing read before written
                         attend_latent_with_isa(queries.data(), heads, cache.view(), cache.pool->block_table(0), length,

@@ -21,6 +21,9 @@
 #include "kernels/cpu/latent_attention.h"
 
 namespace tempered::latent_detail {
+// Internal linkage: each file compiled for its own instruction set keeps its own copies, so the linker never
+// merges a helper compiled with AVX-512 into the scalar path (as it may with inline functions at -O0).
+namespace {
 
 inline constexpr int64_t kChunk = 16;     // positions per chunk: one vector of scores
 inline constexpr int64_t kHeadBlock = 4;  // heads scored together: independent chains, shared loads
@@ -191,4 +194,5 @@ void attend_latent_run(const float* queries, int64_t heads, const LatentCacheVie
     }
 }
 
+}  // namespace
 }  // namespace tempered::latent_detail
