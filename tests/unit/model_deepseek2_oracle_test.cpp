@@ -69,6 +69,8 @@ constexpr DeepseekFixture kFixtures[] = {
     // generator's peaked router rows and regenerated fixtures before an entry here can assert anything.
     {"ds2-moe-f32.json", true, 0.0f},
     {"ds2-moe-softmax-f32.json", true, 0.0f},
+    {"ds2-moe-q8_0.json", false, 1.0f, false, kRouterNearTie},
+    {"ds2-moe-softmax-q8_0.json", false, 1.0f, false, kRouterNearTie},
 };
 
 std::filesystem::path tiny_model_dir() {
