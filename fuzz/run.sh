@@ -31,7 +31,8 @@ declare -A max_len=([gguf_fuzzer]=4096 [request_fuzzer]=8192 [jinja_fuzzer]=8192
 declare -A timeout=([gguf_fuzzer]=5 [request_fuzzer]=10 [jinja_fuzzer]=60 [tokenizer_fuzzer]=10)
 declare -A rss_mb=([gguf_fuzzer]=1024 [request_fuzzer]=2048 [jinja_fuzzer]=2560 [tokenizer_fuzzer]=3072)
 
-export CCACHE_BASEDIR="$PWD"
+# No hash_dir: -g1 would put the clone's path into every hash (scripts/build.sh).
+export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++ \
   -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" -DTEMPERED_FUZZ=ON >/dev/null
 ninja -C build-fuzz "${harnesses[@]}"

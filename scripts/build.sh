@@ -3,8 +3,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 flavour=${1:-release}
-# Relative paths in ccache's hashes: a fresh clone elsewhere (CI) still hits the cache.
-export CCACHE_BASEDIR="$PWD"
+# Relative paths in ccache's hashes: a fresh clone elsewhere (CI) still hits the cache. The ASan build's -g1
+# would otherwise put the build directory's absolute path into every hash (ccache's hash_dir), so a clone
+# at a new path recompiled all of it; the cost is a debug-info working directory that may name another clone.
+export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
 case "$flavour" in
   release) cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null && ninja -C build ;;
   # -O1 -g1 (line tables only): sanitizer builds compile much faster and still report file:line.
