@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cmath>
 #include <limits>
+#include <span>
 
 #include "kernels/cpu/dequantize.h"
 #include "kernels/cpu/latent_attention.h"
@@ -11,6 +12,11 @@
 #include "models/weights.h"
 
 namespace tempered {
+
+// Tokens the absorbed form takes at once: enough rows for the per-head matmuls' batched kernel, few
+// enough that its buffers stay small.
+constexpr size_t kAbsorbedSlice = 64;
+
 namespace {
 
 // a · b over n elements in 8 independent partial sums (summed in a fixed order at the end), so the
@@ -237,13 +243,12 @@ void LatentAttention::plan_runs(const Batch& batch) {
     }
 }
 
-bool LatentAttention::is_absorbed(const Run& run) const {
-    if (form_ == LatentAttentionForm::Automatic) return run.token_count == 1;
-    return form_ == LatentAttentionForm::Absorbed;
-}
+bool LatentAttention::is_absorbed(const Run&) const { return form_ != LatentAttentionForm::Expanded; }
 
-// The absorbed form for every token of an absorbed run: queries into the latent space (W_kb per head),
-// attention over the cached rows, the attended latent through W_vb per head. Each stage is one dispatch
+// The absorbed form for every token of an absorbed run, kAbsorbedSlice tokens at a time (its buffers hold
+// heads * (latent_width + kv_lora_rank) floats per token: ~600 KB at DeepSeek-V3's sizes): queries into the
+// latent space (W_kb per head), attention over the cached rows, the attended latent through W_vb per head.
+// Each stage is one dispatch
 // of the threads: whole heads per thread for the per-head matmuls (each a few rows at decode, too small
 // to split), and the attention itself over tokens, split by heads when there are fewer tokens than threads.
 void LatentAttention::absorbed(const LatentAttentionWeights& weights, const Batch& batch, KvCache& cache,
@@ -253,16 +258,17 @@ void LatentAttention::absorbed(const LatentAttentionWeights& weights, const Batc
     for (const Run& run : runs_)
         if (is_absorbed(run))
             for (int64_t t = run.first_token; t < run.first_token + run.token_count; ++t) chosen.push_back(t);
-    if (chosen.empty()) return;
-    reserve_absorbed(static_cast<int64_t>(chosen.size()));
-    absorb_queries(weights);
-    attend_absorbed(batch, cache, layer);
-    expand_values(weights);
+    for (size_t begin = 0; begin < chosen.size(); begin += kAbsorbedSlice) {
+        const std::span<const int64_t> slice(chosen.data() + begin, std::min(kAbsorbedSlice, chosen.size() - begin));
+        reserve_absorbed(static_cast<int64_t>(slice.size()));
+        absorb_queries(weights, slice);
+        attend_absorbed(batch, cache, layer, slice);
+        expand_values(weights, slice);
+    }
 }
 
 // absorbed (n, heads, width) = [q_nope · W_kb | q_rope] of each chosen token and head.
-void LatentAttention::absorb_queries(const LatentAttentionWeights& weights) {
-    const std::vector<int64_t>& chosen = absorbed_tokens_;
+void LatentAttention::absorb_queries(const LatentAttentionWeights& weights, std::span<const int64_t> chosen) {
     const auto n = static_cast<int64_t>(chosen.size());
     const int64_t heads = config_.head_count, key_dim = latent_.key_dim(), nope = latent_.nope_dim;
     const int64_t rank = latent_.kv_lora_rank, width = latent_.latent_width();
@@ -283,8 +289,8 @@ void LatentAttention::absorb_queries(const LatentAttentionWeights& weights) {
 // attended (n, heads, kv_lora_rank) over each chosen token's cached rows. A token's heads are split into
 // one group per thread when there are fewer tokens than threads; each head's sums are its own, so the
 // split does not change them.
-void LatentAttention::attend_absorbed(const Batch& batch, KvCache& cache, int64_t layer) {
-    const std::vector<int64_t>& chosen = absorbed_tokens_;
+void LatentAttention::attend_absorbed(const Batch& batch, KvCache& cache, int64_t layer,
+                                      std::span<const int64_t> chosen) {
     const auto n = static_cast<int64_t>(chosen.size());
     const int64_t heads = config_.head_count, rank = latent_.kv_lora_rank, width = latent_.latent_width();
     const int64_t groups = std::min<int64_t>(n < pool_.size() ? pool_.size() : 1, heads);
@@ -306,8 +312,7 @@ void LatentAttention::attend_absorbed(const Batch& batch, KvCache& cache, int64_
 }
 
 // attention (tokens, heads * value_dim) of each chosen token = its attended latent · W_vb^T per head.
-void LatentAttention::expand_values(const LatentAttentionWeights& weights) {
-    const std::vector<int64_t>& chosen = absorbed_tokens_;
+void LatentAttention::expand_values(const LatentAttentionWeights& weights, std::span<const int64_t> chosen) {
     const auto n = static_cast<int64_t>(chosen.size());
     const int64_t heads = config_.head_count, rank = latent_.kv_lora_rank, value_dim = latent_.value_dim;
     whole_heads_.run(pool_, heads, [&](int64_t h, int thread, ThreadPool& own) {
