@@ -159,8 +159,8 @@ void LatentAttention::reserve(int64_t tokens) {
     attention_.resize(n * heads * static_cast<size_t>(latent_.value_dim));
 }
 
-// The absorbed form's buffers, for its `tokens` tokens only: a prefill's tokens take the expanded form, and
-// at DeepSeek-V3's sizes these would be ~300 KB per token.
+// The absorbed form's buffers, for the `tokens` tokens of one slice (kAbsorbedSlice at most), not the
+// whole batch: at DeepSeek-V3's sizes they take ~600 KB per token.
 void LatentAttention::reserve_absorbed(int64_t tokens) {
     const auto n = static_cast<size_t>(tokens);
     const auto heads = static_cast<size_t>(config_.head_count);

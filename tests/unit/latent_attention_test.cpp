@@ -270,6 +270,32 @@ TEST(LatentAttentionLayer, AbsorbedEqualsExpanded) {
     }
 }
 
+// A prefill longer than the absorbed form's slice of 64 tokens (150 at once, and 70 then 70 then 10):
+// equal to the expanded form, and bit for bit to one token at a time (each token's sums are its own).
+TEST(LatentAttentionLayer, AbsorbedPrefillAcrossSlicesEqualsExpandedAndTokenByToken) {
+    ModelConfig config = latent_config();
+    config.context_length = 256;
+    std::mt19937 rng(13);
+    RandomLayer layer(config, rng);
+    ThreadPool pool(2);
+    const int64_t positions = 150;
+    const std::vector<float> inputs = random_floats(static_cast<size_t>(positions * config.embedding_dim), rng);
+    const auto expanded =
+        run_layer(config, layer.weights, inputs, positions, positions, LatentAttentionForm::Expanded, pool);
+    const auto decoded = run_layer(config, layer.weights, inputs, positions, 1, LatentAttentionForm::Automatic, pool);
+    float max_abs = 0.0f;
+    for (float v : expanded) max_abs = std::max(max_abs, std::fabs(v));
+    ASSERT_GT(max_abs, 0.1f);
+    for (int64_t step : {positions, int64_t{70}}) {
+        const auto absorbed =
+            run_layer(config, layer.weights, inputs, positions, step, LatentAttentionForm::Automatic, pool);
+        for (size_t i = 0; i < expanded.size(); ++i) {
+            ASSERT_NEAR(absorbed[i], expanded[i], 1e-5f * max_abs) << "step " << step << ", " << i;
+            ASSERT_EQ(absorbed[i], decoded[i]) << "step " << step << ", " << i;
+        }
+    }
+}
+
 // The absorbed form's schedule (whole heads per thread for W_kb and W_vb, a token's heads split over the
 // threads when there are fewer tokens than threads) leaves every sum as it is: one thread, two or three
 // (as many as heads) give the same bits, one token at a time and 13 at a time.
