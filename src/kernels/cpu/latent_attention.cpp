@@ -12,7 +12,7 @@
 #include "kernels/cpu/ops.h"
 
 namespace tempered {
-using latent_detail::kChunk;  // gather_latent_rows converts as many positions at a time as the kernel
+using latent_detail::kChunk;  // gather_latent_rows gathers as many positions at a time as the kernel
 namespace {
 
 // The float scale of each of `count` FP8 positions, stored at scales (count floats, unaligned).
@@ -20,14 +20,6 @@ float stored_scale(const uint8_t* scales, int64_t k) {
     float scale;
     std::memcpy(&scale, scales + k * 4, sizeof scale);
     return scale;
-}
-
-// rows (count, width) *= the float scale of each row, stored at scales (count floats, unaligned).
-void scale_rows(const uint8_t* scales, int64_t count, int64_t width, float* rows) {
-    for (int64_t k = 0; k < count; ++k) {
-        const float scale = stored_scale(scales, k);
-        for (int64_t d = 0; d < width; ++d) rows[k * width + d] *= scale;
-    }
 }
 
 }  // namespace
@@ -44,23 +36,16 @@ void load_latent_elements(DType type, const uint8_t* src, int64_t count, float* 
     }
 }
 
+// Chunk by chunk through gather_latent_columns, transposed: the same floats the kernel's gather makes.
 void gather_latent_rows(const LatentCacheView& cache, std::span<const int32_t> block_table, int64_t first,
                         int64_t count, float* rows) {
-    const auto element = static_cast<int64_t>(dtype_traits(cache.type).block_bytes);
-    float column[kChunk];
-    for (int64_t p = first; p < first + count;) {
-        const int64_t slot = p % cache.block_size;
-        const int64_t run = std::min({count - (p - first), cache.block_size - slot, kChunk});
-        const uint8_t* block =
-            cache.data +
-            static_cast<int64_t>(block_table[static_cast<size_t>(p / cache.block_size)]) * cache.block_stride;
-        float* out = rows + (p - first) * cache.width;
-        for (int64_t d = 0; d < cache.width; ++d) {
-            load_latent_elements(cache.type, block + (d * cache.block_size + slot) * element, run, column);
-            for (int64_t k = 0; k < run; ++k) out[k * cache.width + d] = column[k];
-        }
-        if (cache.type == DType::F8_E4M3) scale_rows(block + cache.scale_offset + slot * 4, run, cache.width, out);
-        p += run;
+    std::vector<float> columns(static_cast<size_t>(cache.width * kChunk));
+    for (int64_t p = 0; p < count; p += kChunk) {
+        const int64_t n = std::min(kChunk, count - p);
+        gather_latent_columns(cache, block_table, first + p, n, kChunk, columns.data());
+        for (int64_t k = 0; k < n; ++k)
+            for (int64_t d = 0; d < cache.width; ++d)
+                rows[(p + k) * cache.width + d] = columns[static_cast<size_t>(d * kChunk + k)];
     }
 }
 

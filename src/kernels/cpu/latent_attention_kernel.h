@@ -59,6 +59,14 @@ inline Scratch carve(float* scratch, int64_t heads, int64_t width, int64_t rank)
     return s;
 }
 
+// columns (width, kChunk) = 16 consecutive slots of each of `width` dimensions, `stride` bytes apart, from
+// first: exact conversions of kType.
+template <typename Vec, DType kType>
+void convert_columns(const uint8_t* first, int64_t stride, int64_t width, float* columns) {
+    for (int64_t d = 0; d < width; ++d)
+        Vec::store(columns + d * kChunk, Vec::template load_kv<kType>(first + d * stride));
+}
+
 // columns (width, kChunk) = positions [base, base + count) as float. Lanes past count hold whatever the
 // block holds there (their scores are masked, their rows never read) or zeros.
 template <typename Vec>
@@ -76,18 +84,9 @@ void load_columns(const LatentCacheView& cache, std::span<const int32_t> block_t
     const uint8_t* first = block + slot * element;
     const int64_t stride = cache.block_size * element;
     switch (cache.type) {
-        case DType::F16:
-            for (int64_t d = 0; d < cache.width; ++d)
-                Vec::store(columns + d * kChunk, Vec::template load_kv<DType::F16>(first + d * stride));
-            return;
-        case DType::BF16:
-            for (int64_t d = 0; d < cache.width; ++d)
-                Vec::store(columns + d * kChunk, Vec::template load_kv<DType::BF16>(first + d * stride));
-            return;
-        case DType::F32:
-            for (int64_t d = 0; d < cache.width; ++d)
-                Vec::store(columns + d * kChunk, Vec::template load_kv<DType::F32>(first + d * stride));
-            return;
+        case DType::F16: return convert_columns<Vec, DType::F16>(first, stride, cache.width, columns);
+        case DType::BF16: return convert_columns<Vec, DType::BF16>(first, stride, cache.width, columns);
+        case DType::F32: return convert_columns<Vec, DType::F32>(first, stride, cache.width, columns);
         case DType::F8_E4M3: {  // codes times each position's scale, one rounding
             float scales[kChunk] = {};
             std::memcpy(scales, block + cache.scale_offset + slot * 4, static_cast<size_t>(count) * 4);
