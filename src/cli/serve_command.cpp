@@ -13,6 +13,10 @@
 #include "api/errors.h"
 #include "cli/commands.h"
 #include "disagg/kv_layout.h"
+#include "edge/access_control.h"
+#include "edge/cors.h"
+#include "edge/guarded_routes.h"
+#include "edge/request_log.h"
 #include "engine/engine.h"
 #include "formats/model_fingerprint.h"
 #include "http/http_server.h"
@@ -23,13 +27,9 @@
 #include "runtime/chat_template_choice.h"
 #include "runtime/loaded_model.h"
 #include "runtime/model_names.h"
-#include "server/access_control.h"
-#include "server/cors.h"
 #include "server/degeneration_settings.h"
 #include "server/disaggregation.h"
-#include "server/guarded_routes.h"
 #include "server/openai_service.h"
-#include "server/request_log.h"
 #include "server/sampling_settings.h"
 #include "server/serving_metrics.h"
 #include "server/webui_routes.h"
@@ -83,7 +83,7 @@ struct ServeOptions {
     int max_client_labels = 32;
     std::string allowed_origins;     // "" CORS off
     std::string chat_template_file;  // "" = the model file's own template
-    // Per-request bounds (server/request_limits.h); 0: off. No timeout by default, as vLLM: a long
+    // Per-request bounds (edge/request_limits.h); 0: off. No timeout by default, as vLLM: a long
     // answer on a CPU can take many minutes, and only the operator knows how long is too long.
     int64_t max_tokens_limit = 0;
     int64_t max_prompt_tokens = 0;
