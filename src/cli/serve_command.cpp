@@ -27,12 +27,12 @@
 #include "runtime/chat_template_choice.h"
 #include "runtime/loaded_model.h"
 #include "runtime/model_names.h"
-#include "server/degeneration_settings.h"
 #include "server/disaggregation.h"
 #include "server/openai_service.h"
-#include "server/sampling_settings.h"
 #include "server/serving_metrics.h"
 #include "server/webui_routes.h"
+#include "settings/degeneration_settings.h"
+#include "settings/sampling_settings.h"
 #include "toolcalls/tool_call_parser.h"
 
 namespace tempered {

@@ -20,15 +20,15 @@
 #include "http/http_server.h"
 #include "models/model_config.h"
 #include "sampling/sampling_resolution.h"
+#include "server/chat_reasoning.h"
 #include "server/chat_tool_calls.h"
-#include "server/degeneration_settings.h"
 #include "server/disaggregation.h"
 #include "server/dry_breaker_cache.h"
 #include "server/generation_loop.h"
-#include "server/reasoning_settings.h"
 #include "server/serving_metrics.h"
 #include "server/stream_set.h"
 #include "server/structured_output.h"
+#include "settings/degeneration_settings.h"
 #include "tokenizer/tokenizer.h"
 
 namespace tempered {
@@ -55,7 +55,7 @@ struct ServiceSettings {
     ToolCallValidation tool_call_validation = ToolCallValidation::Constrain;
     // --degeneration-guard: loop detection for every request that does not send repetition_detection.
     DegenerationGuardSettings degeneration;
-    // --reasoning-parser, --reasoning-budget, --reasoning-effort-budgets (server/reasoning_settings.h).
+    // --reasoning-parser, --reasoning-budget, --reasoning-effort-budgets (settings/reasoning_settings.h).
     ReasoningSettings reasoning;
     // --disaggregation-mode and its transfer (outlives the service); nullptr: one server does everything.
     const Disaggregation* disaggregation = nullptr;
