@@ -34,6 +34,7 @@ struct SamplingFields {
     Slot<int64_t> dry_allowed_length;
     Slot<int64_t> dry_penalty_last_n;
     Slot<std::vector<std::string>> dry_sequence_breakers;
+    Slot<double> typical_p;
 };
 
 enum class ParamType { Number, Integer, Strings };
@@ -194,6 +195,16 @@ inline constexpr auto kSamplingParams = [] {
              .policy = false,
              .default_list = default_dry_sequence_breakers},
             [](auto& f) -> auto& { return f.dry_sequence_breakers; }),
+        // Locally typical sampling (llama.cpp's typical_p, Hugging Face's generation_config key); 1: off.
+        // GGUF has no key for it (llama.cpp's general.sampling.* list none).
+        sampling_param<double>(
+            {.name = "typical_p",
+             .range = {.min = 0, .max = 1, .min_exclusive = true},
+             .range_error = "must be in (0, 1] (1 turns it off)",
+             .default_value = 1.0,
+             .reported_with = "typical_p",
+             .generation_config_key = "typical_p"},
+            [](auto& f) -> auto& { return f.typical_p; }),
     };
 }();
 

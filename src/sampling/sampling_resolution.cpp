@@ -121,6 +121,7 @@ SamplingParams ResolvedSampling::sampler_params() const {
     params.top_p = static_cast<float>(top_p.value);
     params.top_k = static_cast<int32_t>(top_k.value);
     params.min_p = static_cast<float>(min_p.value);
+    params.typical_p = static_cast<float>(typical_p.value);
     return params;
 }
 
