@@ -19,8 +19,8 @@
 #include "runtime/model_names.h"
 #include "sampling/generation_config.h"
 #include "sampling/sampling_resolution.h"
-#include "server/degeneration_response.h"
-#include "server/degeneration_settings.h"
+#include "settings/degeneration_report.h"
+#include "settings/degeneration_settings.h"
 
 namespace tempered {
 namespace {

@@ -13,6 +13,10 @@
 #include "api/errors.h"
 #include "cli/commands.h"
 #include "disagg/kv_layout.h"
+#include "edge/access_control.h"
+#include "edge/cors.h"
+#include "edge/guarded_routes.h"
+#include "edge/request_log.h"
 #include "engine/engine.h"
 #include "formats/model_fingerprint.h"
 #include "http/http_server.h"
@@ -23,16 +27,16 @@
 #include "runtime/chat_template_choice.h"
 #include "runtime/loaded_model.h"
 #include "runtime/model_names.h"
-#include "server/access_control.h"
-#include "server/cors.h"
-#include "server/degeneration_settings.h"
+#include "server/chat_service.h"
+#include "server/completion_service.h"
 #include "server/disaggregation.h"
-#include "server/guarded_routes.h"
-#include "server/openai_service.h"
-#include "server/request_log.h"
-#include "server/sampling_settings.h"
+#include "server/generation_path.h"
+#include "server/model_service.h"
+#include "server/probe_service.h"
 #include "server/serving_metrics.h"
 #include "server/webui_routes.h"
+#include "settings/degeneration_settings.h"
+#include "settings/sampling_settings.h"
 #include "toolcalls/tool_call_parser.h"
 
 namespace tempered {
@@ -83,7 +87,7 @@ struct ServeOptions {
     int max_client_labels = 32;
     std::string allowed_origins;     // "" CORS off
     std::string chat_template_file;  // "" = the model file's own template
-    // Per-request bounds (server/request_limits.h); 0: off. No timeout by default, as vLLM: a long
+    // Per-request bounds (edge/request_limits.h); 0: off. No timeout by default, as vLLM: a long
     // answer on a CPU can take many minutes, and only the operator knows how long is too long.
     int64_t max_tokens_limit = 0;
     int64_t max_prompt_tokens = 0;
@@ -127,7 +131,7 @@ Result<std::pair<AccessSettings, CorsPolicy>> access_flags(const ServeOptions& o
     return std::pair{std::move(access), std::move(cors).value()};
 }
 
-// The per-request limit flags, as the service's RequestLimits.
+// The per-request limit flags, as the services' RequestLimits.
 RequestLimits request_limit_flags(const ServeOptions& options) {
     return {options.max_tokens_limit, options.max_prompt_tokens, options.max_request_tokens, options.request_timeout};
 }
@@ -157,7 +161,7 @@ Result<DisaggregationSettings> disaggregation_flags(const ServeOptions& options,
     return settings;
 }
 
-// The reasoning flags checked and put into the service's settings; an error names the flag.
+// The reasoning flags checked and put into the services' settings; an error names the flag.
 Status apply_reasoning_flags(const ServeOptions& options, ServiceSettings& settings) {
     const std::string& parser = options.reasoning_parser;
     if (parser != "auto" && parser != "none" && !reasoning::parser_from_name(parser))
@@ -170,7 +174,7 @@ Status apply_reasoning_flags(const ServeOptions& options, ServiceSettings& setti
     return Ok{};
 }
 
-// The two tool-call settings (flag, else config file, else default) checked and put into the service's
+// The two tool-call settings (flag, else config file, else default) checked and put into the services'
 // settings; an error names the flag.
 Status apply_tool_call_flags(const ServeOptions& options, const SamplingSettings& config, ServiceSettings& settings) {
     auto pick = [](const std::string& flag, const std::string& file, const char* fallback) {
@@ -221,7 +225,7 @@ Result<std::unique_ptr<KvBlockPool>> create_kv_pool(const ServeOptions& options,
     return kv;
 }
 
-// The service's settings from the flags, the config file and the model; what was chosen is logged.
+// The services' settings from the flags, the config file and the model; what was chosen is logged.
 Result<ServiceSettings> service_settings(const ServeOptions& options, const LoadedModel& bundle,
                                          const AccessControl& access, RequestLog& log) {
     auto sampling = load_sampling_settings(options.sampling, *bundle.file);
@@ -250,12 +254,12 @@ Result<ServiceSettings> service_settings(const ServeOptions& options, const Load
 
 // Waits for SIGTERM or SIGINT, then drains: new requests are refused, those in flight get up to
 // --drain-timeout to finish, and the HTTP server stops once their answers have reached their clients.
-void serve_until_signal(const ServeOptions& options, const sigset_t& signals, OpenAiService& service, Engine& engine,
+void serve_until_signal(const ServeOptions& options, const sigset_t& signals, GenerationPath& path, Engine& engine,
                         http::HttpServer& server, RequestLog& log) {
     int signal_number = 0;
     sigwait(&signals, &signal_number);
     log.info(std::string("received ") + (signal_number == SIGTERM ? "SIGTERM" : "SIGINT") + ", draining");
-    service.begin_drain();
+    path.begin_drain();
     engine.begin_drain();
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(options.drain_timeout);
     while (!engine.idle() && std::chrono::steady_clock::now() < deadline)
@@ -314,8 +318,13 @@ int serve(const ServeOptions& options) {
     EngineOptions engine_options{options.max_running, options.max_queued, options.max_batch_tokens};
     Engine engine(*bundle.model, *bundle.tokenizer, **kv, engine_options, &metrics);
     metrics.watch_engine([&engine] { return engine.stats(); });
-    OpenAiService service({*bundle.tokenizer, config, bundle.path, bundle.chat_template}, engine, metrics, log,
-                          *settings);
+    // The endpoint services, each over the one generation path.
+    GenerationPath path({*bundle.tokenizer, config, bundle.path, bundle.chat_template}, engine, metrics, log,
+                        *settings);
+    ChatService chat(path);
+    CompletionService completions(path);
+    ModelService models(path);
+    ProbeService probes(path);
 
     http::HttpServerOptions http_options;
     http_options.host = options.host;
@@ -326,7 +335,10 @@ int serve(const ServeOptions& options) {
     http::HttpServer server(http_options);
     server.set_error_renderer(api::http_error_response);
     GuardedRoutes routes(server, access, cors);
-    service.register_routes(routes);
+    chat.register_routes(routes);
+    completions.register_routes(routes);
+    models.register_routes(routes);
+    probes.register_routes(routes);
     if (!options.no_webui) register_webui_routes(routes);
     routes.add_preflight_routes();
     log.info(access.describe());
@@ -334,7 +346,7 @@ int serve(const ServeOptions& options) {
     if (auto started = server.start(); !started) return fail(started.error());
     log.info("serving " + settings->served_model_name + " on http://" + options.host + ":" +
              std::to_string(server.port()) + (options.no_webui ? "" : " (web playground at /)"));
-    serve_until_signal(options, signals, service, engine, server, log);
+    serve_until_signal(options, signals, path, engine, server, log);
     return 0;
 }
 

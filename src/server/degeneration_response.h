@@ -1,9 +1,7 @@
-// How a choice's loop report (the engine's DegenerationReport) shows in responses: the choice's
-// "degeneration" object, in whole bodies and in the stream chunk of the delta that carried it.
+// How a choice's loop report shows in responses: the choice's "degeneration" object
+// (settings/degeneration_report.h), in whole bodies and in the stream chunk of the delta that carried it.
 //
-// After a resample the object carries "sampling": only the values the guard changed, each as
-// {"value", "source": "guard", "replaced": {"value", "source"}}, the replaced source being the one the
-// request's "sampling" report gave. A whole response with one choice per prompt also shows choice 0's
+// A whole response with one choice per prompt also shows choice 0's
 // switch in its top-level "sampling" (as the policy's changes show there); streams sent that object in
 // their first chunk, before any loop, so there it is the choice's object alone. With n > 1 (or several
 // prompts) the top level shows choice 0's switch; every choice's own object shows its own.
@@ -17,14 +15,9 @@
 
 #include "api/responses.h"
 #include "engine/generation.h"
+#include "settings/degeneration_report.h"
 
 namespace tempered {
-
-// A float setting as JSON shows it: 0.7, not 0.699999988.
-double float_for_json(float value);
-
-// `resolved_sampling`: the request's "sampling" report ({"temperature": {"value", "source"}, ...}).
-api::Degeneration to_api_degeneration(const DegenerationReport& report, const nlohmann::json& resolved_sampling);
 
 // One request's loop reports as its deltas bring them, for the generation loop to put into what it sends.
 class DegenerationReports {

@@ -13,9 +13,9 @@
 #include <nlohmann/json.hpp>
 
 #include "api/responses.h"
+#include "edge/request_log.h"
 #include "engine/generation.h"
 #include "http/http_types.h"
-#include "server/request_log.h"
 #include "server/serving_metrics.h"
 #include "server/stream_set.h"
 
@@ -50,7 +50,7 @@ struct GenerationJob {
     // The request log: which endpoint, under which id, since when.
     std::string endpoint;
     std::string request_id;
-    // Who sent it (server/access_control.h); nullopt when the server names no clients, and then the
+    // Who sent it (edge/access_control.h); nullopt when the server names no clients, and then the
     // log line has no "client" field.
     std::optional<std::string> client;
     std::chrono::steady_clock::time_point received;

@@ -29,7 +29,7 @@ public:
     // For series other modules own (src/disagg's transfer metrics), rendered with these.
     metrics::Registry& registry() { return registry_; }
 
-    // `client`: the request's client label (server/access_control.h); "" when the server names no
+    // `client`: the request's client label (edge/access_control.h); "" when the server names no
     // clients, so the label has one value.
     void count_sampling_sources(const ResolvedSampling& sampling, const std::string& client);
     // A request whose resolved temperature is 0, wherever the 0 came from (request, preferred, model,

@@ -7,9 +7,9 @@
 #include <optional>
 #include <string_view>
 
+#include "edge/guarded_routes.h"
 #include "http/http_types.h"
 #include "server/embedded_file.h"
-#include "server/guarded_routes.h"
 
 namespace tempered {
 

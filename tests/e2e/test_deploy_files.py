@@ -19,7 +19,7 @@ DEPLOY = REPO / "deploy"
 K8S = DEPLOY / "k8s"
 LAUNCH_SCRIPT = DEPLOY / "launch_local.sh"
 NAMESPACE = "tempered"
-# What tempered serves that a probe may ask (src/server/openai_service.cpp) and the gateway's own.
+# What tempered serves that a probe may ask (src/server/probe_service.cpp) and the gateway's own.
 TEMPERED_PROBE_PATHS = {"/health", "/health_generate"}
 GATEWAY_PROBE_PATHS = {"/liveness", "/readiness", "/health"}
 BOOTSTRAP_ANNOTATION = "sglang.ai/bootstrap-port"  # sgl-model-gateway's default bootstrap_port_annotation

@@ -9,8 +9,9 @@
 #include "engine_test_support.h"
 #include "server/chat_response.h"
 #include "server/degeneration_response.h"
-#include "server/degeneration_settings.h"
 #include "server/generation_loop.h"
+#include "settings/degeneration_report.h"
+#include "settings/degeneration_settings.h"
 
 namespace tempered {
 namespace {

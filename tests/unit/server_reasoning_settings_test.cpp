@@ -1,4 +1,4 @@
-// The server's reasoning set-up (server/reasoning_settings.h): --reasoning-effort-budgets parsing, the
+// The server's reasoning set-up (settings/reasoning_settings.h): --reasoning-effort-budgets parsing, the
 // parser chosen per --reasoning-parser on the real R1 distill vocabulary and template
 // (build/tiny-models/tiny-r1-qwen2*.gguf), the forced end's ids, and which budget a request runs under.
 #include <gtest/gtest.h>
@@ -10,7 +10,8 @@
 
 #include "formats/gguf.h"
 #include "model_test_support.h"
-#include "server/reasoning_settings.h"
+#include "server/chat_reasoning.h"
+#include "settings/reasoning_settings.h"
 #include "tiny_r1_model.h"
 #include "tokenizer/tokenizer.h"
 

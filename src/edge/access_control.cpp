@@ -1,4 +1,4 @@
-#include "server/access_control.h"
+#include "edge/access_control.h"
 
 #include <algorithm>
 #include <array>

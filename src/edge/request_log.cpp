@@ -1,4 +1,4 @@
-#include "server/request_log.h"
+#include "edge/request_log.h"
 
 #include <chrono>
 #include <cstdio>

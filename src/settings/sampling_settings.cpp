@@ -1,4 +1,4 @@
-#include "server/sampling_settings.h"
+#include "settings/sampling_settings.h"
 
 #include <fstream>
 #include <sstream>

@@ -1,10 +1,10 @@
-#include "server/degeneration_settings.h"
+#include "settings/degeneration_settings.h"
 
 #include <cmath>
 #include <limits>
 
 #include "sampling/sampling_values.h"
-#include "server/degeneration_response.h"
+#include "settings/degeneration_report.h"
 
 namespace tempered {
 namespace {

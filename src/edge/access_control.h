@@ -14,8 +14,8 @@
 
 #include "api/errors.h"
 #include "core/result.h"
+#include "edge/client_labels.h"
 #include "http/http_types.h"
-#include "server/client_labels.h"
 
 namespace tempered {
 

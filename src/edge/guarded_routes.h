@@ -9,9 +9,9 @@
 #include <utility>
 #include <vector>
 
+#include "edge/access_control.h"
+#include "edge/cors.h"
 #include "http/http_server.h"
-#include "server/access_control.h"
-#include "server/cors.h"
 
 namespace tempered {
 

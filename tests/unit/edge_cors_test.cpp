@@ -3,9 +3,9 @@
 
 #include <atomic>
 
+#include "edge/guarded_routes.h"
 #include "http/http_server.h"
 #include "http/httplib_include.h"
-#include "server/guarded_routes.h"
 
 namespace tempered {
 namespace {

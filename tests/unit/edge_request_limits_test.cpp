@@ -2,7 +2,7 @@
 // 400 naming the field; an omitted max_tokens is lowered to fit.
 #include <gtest/gtest.h>
 
-#include "server/request_limits.h"
+#include "edge/request_limits.h"
 
 namespace tempered {
 namespace {

@@ -27,7 +27,7 @@ struct SamplingSettings {
     std::string tool_call_parser;
     std::string tool_call_validation;
     // The config file's degeneration_guard value, if any; --degeneration-guard wins over it
-    // (server/degeneration_settings.h reads it).
+    // (settings/degeneration_settings.h reads it).
     std::optional<nlohmann::json> degeneration_guard;
 };
 

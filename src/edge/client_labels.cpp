@@ -1,4 +1,4 @@
-#include "server/client_labels.h"
+#include "edge/client_labels.h"
 
 namespace tempered {
 

@@ -1,6 +1,6 @@
-// Reasoning in chat answers, as the server sets it up: which parser reads the model's output
-// (--reasoning-parser: auto from the chat template, deepseek_r1, or none), the budget a request runs
-// under, and the forced end the engine appends when that budget is spent.
+// The operator's reasoning flags: which parser reads the model's output (--reasoning-parser: auto from
+// the chat template, deepseek_r1, or none) and the budgets a chat request runs under. What they become
+// for a model and for one request is server/chat_reasoning.h.
 //
 // A request's budget: its thinking_token_budget (vLLM's name) if given, else the operator's budget for
 // its reasoning_effort (--reasoning-effort-budgets; defaults low=256, medium=1024, high=4096), else
@@ -15,9 +15,6 @@
 
 #include "api/chat_request.h"
 #include "core/result.h"
-#include "engine/reasoning_phase.h"
-#include "reasoning/reasoning_parser.h"
-#include "tokenizer/tokenizer.h"
 
 namespace tempered {
 
@@ -39,20 +36,5 @@ struct ReasoningSettings {
     std::optional<int64_t> budget;  // --reasoning-budget; nullopt: unlimited
     ReasoningEffortBudgets effort_budgets;
 };
-
-// What the served model's output is read with. No parser: answers are content only.
-struct ReasoningSetup {
-    std::optional<reasoning::ReasoningParserKind> parser;
-    reasoning::ThinkTokens markers;
-    std::vector<int32_t> forced_end;  // "\n</think>\n\n", special tokens parsed
-    std::string why;                  // one line for the start-up log
-};
-
-ReasoningSetup choose_reasoning(const ReasoningSettings& settings, std::string_view chat_template,
-                                const Tokenizer& tokenizer);
-
-// The engine's options for one chat request whose prompt is `prompt`.
-ReasoningOptions reasoning_options(const ReasoningSetup& setup, const ReasoningSettings& settings,
-                                   const api::ChatRequest& request, const std::vector<int32_t>& prompt);
 
 }  // namespace tempered

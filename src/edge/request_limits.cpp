@@ -1,4 +1,4 @@
-#include "server/request_limits.h"
+#include "edge/request_limits.h"
 
 #include <algorithm>
 

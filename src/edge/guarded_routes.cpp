@@ -1,4 +1,4 @@
-#include "server/guarded_routes.h"
+#include "edge/guarded_routes.h"
 
 #include <algorithm>
 

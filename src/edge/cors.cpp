@@ -1,4 +1,4 @@
-#include "server/cors.h"
+#include "edge/cors.h"
 
 #include <algorithm>
 #include <cctype>

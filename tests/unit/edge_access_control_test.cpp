@@ -8,8 +8,8 @@
 #include <set>
 #include <thread>
 
-#include "server/access_control.h"
-#include "server/client_labels.h"
+#include "edge/access_control.h"
+#include "edge/client_labels.h"
 
 namespace tempered {
 namespace {

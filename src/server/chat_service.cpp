@@ -1,0 +1,116 @@
+#include "server/chat_service.h"
+
+#include "server/chat_prompt.h"
+#include "server/chat_response.h"
+
+namespace tempered {
+namespace {
+
+api::ApiResult<ChatTemplate> parse_chat_template(const std::string& source) {
+    if (source.empty()) return api::invalid_request("the model has no chat template; use /v1/completions");
+    auto parsed = ChatTemplate::parse(source);
+    if (!parsed) return api::invalid_request("chat template: " + parsed.error().message, "messages");
+    return std::move(parsed).value();
+}
+
+// The parser named by the flag, or the one the chat template teaches.
+ToolCallSettings choose_tool_calls(const ServiceSettings& settings, const std::string& chat_template) {
+    ToolCallSettings chosen;
+    chosen.validation = settings.tool_call_validation;
+    if (settings.tool_call_parser == "auto")
+        chosen.family = toolcalls::detect_family(chat_template);
+    else if (settings.tool_call_parser != "none")
+        chosen.family = toolcalls::family_from_name(settings.tool_call_parser);
+    return chosen;
+}
+
+}  // namespace
+
+ChatService::ChatService(GenerationPath& path)
+    : path_(path), chat_template_(parse_chat_template(path.model().chat_template)) {
+    const ServedModel& model = path_.model();
+    const ServiceSettings& settings = path_.settings();
+    tool_calls_ = choose_tool_calls(settings, model.chat_template);
+    const std::string parser_flag = " (--tool-call-parser " + settings.tool_call_parser + ")";
+    if (tool_calls_.family)
+        path_.log().info("tool calls: read with the " + std::string(toolcalls::family_name(*tool_calls_.family)) +
+                         " parser" + parser_flag);
+    else
+        path_.log().info("tool calls: not parsed, answers are content" + parser_flag);
+    reasoning_ = choose_reasoning(settings.reasoning, model.chat_template, model.tokenizer);
+    path_.log().info(reasoning_.why);
+    if (!chat_template_ && !model.chat_template.empty())
+        path_.log().info("chat requests will be refused: " + chat_template_.error().message);
+}
+
+void ChatService::register_routes(GuardedRoutes& routes) {
+    add_route(routes, "POST", "/v1/chat/completions",
+              [this](const http::HttpRequest& request) { return chat(request); });
+}
+
+api::ApiResult<std::vector<int32_t>> ChatService::chat_prompt(const api::ChatRequest& request) const {
+    if (!chat_template_) return chat_template_.error();
+    const Tokenizer& tokenizer = path_.model().tokenizer;
+    ChatTemplateInputs inputs = chat_template_inputs(request);
+    if (auto bos = tokenizer.bos_id()) inputs.bos_token = tokenizer.token_text(*bos);
+    if (auto eos = tokenizer.eos_id()) inputs.eos_token = tokenizer.token_text(*eos);
+    auto rendered = chat_template_->apply(inputs);
+    if (!rendered) return api::invalid_request("chat template: " + rendered.error().message, "messages");
+    return tokenizer.encode_chat(*rendered);
+}
+
+api::ApiResult<std::optional<ToolCallSetup>> ChatService::checked_tool_calls(const api::ChatRequest& request) const {
+    if (auto error = path_.check_model(request.generation.model)) return *error;
+    if (auto error = api::validate_chat_request(request, {path_.model().tokenizer.vocab_size()})) return *error;
+    return tool_call_setup(request, tool_calls_);
+}
+
+api::ApiResult<GenerationOptions> ChatService::chat_options(const api::ChatRequest& request,
+                                                            std::vector<int32_t> prompt,
+                                                            const ResolvedSampling& sampling,
+                                                            const std::optional<ToolCallSetup>& tools) {
+    auto options =
+        path_.generation_options(request.generation, std::move(prompt), request.logprobs ? request.top_logprobs : -1,
+                                 sampling, "messages", std::nullopt);
+    if (!options) return options.error();
+    auto constraint = path_.output_constraint(request.generation, tools);
+    if (!constraint) return constraint.error();
+    options->constraint = std::move(constraint).value();
+    options->reasoning = reasoning_options(reasoning_, path_.settings().reasoning, request, options->prompt);
+    if (auto error = path_.attach_disaggregation(request.generation, 0, 1, *options)) return *error;
+    return options;
+}
+
+http::HttpResponse ChatService::chat(const http::HttpRequest& http_request) {
+    const auto received = std::chrono::steady_clock::now();
+    auto parsed = api::parse_chat_request(http_request.body);
+    if (!parsed) return api::to_http_response(parsed.error());
+    const api::ChatRequest& request = *parsed;
+    auto tool_calls = checked_tool_calls(request);
+    if (!tool_calls) return api::to_http_response(tool_calls.error());
+    auto prompt = chat_prompt(request);
+    if (!prompt) return api::to_http_response(prompt.error());
+
+    const std::optional<std::string> client = path_.client_of(http_request);
+    const ResolvedSampling sampling = path_.resolve(request.generation, client);
+    auto options = chat_options(request, std::move(prompt).value(), sampling, *tool_calls);
+    if (!options) return api::to_http_response(options.error());
+    const int choices = options->n;
+    const auto prompt_tokens = static_cast<int64_t>(options->prompt.size());
+    auto stream = path_.submit(std::move(options).value());
+    if (!stream) return api::to_http_response(stream.error());
+
+    const api::ResponseMeta meta = api::make_chat_meta(path_.settings().served_model_name, path_.system_fingerprint());
+    GenerationJob job = path_.generation_job("chat", http_request, request.generation, sampling, meta.id, received);
+    job.client = client;
+    job.streams->add(*stream, 0, prompt_tokens);
+    const ChatResponseBuilder::Shape shape{
+        .choices = choices, .logprobs = request.logprobs, .stream = job.stream, .include_usage = job.include_usage};
+    auto builder = std::make_unique<ChatResponseBuilder>(path_.model().tokenizer, meta, shape);
+    if (*tool_calls) builder->read_tool_calls(std::move(**tool_calls), path_.metrics());
+    builder->count_answers(path_.metrics());
+    job.builder = std::move(builder);
+    return path_.answer(std::move(job), http_request);
+}
+
+}  // namespace tempered

@@ -1,0 +1,44 @@
+// POST /v1/chat/completions: the messages through the chat template (parsed once, here), the tool calls
+// and the reasoning split chosen for the served model, then the shared generation path.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "api/chat_request.h"
+#include "chat/chat_template.h"
+#include "edge/guarded_routes.h"
+#include "server/chat_reasoning.h"
+#include "server/chat_tool_calls.h"
+#include "server/generation_path.h"
+
+namespace tempered {
+
+class ChatService {
+public:
+    // Logs the tool-call parser and the reasoning split chosen, and why chat requests will be refused
+    // if the chat template does not parse. `path` outlives the service.
+    explicit ChatService(GenerationPath& path);
+
+    void register_routes(GuardedRoutes& routes);
+
+private:
+    http::HttpResponse chat(const http::HttpRequest& request);
+    // The model name, the request's own checks and its tools (nullopt: the answer is content only).
+    api::ApiResult<std::optional<ToolCallSetup>> checked_tool_calls(const api::ChatRequest& request) const;
+    // The engine's options for the chat prompt: limits, grammar, reasoning, the KV transfer's part.
+    api::ApiResult<GenerationOptions> chat_options(const api::ChatRequest& request, std::vector<int32_t> prompt,
+                                                   const ResolvedSampling& sampling,
+                                                   const std::optional<ToolCallSetup>& tools);
+    // The messages through the chat template, tokenized.
+    api::ApiResult<std::vector<int32_t>> chat_prompt(const api::ChatRequest& request) const;
+
+    GenerationPath& path_;
+    // Parsed once, here, not per request; the error a chat request gets when there is none to use.
+    api::ApiResult<ChatTemplate> chat_template_;
+    ToolCallSettings tool_calls_;  // the parser chosen for this model, and the validation mode
+    ReasoningSetup reasoning_;     // the reasoning parser chosen for this model (none: content only)
+};
+
+}  // namespace tempered

@@ -1,0 +1,78 @@
+#include "server/model_service.h"
+
+#include "api/generation_request.h"
+#include "api/json_fields.h"
+
+namespace tempered {
+
+void ModelService::register_routes(GuardedRoutes& routes) {
+    add_route(routes, "GET", "/v1/models", [this](const http::HttpRequest& request) { return models(request); });
+    add_route(routes, "GET", "/v1/models/{model}", [this](const http::HttpRequest& request) { return model(request); });
+    add_route(routes, "POST", "/tokenize", [this](const http::HttpRequest& request) { return tokenize(request); });
+    add_route(routes, "POST", "/detokenize", [this](const http::HttpRequest& request) { return detokenize(request); });
+}
+
+nlohmann::json ModelService::model_card() const {
+    const ServedModel& served = path_.model();
+    const ServiceSettings& settings = path_.settings();
+    return {{"id", settings.served_model_name},
+            {"object", "model"},
+            {"created", settings.created},
+            {"owned_by", "tempered"},
+            {"max_model_len", served.config.context_length},
+            {"kv_cache_dtype", settings.kv_cache_dtype},
+            {"sampling_defaults", describe_sampling_defaults(settings.sampling)}};
+}
+
+http::HttpResponse ModelService::models(const http::HttpRequest&) const {
+    return json_response({{"object", "list"}, {"data", nlohmann::json::array({model_card()})}});
+}
+
+http::HttpResponse ModelService::model(const http::HttpRequest& request) const {
+    const ServiceSettings& settings = path_.settings();
+    const auto it = request.path_params.find("model");
+    if (it == request.path_params.end() || it->second != settings.served_model_name)
+        return api::to_http_response(api::model_not_found(it == request.path_params.end() ? "" : it->second));
+    return json_response(model_card());
+}
+
+http::HttpResponse ModelService::tokenize(const http::HttpRequest& request) const {
+    const ServedModel& served = path_.model();
+    auto body = api::parse_json_object(request.body);
+    if (!body) return api::to_http_response(body.error());
+    const api::Json* text = api::find_field(*body, "prompt");
+    if (!text) text = api::find_field(*body, "content");  // llama.cpp's name for it
+    if (!text || !text->is_string())
+        return api::to_http_response(api::invalid_request("'prompt' must be a string", "prompt"));
+    bool add_special = true;
+    if (const api::Json* flag = api::find_field(*body, "add_special_tokens")) {
+        if (!flag->is_boolean())
+            return api::to_http_response(
+                api::invalid_request("'add_special_tokens' must be a boolean", "add_special_tokens"));
+        add_special = flag->get<bool>();
+    }
+    const auto tokens = served.tokenizer.encode(text->get<std::string>(), add_special, /*parse_special=*/true);
+    return json_response(
+        {{"tokens", tokens}, {"count", tokens.size()}, {"max_model_len", served.config.context_length}});
+}
+
+http::HttpResponse ModelService::detokenize(const http::HttpRequest& request) const {
+    const ServedModel& served = path_.model();
+    auto body = api::parse_json_object(request.body);
+    if (!body) return api::to_http_response(body.error());
+    const api::Json* tokens = api::find_field(*body, "tokens");
+    if (!tokens || !tokens->is_array())
+        return api::to_http_response(api::invalid_request("'tokens' must be an array of token ids", "tokens"));
+    std::vector<int32_t> ids;
+    for (size_t i = 0; i < tokens->size(); ++i) {
+        const auto& id = (*tokens)[i];
+        if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= served.tokenizer.vocab_size())
+            return api::to_http_response(api::invalid_request(
+                "token ids must be integers in [0, " + std::to_string(served.tokenizer.vocab_size()) + ")",
+                api::param_path("tokens", i)));
+        ids.push_back(static_cast<int32_t>(id.get<int64_t>()));
+    }
+    return json_response({{"prompt", served.tokenizer.decode(ids)}});
+}
+
+}  // namespace tempered
