@@ -13,7 +13,7 @@ stage() {
   stage_start=$SECONDS
   [[ "$1" == done ]] || echo "== $1"
 }
-scripts/install_deps.sh
+scripts/install_deps.sh test
 python3 -m venv .venv
 .venv/bin/pip install --quiet --disable-pip-version-check -r tests/requirements.txt
 python3 scripts/pull_model.py smollm2-135m-instruct gemma3-270m qwen2.5-coder-0.5b-instruct \
@@ -35,7 +35,9 @@ stage "release unit tests"
 (cd build && ctest --output-on-failure -j2)
 
 stage "ASan/UBSan build"
-scripts/build.sh asan
+# What the ASan stages run: the unit tests, and the binary for the malformed-GGUF corpus (the benches and
+# the grammar bridge serve the release e2e tests and bench/ only).
+scripts/build.sh asan tempered tempered_unit_tests
 stage "ASan/UBSan unit tests"
 # The long llama.cpp oracle runs (perplexity, 64-token continuations, the float32 copies; Qwen2 and the tiny
 # families' greedy; Gemma 3's 320 steps and 2,000-token prompt; the FamilyOracle runs, of which only Gemma 3's
