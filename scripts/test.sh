@@ -42,9 +42,12 @@ cat "$pulls_log"
 stage "fixtures: tiny model GGUFs"
 # Tiny random-weight Qwen3, Llama 3 and R1-template Qwen2 GGUFs (real vocabularies from the files above): regenerated, never
 # committed; model_tiny_families_test checks their sha256 against the one its llama.cpp reference recorded.
-.venv/bin/python scripts/fixtures/make_tiny_models.py --out build/tiny-models
+# Both writers are single-threaded Python and write different files: one per core.
+.venv/bin/python scripts/fixtures/make_tiny_models.py --out build/tiny-models &
+tiny_models=$!
 # Tiny DeepSeek-2 GGUFs (MLA with and without q_lora, MoE with sigmoid/softmax routing): tests/fixtures/model/deepseek2.
 .venv/bin/python scripts/fixtures/make_deepseek2_models.py --out build/tiny-models
+wait "$tiny_models"
 
 stage "release unit tests"
 (cd build && ctest --output-on-failure -j2)
