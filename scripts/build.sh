@@ -5,12 +5,10 @@
 #   scripts/build.sh serve                 build/, the `tempered` binary alone (scripts/run.sh): configures
 #                                          without GoogleTest when it is not installed
 # release and asan require GoogleTest (scripts/install_deps.sh test).
-# A cold build (CI's fresh clone) is mostly compiling; two settings cut its CPU time, at the cost of coarser
-# rebuilds, so a build directory of your own configured without them compiles each file alone:
-#   TEMPERED_UNITY_BATCH (default 8): the src/ and tools/ libraries 8 sources to a translation unit
-#     (cmake/unity.cmake); 0 turns it off.
-#   TEMPERED_PCH (default ON): the unit tests' common headers precompiled once (tests/unit/precompiled.h).
-# bench/results/ci-time-2026-12-03.md has the measurements.
+# A cold build (CI's fresh clone) is mostly compiling: TEMPERED_UNITY_BATCH (default 8; 0 turns it off)
+# compiles the src/ and tools/ libraries 8 sources to a translation unit (cmake/unity.cmake), in about half
+# their CPU time (bench/results/ci-time-2026-12-03.md), at the cost of coarser rebuilds; a build directory
+# of your own configured without it compiles each file alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 flavour=${1:-release}
@@ -20,10 +18,7 @@ targets=("$@")
 # would otherwise put the build directory's absolute path into every hash (ccache's hash_dir), so a clone
 # at a new path recompiled all of it; the cost is a debug-info working directory that may name another clone.
 export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
-# ccache caches a compile that uses a precompiled header only with this sloppiness (its manual, "Precompiled
-# headers"); without it those compiles run uncached.
-export CCACHE_SLOPPINESS=pch_defines,time_macros
-batching=(-DTEMPERED_UNITY_BATCH="${TEMPERED_UNITY_BATCH:-8}" -DTEMPERED_PCH="${TEMPERED_PCH:-ON}")
+batching=(-DTEMPERED_UNITY_BATCH="${TEMPERED_UNITY_BATCH:-8}")
 case "$flavour" in
   release) dir=build; options=(-DCMAKE_BUILD_TYPE=Release -DTEMPERED_REQUIRE_GTEST=ON) ;;
   serve) dir=build; options=(-DCMAKE_BUILD_TYPE=Release -DTEMPERED_REQUIRE_GTEST=OFF); targets=(tempered) ;;
