@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (clang, ASan+UBSan, build-fuzz/) and runs each over a copy of its seed
 # corpus, so the committed corpus never grows. Fails on any crash, timeout, OOM or sanitizer report.
-#   fuzz/run.sh [--seconds N] [--runs N] [--log-dir DIR] [harness...]
-# Each harness stops at the first bound reached (default: --runs 20000); every harness when none named.
+#   fuzz/run.sh [--seconds N] [--runs N] [--jobs N] [--log-dir DIR] [harness...]
+# Each harness stops at the first bound reached (default: --runs 20000); every harness when none named;
+# --jobs harnesses run at once (default 1).
 # --log-dir keeps each harness's libFuzzer log there (the recorded long runs quote their final lines).
 # The tokenizer fuzzer reads its vocabularies from TEMPERED_FUZZ_GGUF (see fuzz/tokenizer_fuzzer.cpp).
 set -euo pipefail
@@ -11,12 +12,14 @@ cd "$(dirname "$0")/.."
 bound=()
 harnesses=()
 log_dir=""
+jobs=1
 while (($#)); do
   case "$1" in
     --seconds) bound+=(-max_total_time="$2"); shift 2 ;;
     --runs) bound+=(-runs="$2"); shift 2 ;;
+    --jobs) jobs="$2"; shift 2 ;;
     --log-dir) log_dir="$2"; shift 2 ;;
-    -h|--help) sed -n 2,7p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,8p "$0"; exit 0 ;;
     -*) echo "fuzz/run.sh: unknown option $1" >&2; exit 2 ;;
     *) harnesses+=("$1"); shift ;;
   esac
@@ -39,26 +42,41 @@ ninja -C build-fuzz "${harnesses[@]}"
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-status=0
-for harness in "${harnesses[@]}"; do
-  [[ -v "max_len[$harness]" ]] || { echo "fuzz/run.sh: unknown harness $harness" >&2; exit 2; }
+# fuzz_one HARNESS: one libFuzzer run over a copy of the harness's corpus; its summary line goes to
+# $work/HARNESS.summary, and a failure leaves $work/HARNESS.failed (the caller reports it).
+fuzz_one() {
+  local harness=$1 start=$SECONDS dict=() runs final
   mkdir -p "$work/$harness"
   cp -r "fuzz/corpus/$harness/." "$work/$harness/"
-  dict=()
   [[ -f "fuzz/$harness.dict" ]] && dict=(-dict="fuzz/$harness.dict")
-  start=$SECONDS
-  if ! ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=0 UBSAN_OPTIONS=print_stacktrace=1 \
-       "build-fuzz/$harness" "${bound[@]}" -max_len="${max_len[$harness]}" \
-       -timeout="${timeout[$harness]}" -rss_limit_mb="${rss_mb[$harness]}" -artifact_prefix="$work/" \
-       -print_final_stats=1 "${dict[@]}" "$work/$harness" >"$work/$harness.log" 2>&1; then
+  ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=0 UBSAN_OPTIONS=print_stacktrace=1 \
+    "build-fuzz/$harness" "${bound[@]}" -max_len="${max_len[$harness]}" \
+    -timeout="${timeout[$harness]}" -rss_limit_mb="${rss_mb[$harness]}" -artifact_prefix="$work/" \
+    -print_final_stats=1 "${dict[@]}" "$work/$harness" >"$work/$harness.log" 2>&1 || touch "$work/$harness.failed"
+  runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$work/$harness.log" | grep -o '[0-9]*$' || echo 0)
+  final=$(grep -E '^#[0-9]+.*(DONE|cov:)' "$work/$harness.log" | tail -n 1 || true)
+  echo "$harness: ${runs:-0} executions in $((SECONDS - start)) s; ${final}" >"$work/$harness.summary"
+}
+
+for harness in "${harnesses[@]}"; do
+  [[ -v "max_len[$harness]" ]] || { echo "fuzz/run.sh: unknown harness $harness" >&2; exit 2; }
+done
+# Up to --jobs harnesses at once; each is one process on one core, so on an idle machine a harness gets
+# as many executions as it would alone.
+for harness in "${harnesses[@]}"; do
+  while (($(jobs -rp | wc -l) >= jobs)); do wait -n || true; done
+  fuzz_one "$harness" &
+done
+wait
+status=0
+for harness in "${harnesses[@]}"; do
+  if [[ -f "$work/$harness.failed" ]]; then
     status=1
     echo "== $harness FAILED; its log:"
     tail -n 60 "$work/$harness.log"
     mkdir -p fuzz/artifacts && cp "$work"/{crash,timeout,oom,leak,slow-unit}-* fuzz/artifacts/ 2>/dev/null || true
   fi
-  runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$work/$harness.log" | grep -o '[0-9]*$' || echo 0)
-  final=$(grep -E '^#[0-9]+.*(DONE|cov:)' "$work/$harness.log" | tail -n 1 || true)
-  echo "$harness: ${runs:-0} executions in $((SECONDS - start)) s; ${final}"
+  cat "$work/$harness.summary"
   [[ -z "$log_dir" ]] || { mkdir -p "$log_dir" && cp "$work/$harness.log" "$log_dir/"; }
 done
 exit $status

@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # stage NAME: closes the previous stage with its elapsed seconds and opens the next, so every CI log shows
 # where the 30-minute budget goes (done: the last one, and the total).
-stage_name="install and model pulls"
+stage_name="install (Debian packages)"
 stage_start=$SECONDS
 stage() {
   echo "== ${stage_name}: $((SECONDS - stage_start)) s (total $SECONDS s)"
@@ -13,29 +13,49 @@ stage() {
   stage_start=$SECONDS
   [[ "$1" == done ]] || echo "== $1"
 }
-scripts/install_deps.sh
-python3 -m venv .venv
-.venv/bin/pip install --quiet --disable-pip-version-check -r tests/requirements.txt
-python3 scripts/pull_model.py smollm2-135m-instruct gemma3-270m qwen2.5-coder-0.5b-instruct \
-  deepseek-r1-distill-qwen-7b-header
+scripts/install_deps.sh test
+# The venv and the model pulls wait on the network and the release build on the CPU, so they overlap: the
+# pulls run in the background from here, and their log and time are printed once the build is done.
+pulls_log=$(mktemp)
+(
+  start=$SECONDS
+  python3 -m venv .venv
+  .venv/bin/pip install --quiet --disable-pip-version-check -r tests/requirements.txt
+  python3 scripts/pull_model.py smollm2-135m-instruct gemma3-270m qwen2.5-coder-0.5b-instruct \
+    deepseek-r1-distill-qwen-7b-header
+  echo "venv and model pulls took $((SECONDS - start)) s (beside the release build)"
+) >"$pulls_log" 2>&1 &
+pulls=$!
+trap 'kill "$pulls" 2>/dev/null || true; rm -f "$pulls_log"' EXIT
 export TEMPERED_REQUIRE_MODELS=1
-stage "fixtures: tiny model GGUFs"
-# Tiny random-weight Qwen3, Llama 3 and R1-template Qwen2 GGUFs (real vocabularies from the files above): regenerated, never
-# committed; model_tiny_families_test checks their sha256 against the one its llama.cpp reference recorded.
-.venv/bin/python scripts/fixtures/make_tiny_models.py --out build/tiny-models
-# Tiny DeepSeek-2 GGUFs (MLA with and without q_lora, MoE with sigmoid/softmax routing): tests/fixtures/model/deepseek2.
-.venv/bin/python scripts/fixtures/make_deepseek2_models.py --out build/tiny-models
 
 stage "format (.clang-format): every tracked C++ file as clang-format-14 writes it"
 git ls-files '*.cpp' '*.h' | xargs clang-format-14 --dry-run --Werror
 
 stage "release build"
 scripts/build.sh release
+stage "venv and model pulls: what is left after the release build"
+pulls_status=0
+wait "$pulls" || pulls_status=$?
+cat "$pulls_log"
+((pulls_status == 0)) || { echo "test.sh: the venv or a model pull failed" >&2; exit "$pulls_status"; }
+stage "fixtures: tiny model GGUFs"
+# Tiny random-weight Qwen3, Llama 3 and R1-template Qwen2 GGUFs (real vocabularies from the files above): regenerated, never
+# committed; model_tiny_families_test checks their sha256 against the one its llama.cpp reference recorded.
+# Both writers are single-threaded Python and write different files: one per core.
+.venv/bin/python scripts/fixtures/make_tiny_models.py --out build/tiny-models &
+tiny_models=$!
+# Tiny DeepSeek-2 GGUFs (MLA with and without q_lora, MoE with sigmoid/softmax routing): tests/fixtures/model/deepseek2.
+.venv/bin/python scripts/fixtures/make_deepseek2_models.py --out build/tiny-models
+wait "$tiny_models"
+
 stage "release unit tests"
 (cd build && ctest --output-on-failure -j2)
 
 stage "ASan/UBSan build"
-scripts/build.sh asan
+# What the ASan stages run: the unit tests, and the binary for the malformed-GGUF corpus (the benches and
+# the grammar bridge serve the release e2e tests and bench/ only).
+scripts/build.sh asan tempered tempered_unit_tests
 stage "ASan/UBSan unit tests"
 # The long llama.cpp oracle runs (perplexity, 64-token continuations, the float32 copies; Qwen2 and the tiny
 # families' greedy; Gemma 3's 320 steps and 2,000-token prompt; the FamilyOracle runs, of which only Gemma 3's
@@ -49,8 +69,8 @@ stage "ASan/UBSan unit tests"
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 TEMPERED_GRAMMAR_MASK_STATES=12 ctest --output-on-failure -j2 \
   -E 'LlamaOracle\.(Perplexity|.*Greedy|Dequantized)|(Qwen2|Smollm2)/FamilyOracle|Qwen2Oracle\.GreedyContinuations|Gemma3Oracle\.(Greedy|TopTwenty)|TinyFamilies\.Greedy|FamilyOracle\.(Float32|Perplexity|QuantizedGreedy)|GrammarTokenMask\.QwenVocabularyMatchesBruteForceOnRandomWalks')
 
-stage "fuzz: each libFuzzer harness 18 s (100k to 800k inputs in all, by load) over its seed corpus under ASan/UBSan (fuzz/README.md)"
-fuzz/run.sh --seconds 18
+stage "fuzz: each libFuzzer harness 18 s, two at a time (100k to 800k inputs in all, by load) over its seed corpus under ASan/UBSan (fuzz/README.md)"
+fuzz/run.sh --seconds 18 --jobs 2
 
 stage "end-to-end tests"
 TEMPERED_BIN=build/tempered .venv/bin/python -m pytest -q --durations=25 tests/e2e

@@ -118,7 +118,7 @@ KvLayout get_layout(ByteReader& reader) {
     return layout;
 }
 
-std::string hex(uint64_t value) {
+std::string hex_magic(uint64_t value) {
     std::ostringstream text;
     text << "0x" << std::hex << value;
     return text.str();
@@ -212,7 +212,8 @@ Result<ClaimFrame> decode_claim(std::span<const uint8_t> payload) {
     // The magic and version first, so that a peer of another protocol is named as such, whatever its size.
     auto magic = reader.get<uint32_t>();
     if (reader.failed()) return malformed("CLAIM", "truncated");
-    if (magic != kTransferMagic) return malformed("CLAIM", "bad magic " + hex(magic) + " (not a tempered KV transfer)");
+    if (magic != kTransferMagic)
+        return malformed("CLAIM", "bad magic " + hex_magic(magic) + " (not a tempered KV transfer)");
     auto version = reader.get<uint16_t>();
     if (reader.failed()) return malformed("CLAIM", "truncated");
     if (version != kTransferProtocolVersion) {

@@ -9,7 +9,7 @@ namespace {
 // hostile file cannot ask for a huge buffer.
 constexpr int64_t kMaxExperts = 4096;
 constexpr int64_t kMaxExpertDim = 1 << 20;
-constexpr int64_t kMaxLayers = 4096;
+constexpr int64_t kMaxDenseLeadingLayers = 4096;
 
 // "{arch}.{key}" as an integer in [min, max], left unchanged when absent.
 Status read_integer(const GgufFile& file, const std::string& key, int64_t& out, int64_t min, int64_t max) {
@@ -91,8 +91,8 @@ Result<std::optional<MoeConfig>> read_moe_config(const GgufFile& file, const std
     TEMPERED_MOE_TRY(
         require_integer(file, prefix + "expert_feed_forward_length", config.expert_ffn_dim, 1, kMaxExpertDim));
     TEMPERED_MOE_TRY(read_integer(file, prefix + "expert_shared_count", config.shared_expert_count, 0, kMaxExperts));
-    TEMPERED_MOE_TRY(
-        read_integer(file, prefix + "leading_dense_block_count", config.leading_dense_layers, 0, kMaxLayers));
+    TEMPERED_MOE_TRY(read_integer(file, prefix + "leading_dense_block_count", config.leading_dense_layers, 0,
+                                  kMaxDenseLeadingLayers));
     TEMPERED_MOE_TRY(read_integer(file, prefix + "expert_group_count", config.group_count, 0, kMaxExperts));
     TEMPERED_MOE_TRY(read_integer(file, prefix + "expert_group_used_count", config.groups_per_token, 0, kMaxExperts));
     TEMPERED_MOE_TRY(read_gating(file, prefix + "expert_gating_func", config.gating));

@@ -10,14 +10,14 @@
 namespace tempered {
 namespace {
 
-struct Symbol {
+struct PieceSymbol {
     int32_t prev;
     int32_t next;
     uint32_t begin;
     uint32_t length;  // 0 once merged into its left neighbour
 };
 
-struct Candidate {
+struct PieceCandidate {
     float score;
     int32_t left;
     int32_t right;
@@ -25,8 +25,8 @@ struct Candidate {
 };
 
 // The highest score first; among equal scores the leftmost pair.
-struct LaterCandidate {
-    bool operator()(const Candidate& a, const Candidate& b) const {
+struct LaterPieceCandidate {
+    bool operator()(const PieceCandidate& a, const PieceCandidate& b) const {
         return a.score < b.score || (a.score == b.score && a.left > b.left);
     }
 };
@@ -61,32 +61,32 @@ std::string escape_spaces(std::string_view text) {
 }
 
 void sentencepiece_encode(std::string_view text, const Vocab& vocab, std::vector<int32_t>& out) {
-    std::vector<Symbol> symbols;
+    std::vector<PieceSymbol> symbols;
     symbols.reserve(text.size());
     for (size_t offset = 0; offset < text.size();) {
         const size_t length = std::min(utf8_sequence_length(static_cast<uint8_t>(text[offset])), text.size() - offset);
         const auto index = static_cast<int32_t>(symbols.size());
-        symbols.push_back(Symbol{index - 1, offset + length < text.size() ? index + 1 : -1,
-                                 static_cast<uint32_t>(offset), static_cast<uint32_t>(length)});
+        symbols.push_back(PieceSymbol{index - 1, offset + length < text.size() ? index + 1 : -1,
+                                      static_cast<uint32_t>(offset), static_cast<uint32_t>(length)});
         offset += length;
     }
     if (symbols.empty()) return;
 
-    std::priority_queue<Candidate, std::vector<Candidate>, LaterCandidate> queue;
+    std::priority_queue<PieceCandidate, std::vector<PieceCandidate>, LaterPieceCandidate> queue;
     const auto try_queue = [&](int32_t left, int32_t right) {
         if (left < 0 || right < 0) return;
         const uint32_t length = symbols[left].length + symbols[right].length;
         const auto token = vocab.find(text.substr(symbols[left].begin, length));
         if (!token) return;
-        queue.push(Candidate{vocab.scores[*token], left, right, length});
+        queue.push(PieceCandidate{vocab.scores[*token], left, right, length});
     };
     for (int32_t i = 1; i < static_cast<int32_t>(symbols.size()); ++i) try_queue(i - 1, i);
 
     while (!queue.empty()) {
-        const Candidate candidate = queue.top();
+        const PieceCandidate candidate = queue.top();
         queue.pop();
-        Symbol& left = symbols[candidate.left];
-        Symbol& right = symbols[candidate.right];
+        PieceSymbol& left = symbols[candidate.left];
+        PieceSymbol& right = symbols[candidate.right];
         if (left.length == 0 || right.length == 0 || left.length + right.length != candidate.length) continue;
         left.length += right.length;
         right.length = 0;
