@@ -156,7 +156,14 @@ FieldError parse_tools(const Json* field, Json& out) {
     return std::nullopt;
 }
 
-FieldError parse_tool_choice(const Json* field, const Json& tools, Json& out) {
+std::optional<ToolChoice::Mode> tool_choice_mode(std::string_view name) {
+    if (name == "none") return ToolChoice::Mode::None;
+    if (name == "auto") return ToolChoice::Mode::Auto;
+    if (name == "required") return ToolChoice::Mode::Required;
+    return std::nullopt;
+}
+
+FieldError parse_tool_choice(const Json* field, const Json& tools, ToolChoice& out) {
     if (field == nullptr || field->is_null()) return std::nullopt;
     if ((tools.is_null() || tools.empty()) && !(field->is_string() && field->get<std::string>() == "required")) {
         // As OpenAI: any tool_choice needs tools ("required" keeps its own, more specific message).
@@ -167,16 +174,17 @@ FieldError parse_tool_choice(const Json* field, const Json& tools, Json& out) {
     }
     if (field->is_string()) {
         const std::string& choice = field->get_ref<const std::string&>();
-        if (choice != "none" && choice != "auto" && choice != "required") {
+        const std::optional<ToolChoice::Mode> mode = tool_choice_mode(choice);
+        if (!mode) {
             return invalid_request("Invalid value for 'tool_choice': '" + choice +
                                        "'. Supported values are: 'none', 'auto' and 'required'.",
                                    "tool_choice", "invalid_value");
         }
-        if (choice == "required" && (tools.is_null() || tools.empty())) {
+        if (*mode == ToolChoice::Mode::Required && (tools.is_null() || tools.empty())) {
             return invalid_request("'tool_choice' is 'required' but no 'tools' were given.", "tool_choice",
                                    "invalid_value");
         }
-        out = *field;
+        out = {*mode, ""};
         return std::nullopt;
     }
     if (!field->is_object()) return wrong_type("tool_choice", "a string or an object", *field);
@@ -195,7 +203,7 @@ FieldError parse_tool_choice(const Json* field, const Json& tools, Json& out) {
         return invalid_request("Invalid value for 'tool_choice': no tool named '" + name + "' is in 'tools'.",
                                "tool_choice.function.name", "invalid_value");
     }
-    out = *field;
+    out = {ToolChoice::Mode::Function, std::move(name)};
     return std::nullopt;
 }
 

@@ -45,6 +45,13 @@ struct ChatMessage {
     std::vector<ToolCall> tool_calls;  // role Assistant
 };
 
+// tool_choice, read once: whether the answer may, must or must not call, or which function it calls.
+struct ToolChoice {
+    enum class Mode { None, Auto, Required, Function };
+    Mode mode = Mode::Auto;     // absent: auto (with no tools nothing is read as a call anyway)
+    std::string function_name;  // Function: the tool named by {"type":"function","function":{"name"}}
+};
+
 enum class ReasoningEffort { Low, Medium, High };
 std::string_view reasoning_effort_name(ReasoningEffort effort);  // "low" | "medium" | "high"
 std::optional<ReasoningEffort> reasoning_effort_from_name(std::string_view name);
@@ -55,8 +62,9 @@ struct ChatRequest {
     bool logprobs = false;
     int top_logprobs = 0;  // 0..20, only with logprobs
     // Kept as JSON for the chat template and tool-call parsers; null when absent. Shapes checked.
-    Json tools;        // array of {"type":"function","function":{"name",...}}
-    Json tool_choice;  // "none" | "auto" | "required" | {"type":"function","function":{"name"}}
+    Json tools;  // array of {"type":"function","function":{"name",...}}
+    // From "none" | "auto" | "required" | {"type":"function","function":{"name"}}; Auto when absent.
+    ToolChoice tool_choice;
     bool parallel_tool_calls = true;
     // Extra template variables (e.g. enable_thinking); object or null. They win over the server's own, as
     // in vLLM; `messages`, `chat_template` and `tokenize` are refused.

@@ -12,17 +12,19 @@ std::optional<ToolCallValidation> tool_call_validation_from_name(std::string_vie
 api::ApiResult<std::optional<ToolCallSetup>> tool_call_setup(const api::ChatRequest& request,
                                                              const ToolCallSettings& settings) {
     const bool no_tools = !request.tools.is_array() || request.tools.empty();
-    // tool_choice "none": the tools are still rendered into the prompt (as OpenAI does) but nothing is
-    // read as a call. Schemas are still checked, so a request is refused the same way whatever its choice.
-    const bool choice_none = request.tool_choice.is_string() && request.tool_choice.get<std::string>() == "none";
-    std::string only_name;
-    if (request.tool_choice.is_object()) only_name = request.tool_choice["function"]["name"].get<std::string>();
+    using Mode = api::ToolChoice::Mode;
+    const api::ToolChoice& choice = request.tool_choice;
+    // The one tool a call may name; "" (every tool) unless tool_choice names a function.
+    const std::string& only_name = choice.function_name;
     auto tools = toolcalls::DeclaredTools::from_request(request.tools, only_name);
     if (!tools) return api::invalid_request(tools.error().message, tools.error().param, "invalid_value");
-    if (no_tools || choice_none || !settings.family) return std::optional<ToolCallSetup>();
-    const bool required = request.tool_choice.is_string() && request.tool_choice.get<std::string>() == "required";
+    // tool_choice "none": the tools are still rendered into the prompt (as OpenAI does) but nothing is
+    // read as a call. Schemas are still checked, so a request is refused the same way whatever its choice.
+    if (no_tools || choice.mode == Mode::None || !settings.family) return std::optional<ToolCallSetup>();
+    // A function named "" singles out no tool (DeclaredTools reads "" as all of them), so it forces nothing.
+    const bool forced = choice.mode == Mode::Required || (choice.mode == Mode::Function && !only_name.empty());
     return std::optional<ToolCallSetup>(ToolCallSetup{*settings.family, std::move(tools).value(), settings.validation,
-                                                      request.parallel_tool_calls, required || !only_name.empty()});
+                                                      request.parallel_tool_calls, forced});
 }
 
 ChoiceToolCalls::ChoiceToolCalls(const ToolCallSetup& setup, ServingMetrics& metrics)

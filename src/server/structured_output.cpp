@@ -64,24 +64,10 @@ std::shared_ptr<const grammar::Constraint> StructuredOutput::cached(const std::s
     return nullptr;
 }
 
-namespace {
-
-// The text a family's call region opens with, "" when it has none (a Llama 3 call is a bare object).
-std::string_view opening_tag(toolcalls::ToolCallFamily family) {
-    switch (family) {
-        case toolcalls::ToolCallFamily::Hermes: return "<tool_call>";
-        case toolcalls::ToolCallFamily::Mistral: return "[TOOL_CALLS]";
-        case toolcalls::ToolCallFamily::Llama3Json: return "";
-    }
-    return "";
-}
-
-}  // namespace
-
-// The one token whose text is the family's opening tag, as the grammar sees it (a control token the
-// client never sees cannot start a grammar that spells the tag).
+// The one token whose text is the family's trigger (the tag its call region opens with), as the grammar
+// sees it (a control token the client never sees cannot start a grammar that spells the tag).
 std::optional<int32_t> StructuredOutput::opening_tag_token(toolcalls::ToolCallFamily family) {
-    const std::string_view tag = opening_tag(family);
+    const std::string_view tag = toolcalls::describe(family).trigger;
     if (tag.empty()) return std::nullopt;
     const std::optional<int32_t> token = tokenizer_.find_token(tag);
     if (!token || *token < 0 || static_cast<size_t>(*token) >= vocabulary()->n_tokens()) return std::nullopt;

@@ -3,32 +3,13 @@
 #include <nlohmann/json.hpp>
 
 namespace tempered::toolcalls {
-namespace {
 
 using grammar::Expr;
-
-struct CallSyntax {
-    std::string region_open, region_close;  // around all calls
-    std::string call_open, call_close;      // around each call
-    std::string arguments_key;
-    std::string separator;  // between calls
-};
-
-CallSyntax syntax_of(ToolCallFamily family) {
-    switch (family) {
-        case ToolCallFamily::Hermes: return {"", "", "<tool_call>\n", "}\n</tool_call>", "arguments", "\n"};
-        case ToolCallFamily::Llama3Json: return {"", "", "", "}", "parameters", "; "};
-        case ToolCallFamily::Mistral: return {"[TOOL_CALLS][", "]", "", "}", "arguments", ", "};
-    }
-    return {};
-}
-
-}  // namespace
 
 Result<grammar::Grammar, grammar::SchemaError> build_tool_call_grammar(const ToolCallGrammarRequest& request) {
     if (request.tools == nullptr || request.tools->tools().empty())
         return grammar::SchemaError{"", "", "no tool is declared, so no call can be written"};
-    const CallSyntax syntax = syntax_of(request.family);
+    const CallSyntax& syntax = describe(request.family).syntax;
     grammar::GrammarBuilder builder;
     std::vector<Expr> calls;
     for (const DeclaredTool& tool : request.tools->tools()) {
@@ -36,9 +17,9 @@ Result<grammar::Grammar, grammar::SchemaError> build_tool_call_grammar(const Too
         if (!arguments) return arguments.error();
         // The name as a JSON string literal, escaped as json.dumps would.
         const std::string name = nlohmann::ordered_json(tool.name).dump();
-        calls.push_back(Expr::sequence(
-            {Expr::literal(syntax.call_open + "{\"name\": " + name + ", \"" + syntax.arguments_key + "\": "),
-             Expr::reference(*arguments), Expr::literal(syntax.call_close)}));
+        calls.push_back(Expr::sequence({Expr::literal(std::string(syntax.call_open) + "{\"name\": " + name + ", \"" +
+                                                      std::string(syntax.arguments_key) + "\": "),
+                                        Expr::reference(*arguments), Expr::literal(syntax.call_close)}));
     }
     const grammar::RuleId call = builder.add_rule();
     builder.define(call, Expr::choice(std::move(calls)));

@@ -1,7 +1,7 @@
 // The grammar of a call region in a family's syntax, for constraining generation once the call tag is
 // reached (tool_choice auto) or from the first token (required, named). Pure: the caller decides where
 // it applies. Each call names one of the allowed tools and its arguments follow that tool's schema in the
-// canonical layout of grammar/json_schema.h:
+// canonical layout of grammar/json_schema.h, written in the family's CallSyntax (tool_call_family.h):
 //   hermes       <tool_call>\n{"name": "NAME", "arguments": ARGS}\n</tool_call>   (parallel: joined by "\n")
 //   llama3_json  {"name": "NAME", "parameters": ARGS}                             (parallel: joined by "; ")
 //   mistral      [TOOL_CALLS][{"name": "NAME", "arguments": ARGS}, ...]           (parallel: more array items)

@@ -1,5 +1,5 @@
-// Tool calls in model output: the families' call syntaxes, and a parser per family that splits the text
-// a model writes into content and calls.
+// Tool calls in model output: a parser per family (its descriptor's make_parser, tool_call_family.h)
+// splits the text a model writes into content and calls.
 //
 // Every parser is incremental: fed the text deltas of one choice, it says content as soon as the text can
 // no longer be the start of a call (only a possible prefix of the call tag is held back), and a call once
@@ -19,18 +19,9 @@
 #include <string_view>
 #include <vector>
 
+#include "toolcalls/tool_call_family.h"
+
 namespace tempered::toolcalls {
-
-enum class ToolCallFamily {
-    Hermes,      // Qwen2.5, Hermes: <tool_call>\n{"name": ..., "arguments": {...}}\n</tool_call>, one block per call
-    Llama3Json,  // Llama 3.x: the whole answer is {"name": ..., "parameters": {...}}, maybe after <|python_tag|>
-    Mistral,     // Mistral: [TOOL_CALLS][{"name": ..., "arguments": {...}}, ...]
-};
-
-std::string_view family_name(ToolCallFamily family);  // "hermes", "llama3_json", "mistral"
-std::optional<ToolCallFamily> family_from_name(std::string_view name);
-// The family whose call syntax a chat template teaches, from its distinctive markers; nullopt when none.
-std::optional<ToolCallFamily> detect_family(std::string_view chat_template);
 
 struct ParsedToolCall {
     std::string name;

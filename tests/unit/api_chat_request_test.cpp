@@ -288,12 +288,14 @@ TEST(ChatRequest, ToolsToolChoiceAndResponseFormatAreKept) {
         "chat_template_kwargs":{"enable_thinking":false}})");
     ASSERT_TRUE(request.tools.is_array());
     EXPECT_EQ(request.tools[0]["function"]["parameters"]["type"], "object");
-    EXPECT_EQ(request.tool_choice["function"]["name"], "get_weather");
+    EXPECT_EQ(request.tool_choice.mode, ToolChoice::Mode::Function);
+    EXPECT_EQ(request.tool_choice.function_name, "get_weather");
     EXPECT_FALSE(request.parallel_tool_calls);
     EXPECT_EQ(request.generation.response_format.kind, ResponseFormat::Kind::JsonObject);
     EXPECT_EQ(request.chat_template_kwargs["enable_thinking"], false);
 
-    EXPECT_EQ(parse_ok("{" + kHello + "," + tools + R"(,"tool_choice":"required"})").tool_choice, "required");
+    EXPECT_EQ(parse_ok("{" + kHello + "," + tools + R"(,"tool_choice":"required"})").tool_choice.mode,
+              ToolChoice::Mode::Required);
     expect_invalid("{" + kHello + R"(,"tool_choice":"required"})", "tool_choice");
     expect_invalid("{" + kHello + "," + tools + R"(,"tool_choice":"sometimes"})", "tool_choice");
     expect_invalid("{" + kHello + "," + tools + R"(,"tool_choice":{"type":"function","function":{"name":"nope"}}})",
@@ -304,6 +306,17 @@ TEST(ChatRequest, ToolsToolChoiceAndResponseFormatAreKept) {
     expect_invalid("{" + kHello + R"(,"response_format":{"type":"yaml"}})", "response_format.type");
     expect_invalid("{" + kHello + R"(,"response_format":{"type":"json_schema"}})", "response_format.json_schema");
     expect_invalid("{" + kHello + R"(,"chat_template_kwargs":[]})", "chat_template_kwargs");
+}
+
+TEST(ChatRequest, ToolChoiceIsReadIntoItsMode) {
+    const std::string tools =
+        R"("tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object"}}}])";
+    EXPECT_EQ(parse_ok("{" + kHello + "," + tools + "}").tool_choice.mode, ToolChoice::Mode::Auto);
+    EXPECT_EQ(parse_ok("{" + kHello + "," + tools + R"(,"tool_choice":"auto"})").tool_choice.mode,
+              ToolChoice::Mode::Auto);
+    const ChatRequest none = parse_ok("{" + kHello + "," + tools + R"(,"tool_choice":"none"})");
+    EXPECT_EQ(none.tool_choice.mode, ToolChoice::Mode::None);
+    EXPECT_EQ(none.tool_choice.function_name, "");
 }
 
 TEST(ChatRequest, UnknownFieldsAreIgnoredAndCommonFieldsRead) {

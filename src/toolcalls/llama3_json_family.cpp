@@ -3,8 +3,9 @@
 // optionally after <|python_tag|>, several calls separated by ';'. So an answer that opens with '{' or
 // the tag is held to the end and then read; any other answer streams as content from its first
 // non-space character.
+// The family's descriptor (tool_call_family.h) is at the end of this file, beside its parser.
 #include "toolcalls/call_text.h"
-#include "toolcalls/family_parsers.h"
+#include "toolcalls/tool_call_family.h"
 
 namespace tempered::toolcalls {
 namespace {
@@ -64,6 +65,22 @@ private:
 
 }  // namespace
 
-std::unique_ptr<ToolCallParser> make_llama3_json_parser() { return std::make_unique<Llama3JsonParser>(); }
+// Llama 3 templates that describe JSON calls without the tag still say "parameters" beside their headers.
+const ToolCallFamilyDescriptor& llama3_json_family() {
+    static const ToolCallFamilyDescriptor family{
+        .id = ToolCallFamily::Llama3Json,
+        .name = "llama3_json",
+        .template_markers = {{kPythonTag}, {"<|start_header_id|>", "\"parameters\""}},
+        .trigger = "",  // a call is a bare object: no tag token to wait for
+        .syntax = {.region_open = "",
+                   .region_close = "",
+                   .call_open = "",
+                   .call_close = "}",
+                   .arguments_key = "parameters",
+                   .separator = "; "},
+        .make_parser = []() -> std::unique_ptr<ToolCallParser> { return std::make_unique<Llama3JsonParser>(); },
+    };
+    return family;
+}
 
 }  // namespace tempered::toolcalls

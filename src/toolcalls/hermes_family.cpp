@@ -7,9 +7,10 @@
 // calls); both read as calls too when the object opens with "name" and holds only the name and the
 // arguments (llama.cpp's Hermes parser accepts the same forms). Anything else, including a JSON answer
 // such as {"name": "Ann", "age": 3}, stays content.
+// The family's descriptor (tool_call_family.h) is at the end of this file, beside its parser.
 #include "toolcalls/call_text.h"
-#include "toolcalls/family_parsers.h"
 #include "toolcalls/tagged_call_parser.h"
+#include "toolcalls/tool_call_family.h"
 
 namespace tempered::toolcalls {
 namespace {
@@ -117,6 +118,21 @@ private:
 
 }  // namespace
 
-std::unique_ptr<ToolCallParser> make_hermes_parser() { return std::make_unique<HermesParser>(); }
+const ToolCallFamilyDescriptor& hermes_family() {
+    static const ToolCallFamilyDescriptor family{
+        .id = ToolCallFamily::Hermes,
+        .name = "hermes",
+        .template_markers = {{kOpen}},
+        .trigger = kOpen,
+        .syntax = {.region_open = "",
+                   .region_close = "",
+                   .call_open = "<tool_call>\n",
+                   .call_close = "}\n</tool_call>",
+                   .arguments_key = "arguments",
+                   .separator = "\n"},
+        .make_parser = []() -> std::unique_ptr<ToolCallParser> { return std::make_unique<HermesParser>(); },
+    };
+    return family;
+}
 
 }  // namespace tempered::toolcalls

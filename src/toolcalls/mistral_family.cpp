@@ -1,9 +1,10 @@
 // Mistral (v0.3 tokenizer templates): one tag, then every call of the turn as one JSON array,
 //   [TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Paris"}}]
 // The newer `[TOOL_CALLS]name[ARGS]{...}` layout is not read: it stays content.
+// The family's descriptor (tool_call_family.h) is at the end of this file, beside its parser.
 #include "toolcalls/call_text.h"
-#include "toolcalls/family_parsers.h"
 #include "toolcalls/tagged_call_parser.h"
+#include "toolcalls/tool_call_family.h"
 
 namespace tempered::toolcalls {
 namespace {
@@ -38,6 +39,21 @@ private:
 
 }  // namespace
 
-std::unique_ptr<ToolCallParser> make_mistral_parser() { return std::make_unique<MistralParser>(); }
+const ToolCallFamilyDescriptor& mistral_family() {
+    static const ToolCallFamilyDescriptor family{
+        .id = ToolCallFamily::Mistral,
+        .name = "mistral",
+        .template_markers = {{kTag}},
+        .trigger = kTag,
+        .syntax = {.region_open = "[TOOL_CALLS][",
+                   .region_close = "]",
+                   .call_open = "",
+                   .call_close = "}",
+                   .arguments_key = "arguments",
+                   .separator = ", "},
+        .make_parser = []() -> std::unique_ptr<ToolCallParser> { return std::make_unique<MistralParser>(); },
+    };
+    return family;
+}
 
 }  // namespace tempered::toolcalls
