@@ -34,3 +34,4 @@ tempered_layering_probe(toolcalls FORBIDDEN engine/engine.h ALLOWED grammar/gram
 tempered_layering_probe(reasoning FORBIDDEN tokenizer/tokenizer.h ALLOWED core/result.h)
 tempered_layering_probe(engine FORBIDDEN server/openai_service.h ALLOWED reasoning/reasoning_parser.h)
 tempered_layering_probe(disagg FORBIDDEN http/http_server.h ALLOWED engine/kv_transfer.h)
+tempered_layering_probe(output FORBIDDEN engine/engine.h ALLOWED reasoning/reasoning_parser.h)

@@ -16,8 +16,8 @@
 #include <string_view>
 #include <vector>
 
+#include "output/repetition_detector.h"
 #include "sampling/dry.h"
-#include "sampling/repetition_detector.h"
 #include "sampling/sampler.h"
 
 namespace tempered {

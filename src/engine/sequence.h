@@ -12,9 +12,9 @@
 #include "engine/degeneration_guard.h"
 #include "engine/generation.h"
 #include "engine/reasoning_phase.h"
-#include "engine/stop_matcher.h"
 #include "grammar/constraint.h"
 #include "kv/staged_kv.h"
+#include "output/stop_matcher.h"
 #include "sampling/sampler.h"
 #include "tokenizer/streaming_detokenizer.h"
 
