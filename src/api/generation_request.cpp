@@ -2,34 +2,24 @@
 
 #include <algorithm>
 #include <charconv>
+#include <limits>
+#include <type_traits>
 
 namespace tempered::api {
 namespace {
 
-FieldError parse_sampling(const Json& body, SamplingRequest& out) {
-    const auto field = [&](std::string_view key) { return find_field(body, key); };
-    if (auto e = read_number(field("temperature"), "temperature", {0.0, 2.0}, out.temperature)) return e;
-    if (auto e = read_number(field("top_p"), "top_p", {0.0, 1.0, true, false}, out.top_p)) return e;
-    if (auto e = read_integer(field("top_k"), "top_k", -1, std::numeric_limits<int64_t>::max(), out.top_k)) return e;
-    if (auto e = read_number(field("min_p"), "min_p", {0.0, 1.0}, out.min_p)) return e;
-    if (auto e = read_number(field("presence_penalty"), "presence_penalty", {-2.0, 2.0}, out.presence_penalty)) {
-        return e;
-    }
-    if (auto e = read_number(field("frequency_penalty"), "frequency_penalty", {-2.0, 2.0}, out.frequency_penalty)) {
-        return e;
-    }
-    if (auto e = read_number(field("repetition_penalty"), "repetition_penalty", {0.0, 2.0, true, false},
-                             out.repetition_penalty)) {
-        return e;
-    }
-    return read_integer(field("seed"), "seed", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(),
-                        out.seed);
+Range range_of(const ParamRange& range) { return {range.min, range.max, range.min_exclusive, range.max_exclusive}; }
+
+int64_t integer_bound(double bound) {
+    if (bound == -std::numeric_limits<double>::infinity()) return std::numeric_limits<int64_t>::min();
+    if (bound == std::numeric_limits<double>::infinity()) return std::numeric_limits<int64_t>::max();
+    return static_cast<int64_t>(bound);
 }
 
 // As llama-server: only a JSON array of strings, and not an empty one (it would mean "no breakers", which
 // llama-server does not let a request ask for either).
-FieldError parse_dry_sequence_breakers(const Json* field, RequestedValue<std::vector<std::string>>& out) {
-    const std::string name = "dry_sequence_breakers";
+FieldError read_sequence_breakers(const Json* field, const std::string& name,
+                                  RequestedValue<std::vector<std::string>>& out) {
     if (field == nullptr) return std::nullopt;
     if (field->is_null()) {
         out = RequestedValue<std::vector<std::string>>::null();
@@ -56,23 +46,27 @@ FieldError parse_dry_sequence_breakers(const Json* field, RequestedValue<std::ve
     return std::nullopt;
 }
 
-FieldError parse_dry(const Json& body, SamplingRequest& out) {
-    const auto field = [&](std::string_view key) { return find_field(body, key); };
-    const int64_t int32_max = std::numeric_limits<int32_t>::max();
-    const double inf = std::numeric_limits<double>::infinity();
-    if (auto e = read_number(field("dry_multiplier"), "dry_multiplier", {0.0, inf, false, true}, out.dry_multiplier)) {
-        return e;
+// One sampling parameter's field of the body, read and checked by its row of the table.
+template <class Param, class Field>
+FieldError read_sampling_field(const Json& body, const Param& param, Field& out) {
+    const std::string name(param.spec.name);
+    const Json* field = find_field(body, name);
+    using Value = typename Param::Value;
+    if constexpr (std::is_same_v<Value, double>) {
+        return read_number(field, name, range_of(param.spec.range), out);
+    } else if constexpr (std::is_same_v<Value, int64_t>) {
+        return read_integer(field, name, integer_bound(param.spec.range.min), integer_bound(param.spec.range.max), out);
+    } else {
+        return read_sequence_breakers(field, name, out);
     }
-    if (auto e = read_number(field("dry_base"), "dry_base", {1.0, inf, false, true}, out.dry_base)) return e;
-    if (auto e =
-            read_integer(field("dry_allowed_length"), "dry_allowed_length", 0, int32_max, out.dry_allowed_length)) {
-        return e;
-    }
-    if (auto e =
-            read_integer(field("dry_penalty_last_n"), "dry_penalty_last_n", -1, int32_max, out.dry_penalty_last_n)) {
-        return e;
-    }
-    return parse_dry_sequence_breakers(field("dry_sequence_breakers"), out.dry_sequence_breakers);
+}
+
+FieldError parse_sampling(const Json& body, SamplingRequest& out) {
+    FieldError error;
+    for_each_sampling_param([&](const auto& param) {
+        if (!error) error = read_sampling_field(body, param, param.field(out));
+    });
+    return error;
 }
 
 FieldError parse_stop(const Json* field, std::vector<std::string>& out) {
@@ -157,7 +151,6 @@ FieldError parse_generation_fields(const Json& body, int64_t max_tokens_min, Gen
     out.model = model.value_or("");
 
     if (auto e = parse_sampling(body, out.sampling)) return e;
-    if (auto e = parse_dry(body, out.sampling)) return e;
 
     const int64_t unbounded = std::numeric_limits<int64_t>::max();
     // OpenAI deprecated max_tokens for chat in favour of max_completion_tokens; either works, the
@@ -212,19 +205,13 @@ FieldError parse_generation_fields(const Json& body, int64_t max_tokens_min, Gen
 
 SamplingValues to_sampling_values(const SamplingRequest& request) {
     SamplingValues values;
-    values.temperature = request.temperature.value;
-    values.top_p = request.top_p.value;
-    if (request.top_k.value) values.top_k = std::max<int64_t>(*request.top_k.value, 0);
-    values.min_p = request.min_p.value;
-    values.repetition_penalty = request.repetition_penalty.value;
-    values.presence_penalty = request.presence_penalty.value;
-    values.frequency_penalty = request.frequency_penalty.value;
-    values.seed = request.seed.value;
-    values.dry_multiplier = request.dry_multiplier.value;
-    values.dry_base = request.dry_base.value;
-    values.dry_allowed_length = request.dry_allowed_length.value;
-    values.dry_penalty_last_n = request.dry_penalty_last_n.value;
-    values.dry_sequence_breakers = request.dry_sequence_breakers.value;
+    for_each_sampling_param([&](const auto& param) {
+        auto& value = param.field(values);
+        value = param.field(request).value;
+        if constexpr (std::is_arithmetic_v<typename std::decay_t<decltype(param)>::Value>) {
+            if (param.spec.negative_means_zero && value && *value < 0) value = 0;
+        }
+    });
     return values;
 }
 

@@ -22,22 +22,8 @@ namespace tempered::api {
 
 // The client's sampling values, each with whether it was omitted, null or given. Resolving them
 // against operator and model defaults is src/sampling's job, not this one.
-struct SamplingRequest {
-    RequestedValue<double> temperature;         // [0, 2]
-    RequestedValue<double> top_p;               // (0, 1]
-    RequestedValue<int64_t> top_k;              // >= 1; 0 or -1 mean "no top-k"
-    RequestedValue<double> min_p;               // [0, 1]
-    RequestedValue<double> presence_penalty;    // [-2, 2]
-    RequestedValue<double> frequency_penalty;   // [-2, 2]
-    RequestedValue<double> repetition_penalty;  // (0, 2]
-    RequestedValue<int64_t> seed;
-    // DRY, with llama-server's names; ranges as sampling_values.h checks them.
-    RequestedValue<double> dry_multiplier;                           // >= 0; 0: off
-    RequestedValue<double> dry_base;                                 // >= 1
-    RequestedValue<int64_t> dry_allowed_length;                      // [0, 2^31 - 1]
-    RequestedValue<int64_t> dry_penalty_last_n;                      // [-1, 2^31 - 1]; -1: whole history
-    RequestedValue<std::vector<std::string>> dry_sequence_breakers;  // a non-empty array of strings
-};
+// Each field, with its range, is a row of sampling/sampling_params.h.
+struct SamplingRequest : SamplingFields<RequestedValue> {};
 
 struct StreamOptions {
     bool include_usage = false;  // a last chunk with "usage" (and "usage": null on the others)

@@ -3,39 +3,41 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <type_traits>
 
 #include "formats/gguf.h"
 
 namespace tempered {
 namespace {
 
-// Copies `key` from `object` into `out` if it is a number in range; else notes why not.
-template <class T>
-void take_number(const nlohmann::json& object, const char* key, const char* name, std::optional<T>& out,
-                 ModelSamplingDefaults& defaults, const std::string& origin) {
-    auto found = object.find(key);
-    if (found == object.end() || found->is_null()) return;
-    if (!found->is_number()) {
-        defaults.warnings.push_back(origin + ": " + key + " is not a number; ignored");
-        return;
+// Copies the parameter's key from `object` into `out` if it is a number in range; else notes why not.
+template <class Param>
+void take_number(const nlohmann::json& object, const Param& param, ModelSamplingDefaults& defaults,
+                 const std::string& origin) {
+    using Value = typename Param::Value;
+    if constexpr (std::is_arithmetic_v<Value>) {
+        const std::string key(param.spec.generation_config_key);
+        auto found = object.find(key);
+        if (key.empty() || found == object.end() || found->is_null()) return;
+        if (!found->is_number()) {
+            defaults.warnings.push_back(origin + ": " + key + " is not a number; ignored");
+            return;
+        }
+        const double value = found->get<double>();
+        if (auto problem = check_sampling_range(param.spec.name, value)) {
+            defaults.warnings.push_back(origin + ": " + *problem + "; ignored");
+            return;
+        }
+        Value number = static_cast<Value>(value);
+        if (param.spec.negative_means_zero && number < 0) number = 0;
+        param.field(defaults.values) = number;
     }
-    const double value = found->get<double>();
-    if (auto problem = check_sampling_range(name, value)) {
-        defaults.warnings.push_back(origin + ": " + *problem + "; ignored");
-        return;
-    }
-    out = static_cast<T>(value);
 }
 
 void overlay(SamplingValues& base, const SamplingValues& top) {
-    if (top.temperature) base.temperature = top.temperature;
-    if (top.top_p) base.top_p = top.top_p;
-    if (top.top_k) base.top_k = top.top_k;
-    if (top.min_p) base.min_p = top.min_p;
-    if (top.repetition_penalty) base.repetition_penalty = top.repetition_penalty;
-    if (top.presence_penalty) base.presence_penalty = top.presence_penalty;
-    if (top.frequency_penalty) base.frequency_penalty = top.frequency_penalty;
-    if (top.seed) base.seed = top.seed;
+    for_each_sampling_param([&](const auto& param) {
+        if (param.field(top)) param.field(base) = param.field(top);
+    });
 }
 
 }  // namespace
@@ -44,16 +46,10 @@ Result<ModelSamplingDefaults> parse_generation_config(const std::string& json_te
     nlohmann::json object = nlohmann::json::parse(json_text, nullptr, /*allow_exceptions=*/false);
     if (object.is_discarded() || !object.is_object()) return Error{origin + ": not a JSON object"};
     ModelSamplingDefaults defaults;
-    take_number(object, "temperature", "temperature", defaults.values.temperature, defaults, origin);
-    take_number(object, "top_p", "top_p", defaults.values.top_p, defaults, origin);
-    take_number(object, "top_k", "top_k", defaults.values.top_k, defaults, origin);
-    take_number(object, "min_p", "min_p", defaults.values.min_p, defaults, origin);
-    take_number(object, "repetition_penalty", "repetition_penalty", defaults.values.repetition_penalty, defaults,
-                origin);
+    for_each_sampling_param([&](const auto& param) { take_number(object, param, defaults, origin); });
     auto do_sample = object.find("do_sample");
     if (do_sample != object.end() && do_sample->is_boolean() && !do_sample->get<bool>())
         defaults.values.temperature = 0.0;  // the authors ask for greedy decoding
-    if (defaults.values.top_k && *defaults.values.top_k < 0) defaults.values.top_k = 0;
     if (!defaults.values.empty()) defaults.origins.push_back(origin);
     return defaults;
 }
@@ -61,13 +57,11 @@ Result<ModelSamplingDefaults> parse_generation_config(const std::string& json_te
 ModelSamplingDefaults gguf_sampling_defaults(const GgufFile& file) {
     ModelSamplingDefaults defaults;
     nlohmann::json object = nlohmann::json::object();
-    const std::pair<const char*, const char*> keys[] = {{"general.sampling.temp", "temperature"},
-                                                        {"general.sampling.top_k", "top_k"},
-                                                        {"general.sampling.top_p", "top_p"},
-                                                        {"general.sampling.min_p", "min_p"},
-                                                        {"general.sampling.penalty_repeat", "repetition_penalty"}};
-    for (const auto& [gguf_key, name] : keys)
-        if (auto value = file.get_float(gguf_key)) object[name] = *value;
+    for_each_sampling_param([&](const auto& param) {
+        if (param.spec.gguf_key.empty()) return;
+        if (auto value = file.get_float(std::string(param.spec.gguf_key)))
+            object[std::string(param.spec.generation_config_key)] = *value;
+    });
     if (object.empty()) return defaults;
     auto parsed = parse_generation_config(object.dump(), file.path() + " (general.sampling.*)");
     return parsed ? parsed.value() : defaults;

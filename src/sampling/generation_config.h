@@ -20,10 +20,11 @@ struct ModelSamplingDefaults {
 };
 
 // Reads generation_config.json content. `do_sample: false` means greedy (temperature 0) whatever
-// temperature the file also states. Keys other than sampling parameters are ignored.
+// temperature the file also states. The keys are sampling_params.h's `generation_config_key`s; others are
+// ignored.
 Result<ModelSamplingDefaults> parse_generation_config(const std::string& json_text, const std::string& origin);
 
-// Reads general.sampling.{temp,top_k,top_p,min_p,penalty_repeat} from a GGUF file.
+// Reads the GGUF keys of sampling_params.h (general.sampling.temp, top_k, ...) from a GGUF file.
 ModelSamplingDefaults gguf_sampling_defaults(const GgufFile& file);
 
 // The model's defaults: `explicit_path` if given (an error if unreadable), else generation_config.json

@@ -61,6 +61,38 @@ void keep_min_p(std::vector<Candidate>& candidates, float min_p) {
 
 }  // namespace
 
+// Locally typical sampling (Meister et al. 2022, as llama.cpp's llama_sampler_typical with min_keep 1):
+// with p the candidates' weights normalised and H their entropy, takes the candidates in order of
+// |-log p - H| (then by token id) until their mass exceeds typical_p, and keeps those. In double, so
+// that the cut does not depend on the summation's rounding.
+void keep_typical(std::vector<Candidate>& candidates, float typical_p) {
+    if (typical_p >= 1.0f || candidates.empty()) return;
+    double total = 0.0;
+    for (const Candidate& c : candidates) total += c.value;
+    double entropy = 0.0;
+    for (const Candidate& c : candidates) {
+        const double p = c.value / total;
+        entropy -= p * std::log(p);
+    }
+    struct Scored {
+        double score;  // |-log p - H|
+        Candidate candidate;
+    };
+    thread_local std::vector<Scored> scored;
+    scored.clear();
+    for (const Candidate& c : candidates) scored.push_back({std::fabs(-std::log(c.value / total) - entropy), c});
+    std::sort(scored.begin(), scored.end(), [](const Scored& a, const Scored& b) {
+        return a.score != b.score ? a.score < b.score : a.candidate.token < b.candidate.token;
+    });
+    candidates.clear();
+    double mass = 0.0;
+    for (const Scored& s : scored) {
+        candidates.push_back(s.candidate);
+        mass += s.candidate.value / total;
+        if (mass > typical_p) break;
+    }
+}
+
 SamplerRng::SamplerRng(uint64_t seed, uint64_t stream) : increment_((stream << 1) | 1) {
     next_u32();
     state_ += seed;
@@ -167,11 +199,12 @@ int32_t sample_token(std::span<const float> logits, const SamplingParams& params
     if (is_greedy(params) || !std::isfinite(best_value)) return best;
 
     // Weights exp((logit - best) / T): the best has weight 1, so min_p compares with min_p itself and
-    // nothing is normalised. Only top_k and top_p need an order, and only over the head of the list.
+    // nothing is normalised. Only top_k, typical_p and top_p need an order (top_p only over the head of the
+    // list; typical_p sorts every candidate by its own measure, as llama.cpp does).
     exp_of_scaled_difference(weights.data(), best_value, 1.0f / params.temperature, weights.data(),
                              static_cast<int64_t>(weights.size()));
-    const bool truncates_by_rank =
-        (params.top_k > 0 && static_cast<size_t>(params.top_k) < weights.size()) || params.top_p < 1.0f;
+    const bool truncates_by_rank = (params.top_k > 0 && static_cast<size_t>(params.top_k) < weights.size()) ||
+                                   params.typical_p < 1.0f || params.top_p < 1.0f;
     if (!truncates_by_rank) {
         if (params.min_p > 0.0f)
             for (float& w : weights) w = w < params.min_p ? 0.0f : w;
@@ -186,6 +219,7 @@ int32_t sample_token(std::span<const float> logits, const SamplingParams& params
         std::partial_sort(candidates.begin(), candidates.begin() + params.top_k, candidates.end(), more_likely);
         candidates.resize(static_cast<size_t>(params.top_k));
     }
+    keep_typical(candidates, params.typical_p);
     if (params.top_p < 1.0f) {
         float all = 0.0f;
         for (const auto& c : candidates) all += c.value;

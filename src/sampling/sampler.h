@@ -1,7 +1,8 @@
 // Choosing the next token from logits. sample_token is a pure function of (logits, params, rng state):
 // the same three give the same token, so a request with a seed is reproducible whatever else the
 // server is doing. Order (issue 12): logit bias, the allowed-token mask (a grammar's), temperature,
-// truncation (top_k, top_p, min_p, counting allowed tokens only), then a draw. Repetition penalties (and
+// truncation (top_k, typical_p, top_p, min_p, counting allowed tokens only: llama.cpp's default chain order
+// for these four), then a draw. Repetition penalties (and
 // DRY) come before, in next_token.
 #pragma once
 
@@ -16,7 +17,10 @@ struct SamplingParams {
     float temperature = 1.0f;  // 0: greedy (argmax, lowest id on ties)
     int32_t top_k = 0;         // keep the k most likely tokens; 0: all
     float top_p = 1.0f;        // keep the smallest set of most likely tokens whose mass reaches top_p; 1: all
-    float min_p = 0.0f;        // drop tokens less likely than min_p times the most likely one; 0: none
+    // Locally typical sampling: keep the smallest set of tokens, taken by how close their information
+    // (-log p) is to the entropy, whose mass exceeds typical_p; at least one. 1: all.
+    float typical_p = 1.0f;
+    float min_p = 0.0f;  // drop tokens less likely than min_p times the most likely one; 0: none
     std::vector<std::pair<int32_t, float>> logit_bias;  // (token id, added to its logit); ids out of range ignored
 };
 
@@ -39,7 +43,7 @@ struct SamplerWorkspace {
         float value;  // a weight exp((logit - best) / T)
     };
     std::vector<float> weights;         // (vocab): logits, then their weights, by token id
-    std::vector<Candidate> candidates;  // the tokens with weight, when top_k / top_p need them in order
+    std::vector<Candidate> candidates;  // the tokens with weight, when top_k / typical_p / top_p need them
 };
 
 // One bit per token id (bit t of word t / 64): the tokens that may be drawn. Empty: every token.
@@ -49,6 +53,11 @@ using AllowedTokens = std::span<const uint64_t>;
 // advanced by exactly one draw unless the choice is greedy.
 int32_t sample_token(std::span<const float> logits, const SamplingParams& params, SamplerRng& rng,
                      SamplerWorkspace& workspace, AllowedTokens allowed = {});
+
+// The typical_p stage (see SamplingParams) over candidates holding weights, in any order: leaves those it
+// keeps, in the order it took them. A stage of sample_token, declared here so tests can hold it against a
+// reference.
+void keep_typical(std::vector<SamplerWorkspace::Candidate>& candidates, float typical_p);
 
 // The draw is an argmax and takes nothing from the rng.
 inline bool is_greedy(const SamplingParams& params) { return params.temperature <= 0.0f || params.top_k == 1; }

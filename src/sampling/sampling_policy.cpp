@@ -8,10 +8,9 @@ Result<SamplingPolicy> parse_sampling_policy(const nlohmann::json& object, const
     if (!object.is_object()) return Error{origin + ": the sampling policy must be a JSON object"};
     SamplingPolicy policy;
     for (const auto& [name, rule] : object.items()) {
-        bool known = false;
-        for (auto param : kSamplingParamNames) known = known || (param == name && name != "seed");
-        for (auto param : kDrySamplingParamNames) known = known || param == name;
-        if (!known) return Error{origin + ": the policy names an unknown sampling parameter '" + name + "'"};
+        const SamplingParamSpec* param = find_sampling_param(name);
+        if (param == nullptr || !param->policy)
+            return Error{origin + ": the policy names an unknown sampling parameter '" + name + "'"};
         if (!rule.is_object()) return Error{origin + ": the policy for '" + name + "' must be an object"};
         ParamBounds bounds;
         for (const auto& [key, value] : rule.items()) {

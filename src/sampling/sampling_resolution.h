@@ -36,29 +36,17 @@ struct ResolvedValue {
     ParamSource replaced_source = ParamSource::Default;
 };
 
-struct ResolvedSampling {
-    ResolvedValue<double> temperature;
-    ResolvedValue<double> top_p;
-    ResolvedValue<int64_t> top_k;
-    ResolvedValue<double> min_p;
-    ResolvedValue<double> repetition_penalty;
-    ResolvedValue<double> presence_penalty;
-    ResolvedValue<double> frequency_penalty;
-    ResolvedValue<int64_t> seed;  // a fresh random seed (source "default") when nobody set one
-    ResolvedValue<double> dry_multiplier;
-    ResolvedValue<double> dry_base;
-    ResolvedValue<int64_t> dry_allowed_length;
-    ResolvedValue<int64_t> dry_penalty_last_n;
-    ResolvedValue<std::vector<std::string>> dry_sequence_breakers;
-
+// Each field, with its meaning and range, is a row of sampling_params.h.
+struct ResolvedSampling : SamplingFields<ResolvedValue> {
     // {"temperature": {"value": 0.6, "source": "preferred"}, ...}, plus "replaced" for policy changes.
-    // The DRY values are there only when dry_reported().
+    // A group's values (DRY's) are there only when reported(group).
     nlohmann::json to_json() const;
-    // Whether any DRY value came from somewhere other than the defaults (DRY on always does): only then
-    // are they reported and counted, so that what requests without DRY get stays as it was.
-    bool dry_reported() const;
-    // Calls visit(name, source) once per parameter, in kSamplingParamNames order with the DRY ones
-    // (when reported) before the seed (for metrics).
+    // Whether a value of the group (a row's `reported_with`) came from somewhere other than the defaults
+    // (DRY on always does): only then are they reported and counted, so that what requests without the
+    // group get stays as it was. "" (the parameters every report lists): true.
+    bool reported(std::string_view group) const;
+    bool dry_reported() const { return reported("dry"); }
+    // Calls visit(name, source) once per reported parameter, in table order (for metrics).
     template <class Visit>
     void for_each_source(Visit&& visit) const;
     // The values as the sampler takes them (logit bias is per request and added by the caller).
@@ -85,21 +73,9 @@ nlohmann::json describe_sampling_defaults(const SamplingDefaultsConfig& config);
 
 template <class Visit>
 void ResolvedSampling::for_each_source(Visit&& visit) const {
-    visit("temperature", temperature.source);
-    visit("top_p", top_p.source);
-    visit("top_k", top_k.source);
-    visit("min_p", min_p.source);
-    visit("repetition_penalty", repetition_penalty.source);
-    visit("presence_penalty", presence_penalty.source);
-    visit("frequency_penalty", frequency_penalty.source);
-    if (dry_reported()) {
-        visit("dry_multiplier", dry_multiplier.source);
-        visit("dry_base", dry_base.source);
-        visit("dry_allowed_length", dry_allowed_length.source);
-        visit("dry_penalty_last_n", dry_penalty_last_n.source);
-        visit("dry_sequence_breakers", dry_sequence_breakers.source);
-    }
-    visit("seed", seed.source);
+    for_each_sampling_param([&](const auto& param) {
+        if (reported(param.spec.reported_with)) visit(param.spec.name, param.field(*this).source);
+    });
 }
 
 }  // namespace tempered

@@ -3,9 +3,8 @@
 // the B activation rows (prefill) and keeps R independent accumulators in flight (decode).
 #include <immintrin.h>
 
-#include <algorithm>
-
 #include "kernels/cpu/matmul_kernels.h"
+#include "kernels/cpu/matmul_q8_driver.h"
 #include "kernels/cpu/quant_blocks.h"
 
 namespace tempered {
@@ -110,11 +109,7 @@ struct Q6KFormat {
     }
 };
 
-struct Matrix {
-    const uint8_t* data;
-    size_t row_bytes;
-    int64_t rows;  // y's row stride
-};
+using q8_detail::Matrix;
 
 // y[b0 + b, r0 + r] for r < R, b < B.
 template <typename Format, int R, int B>
@@ -142,34 +137,22 @@ void tile(const Matrix& w_matrix, const QuantizedActivations& x, int64_t r0, int
         for (int b = 0; b < B; ++b) y[(b0 + b) * w_matrix.rows + r0 + r] = sum_lanes(acc[r][b]);
 }
 
-// Rows [begin, end) against activation rows [b0, b0 + B): tiles of R rows, then single rows.
-template <typename Format, int R, int B>
-void row_range(const Matrix& matrix, const QuantizedActivations& x, int64_t begin, int64_t end, int64_t b0, float* y) {
-    int64_t r = begin;
-    for (; r + R <= end; r += R) tile<Format, R, B>(matrix, x, r, b0, y);
-    for (; r < end; ++r) tile<Format, 1, B>(matrix, x, r, b0, y);
-}
+// The driver's tiles (matmul_q8_driver.h): R rows at a time, each weight block shared by B activation rows.
+template <typename Format>
+struct Tiles {
+    static constexpr int64_t kRowByRowBatch = 1;
+    template <int R, int B>
+    static void row_range(const Matrix& matrix, const QuantizedActivations& x, int64_t begin, int64_t end, int64_t b0,
+                          float* y) {
+        int64_t r = begin;
+        for (; r + R <= end; r += R) tile<Format, R, B>(matrix, x, r, b0, y);
+        for (; r < end; ++r) tile<Format, 1, B>(matrix, x, r, b0, y);
+    }
+};
 
-// Rows go in chunks small enough to stay in L2 while every batch tile passes over them, so that
-// outputs are written row by row rather than scattered over the whole batch (TLB misses on y).
 template <typename Format>
 void rows(const WeightMatrix& weights, const QuantizedActivations& x, float* y, int64_t begin, int64_t end) {
-    const Matrix matrix{static_cast<const uint8_t*>(weights.data),
-                        static_cast<size_t>(*dtype_row_bytes(weights.type, weights.cols)), weights.rows};
-    if (x.batch == 1) {
-        row_range<Format, 4, 1>(matrix, x, begin, end, 0, y);
-        return;
-    }
-    constexpr int kBatchTile = 4;
-    const int64_t chunk_rows =
-        std::max<int64_t>(8, (int64_t{256} << 10) / static_cast<int64_t>(matrix.row_bytes) / 8 * 8);
-    for (int64_t chunk = begin; chunk < end; chunk += chunk_rows) {
-        const int64_t chunk_end = std::min(end, chunk + chunk_rows);
-        int64_t b0 = 0;
-        for (; b0 + kBatchTile <= x.batch; b0 += kBatchTile)
-            row_range<Format, 2, kBatchTile>(matrix, x, chunk, chunk_end, b0, y);
-        for (; b0 < x.batch; ++b0) row_range<Format, 2, 1>(matrix, x, chunk, chunk_end, b0, y);
-    }
+    q8_detail::rows<Tiles<Format>>(weights, x, y, begin, end);
 }
 
 }  // namespace

@@ -3,7 +3,6 @@
 // one of matmul_kernels.h, so results equal the scalar and AVX2 kernels bit for bit.
 #include <immintrin.h>
 
-#include <algorithm>
 #include <cstring>
 
 // GCC 12's AVX-512 headers build some intrinsics on _mm512_undefined_*(), which -Wuninitialized then
@@ -12,6 +11,7 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
 #include "kernels/cpu/matmul_kernels.h"
+#include "kernels/cpu/matmul_q8_driver.h"
 #include "kernels/cpu/quant_blocks.h"
 
 namespace tempered {
@@ -153,11 +153,7 @@ struct Q8_0Pair {
     }
 };
 
-struct Matrix {
-    const uint8_t* data;
-    size_t row_bytes;
-    int64_t rows;  // y's row stride
-};
+using q8_detail::Matrix;
 
 // y[b0 + b, rows of pair p] for p < P, b < B. pair_rows[2p], pair_rows[2p + 1] are the two rows of
 // pair p (the same row twice for an odd tail; then only the first is stored).
@@ -199,42 +195,31 @@ void tile(const Matrix& matrix, const int64_t* pair_rows, bool store_second_of_l
     }
 }
 
-// Rows [begin, end) against activation rows [b0, b0 + B): tiles of P row pairs, then an odd tail.
-template <typename Format, int P, int B>
-void row_range(const Matrix& matrix, const QuantizedActivations& x, int64_t begin, int64_t end, int64_t b0, float* y) {
-    int64_t pair_rows[2 * P];
-    int64_t r = begin;
-    for (; r + 2 * P <= end; r += 2 * P) {
-        for (int i = 0; i < 2 * P; ++i) pair_rows[i] = r + i;
-        tile<Format, P, B>(matrix, pair_rows, true, x, b0, y);
+// The driver's tiles (matmul_q8_driver.h): P row pairs at a time, each weight block shared by B activation
+// rows, then an odd tail. Batches of one or two rows go one activation row at a time over all weight rows.
+template <typename Format>
+struct Tiles {
+    static constexpr int64_t kRowByRowBatch = 2;
+    template <int P, int B>
+    static void row_range(const Matrix& matrix, const QuantizedActivations& x, int64_t begin, int64_t end, int64_t b0,
+                          float* y) {
+        int64_t pair_rows[2 * P];
+        int64_t r = begin;
+        for (; r + 2 * P <= end; r += 2 * P) {
+            for (int i = 0; i < 2 * P; ++i) pair_rows[i] = r + i;
+            tile<Format, P, B>(matrix, pair_rows, true, x, b0, y);
+        }
+        for (; r < end; r += 2) {
+            pair_rows[0] = r;
+            pair_rows[1] = r + 1 < end ? r + 1 : r;
+            tile<Format, 1, B>(matrix, pair_rows, r + 1 < end, x, b0, y);
+        }
     }
-    for (; r < end; r += 2) {
-        pair_rows[0] = r;
-        pair_rows[1] = r + 1 < end ? r + 1 : r;
-        tile<Format, 1, B>(matrix, pair_rows, r + 1 < end, x, b0, y);
-    }
-}
+};
 
-// Rows go in chunks small enough to stay in L2 while every batch tile passes over them, so that
-// outputs are written row by row rather than scattered over the whole batch (TLB misses on y).
 template <typename Format>
 void rows(const WeightMatrix& weights, const QuantizedActivations& x, float* y, int64_t begin, int64_t end) {
-    const Matrix matrix{static_cast<const uint8_t*>(weights.data),
-                        static_cast<size_t>(*dtype_row_bytes(weights.type, weights.cols)), weights.rows};
-    if (x.batch <= 2) {
-        for (int64_t b = 0; b < x.batch; ++b) row_range<Format, 4, 1>(matrix, x, begin, end, b, y);
-        return;
-    }
-    constexpr int kBatchTile = 4;
-    const int64_t chunk_rows =
-        std::max<int64_t>(8, (int64_t{256} << 10) / static_cast<int64_t>(matrix.row_bytes) / 8 * 8);
-    for (int64_t chunk = begin; chunk < end; chunk += chunk_rows) {
-        const int64_t chunk_end = std::min(end, chunk + chunk_rows);
-        int64_t b0 = 0;
-        for (; b0 + kBatchTile <= x.batch; b0 += kBatchTile)
-            row_range<Format, 2, kBatchTile>(matrix, x, chunk, chunk_end, b0, y);
-        for (; b0 < x.batch; ++b0) row_range<Format, 2, 1>(matrix, x, chunk, chunk_end, b0, y);
-    }
+    q8_detail::rows<Tiles<Format>>(weights, x, y, begin, end);
 }
 
 }  // namespace
