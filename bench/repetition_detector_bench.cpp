@@ -1,4 +1,4 @@
-// Cost per token of RepetitionDetector::observe (src/sampling/repetition_detector.h), the check every
+// Cost per token of RepetitionDetector::observe (src/output/repetition_detector.h), the check every
 // sequence pays on every decode step. A measurement, never a test: it prints ns/token and asserts nothing.
 // Built by CMake as tempered_repetition_detector_bench; run `build/tempered_repetition_detector_bench`.
 //
@@ -11,7 +11,7 @@
 #include <random>
 #include <vector>
 
-#include "sampling/repetition_detector.h"
+#include "output/repetition_detector.h"
 
 using namespace tempered;
 

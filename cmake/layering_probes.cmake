@@ -34,6 +34,7 @@ tempered_layering_probe(toolcalls FORBIDDEN engine/engine.h ALLOWED grammar/gram
 tempered_layering_probe(reasoning FORBIDDEN tokenizer/tokenizer.h ALLOWED core/result.h)
 tempered_layering_probe(engine FORBIDDEN server/generation_path.h ALLOWED reasoning/reasoning_parser.h)
 tempered_layering_probe(disagg FORBIDDEN http/http_server.h ALLOWED engine/kv_transfer.h)
+tempered_layering_probe(output FORBIDDEN engine/engine.h ALLOWED reasoning/reasoning_parser.h)
 tempered_layering_probe(edge FORBIDDEN server/generation_path.h ALLOWED http/http_server.h)
 tempered_layering_probe(settings FORBIDDEN server/chat_service.h ALLOWED engine/degeneration_guard.h)
 

@@ -1,13 +1,13 @@
 // `repetition_detection` (chat and completions), vLLM's per-request loop detection:
 // {"max_pattern_size": 8, "min_pattern_size": 1, "min_count": 3}. Parsed and checked here; the detector
-// itself is src/sampling/repetition_detector.h, and what a detection does is the server's business.
+// itself is src/output/repetition_detector.h, and what a detection does is the server's business.
 #pragma once
 
 #include <optional>
 
 #include "api/errors.h"
 #include "api/json_fields.h"
-#include "sampling/repetition_detector.h"
+#include "output/repetition_detector.h"
 
 namespace tempered::api {
 

@@ -50,69 +50,50 @@ DegenerationGuard default_degeneration_guard() {
 
 SequenceGuard::Outcome SequenceGuard::observe(int32_t token, const Step& step) {
     Outcome outcome;
-    if (!detector_) {
+    if (!watch_) {
         if (!step.guard.active()) return outcome;
-        detector_.emplace(step.guard.detector);
+        watch_.emplace(step.guard.detector);
     }
-    const std::optional<RepetitionEvent> event = detector_->observe(token);
-    if (event && !report_) {
-        on_first_loop(*event, step, outcome);
-    } else if (event) {
-        on_loop_after_resample(*event, outcome);
-    } else if (loop_running_ && report_) {
-        follow_loop(report_->after_resample ? *report_->after_resample : report_->loop);
+    const LoopWatch::Seen seen = watch_->observe(token);
+    if (report_) {  // the loops as far as they went on
+        report_->loop = *watch_->first_loop();
+        report_->after_resample = watch_->loop_after_restart();
     }
+    if (seen == LoopWatch::Seen::FirstLoop) on_first_loop(step, outcome);
+    if (seen == LoopWatch::Seen::LoopAfterRestart) on_loop_after_resample(outcome);
     // The finishing delta carries the report again, with the repeats the loop reached.
     if (step.finishing && report_ && !outcome.send) outcome.send = report_;
     return outcome;
 }
 
 void SequenceGuard::watch_again() {
-    if (detector_) {
-        watched_before_ += detector_->tokens_observed();
-        detector_->reset();
-    }
+    if (watch_) watch_->watch_again();
     report_.reset();
-    loop_running_ = false;
 }
 
-void SequenceGuard::on_first_loop(const RepetitionEvent& event, const Step& step, Outcome& outcome) {
+void SequenceGuard::on_first_loop(const Step& step, Outcome& outcome) {
     DegenerationReport report;
-    report.loop = {watched_before_ + event.detected_at_token, event.period, event.repeats};
+    report.loop = *watch_->first_loop();
     report.phase = step.phase;
     report.action = step.guard.action;
-    loop_running_ = true;
     if (step.guard.action == DegenerationAction::Stop) outcome.stop_choice = !step.finishing;
     if (step.guard.action == DegenerationAction::Resample) {
         sampling_ = step.guard.fallback.applied_to(step.request_sampling);
         dry_ = step.guard.fallback.dry;
         report.resampled = SamplingSwitch{step.request_sampling, step.request_dry, *sampling_, *dry_};
         // The new sampling gets a fresh look; the tokens drawn under the old one are not held against it.
-        detector_->reset();
-        loop_running_ = false;
+        watch_->restart();
     }
     report_ = report;
     outcome.detected = NewLoop{report.action, report.phase, report.loop.period};
     outcome.send = report_;
 }
 
-void SequenceGuard::on_loop_after_resample(const RepetitionEvent& event, Outcome& outcome) {
-    // Only a resample resets the detector, so a second event always follows one; it is only flagged, and
-    // its index counts from the output's start like the first's.
-    const int64_t reset_at = report_->loop.detected_at_token + 1;
-    report_->after_resample = LoopSighting{reset_at + event.detected_at_token, event.period, event.repeats};
-    loop_running_ = true;
-    outcome.detected = NewLoop{DegenerationAction::Flag, report_->phase, event.period};
+// A later loop in the resampled output: only flagged.
+void SequenceGuard::on_loop_after_resample(Outcome& outcome) {
+    report_->after_resample = watch_->loop_after_restart();
+    outcome.detected = NewLoop{DegenerationAction::Flag, report_->phase, report_->after_resample->period};
     outcome.send = report_;
-}
-
-void SequenceGuard::follow_loop(LoopSighting& loop) {
-    const int32_t repeats = detector_->current_repeats(loop.period);
-    if (repeats < loop.repeats) {
-        loop_running_ = false;  // broken: a later run of the same period is another matter
-        return;
-    }
-    loop.repeats = repeats;
 }
 
 namespace {

@@ -1,6 +1,5 @@
-// The degeneration guard: every choice's output watched for loops as it is generated (one
-// RepetitionDetector per sequence, fed each generated token, never the prompt), and what happens when one
-// is seen. The actions:
+// The degeneration guard: every choice's output watched for loops as it is generated (one LoopWatch from
+// src/output per sequence, fed each generated token, never the prompt), and what happens when one is seen. The actions:
 //   - flag: nothing changes; the choice reports the loop (and how long it went on) and the metrics count it;
 //   - stop: the choice ends there with FinishReason::Repetition, as vLLM's repetition_detection does;
 //   - resample: the rest of that choice is drawn with the guard's fallback sampling (DRY on), and the
@@ -16,8 +15,9 @@
 #include <string_view>
 #include <vector>
 
+#include "output/loop_watch.h"
+#include "output/repetition_detector.h"
 #include "sampling/dry.h"
-#include "sampling/repetition_detector.h"
 #include "sampling/sampler.h"
 
 namespace tempered {
@@ -79,13 +79,6 @@ struct DegenerationGuard {
 // guard_test.cpp holds ordinary answers to that).
 DegenerationGuard default_degeneration_guard();
 
-// One loop seen in a choice's output.
-struct LoopSighting {
-    int64_t detected_at_token = 0;  // index in the choice's output (0: its first generated token)
-    int32_t period = 0;             // the repeated block's length in tokens
-    int32_t repeats = 0;            // whole copies in a row: at detection, then as far as the loop went on
-};
-
 // What resample changed: the values before (the request's) and after.
 struct SamplingSwitch {
     SamplingParams replaced_sampling;
@@ -104,8 +97,9 @@ struct DegenerationReport {
     std::optional<LoopSighting> after_resample;  // a later loop in the resampled output (only flagged)
 };
 
-// One sequence's guard: its detector (started with the request's guard at the first generated token),
-// the report so far and, after a resample, the sampling it draws with instead of the request's.
+// One sequence's guard: its loop watch (output/loop_watch.h, started with the request's guard at the first
+// generated token), the report so far and, after a resample, the sampling it draws with instead of the
+// request's.
 class SequenceGuard {
 public:
     // The sampling (and DRY) to draw the next token with: the request's, or the fallback after a resample.
@@ -138,15 +132,11 @@ public:
     void watch_again();
 
 private:
-    void on_first_loop(const RepetitionEvent& event, const Step& step, Outcome& outcome);
-    void on_loop_after_resample(const RepetitionEvent& event, Outcome& outcome);
-    void follow_loop(LoopSighting& loop);
+    void on_first_loop(const Step& step, Outcome& outcome);
+    void on_loop_after_resample(Outcome& outcome);
 
-    std::optional<RepetitionDetector> detector_;
-    std::optional<DegenerationReport> report_;
-    bool loop_running_ = false;  // the loop last seen is still going on, so its repeats still grow
-    // Output tokens observed before watch_again(), so that indices count from the output's start.
-    int64_t watched_before_ = 0;
+    std::optional<LoopWatch> watch_;
+    std::optional<DegenerationReport> report_;  // its loops are the watch's, copied after each token
     std::optional<SamplingParams> sampling_;
     std::optional<DryParams> dry_;
 };

@@ -127,9 +127,8 @@ void Engine::take_new_requests() {
     for (auto& request : arrived) {
         request->sequences.push_back(std::make_unique<Sequence>(
             sequence_ids_.next(), 0, request->options.prompt, static_cast<int64_t>(request->options.prompt.size()),
-            request->options.seed, tokenizer_, request->options.stop, request->options.constraint));
-        if (request->options.reasoning.enabled())
-            request->sequences.back()->reasoning.emplace(request->options.reasoning);
+            request->options.seed, tokenizer_, request->options.stop, request->options.constraint,
+            request->options.reasoning));
         if (request->options.kv_import) {  // decode side: the KV comes from the prefill server
             importing_.push_back(std::move(request));
         } else {

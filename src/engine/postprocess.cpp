@@ -11,27 +11,11 @@ double seconds_between(EngineClock::time_point from, EngineClock::time_point to)
     return std::chrono::duration<double>(to - from).count();
 }
 
-// A token's text, split by the reasoning phase when there is one: reasoning goes to the delta's
-// reasoning_text (stop strings do not apply there, so a stop string the model thinks about cannot cut the
-// answer off before it starts); the content is returned, for the stop matcher.
-std::string reasoning_split(Sequence& sequence, int32_t token, bool forced, const std::string& text,
-                            ChoiceDelta& delta) {
-    if (!sequence.reasoning) return text;
-    ReasoningText split = sequence.reasoning->on_token(token, forced, text);
-    delta.reasoning_text += split.reasoning;
-    return std::move(split.content);
-}
-
-// The output has ended: what the detokenizer and the stop matcher held back, on its side.
+// The output has ended: what the detokenizer and the output processor held back, on its side.
 void flush_held_text(Sequence& sequence, ChoiceDelta& delta) {
-    std::string tail = sequence.detokenizer.flush();
-    if (sequence.reasoning) {
-        ReasoningText split = sequence.reasoning->finish(tail);
-        delta.reasoning_text += split.reasoning;
-        tail = std::move(split.content);
-    }
-    delta.text += sequence.stop_matcher.push(tail).text;
-    delta.text += sequence.stop_matcher.flush();
+    OutputDelta out = sequence.output.finish(sequence.detokenizer.flush());
+    delta.reasoning_text += out.reasoning;
+    delta.text += out.content;
 }
 
 void cancel_kv_transfer(Request& request) {
@@ -111,8 +95,7 @@ void Postprocessor::fork_choices(Request& request) {
     for (int choice = 1; choice < request.options.n; ++choice) {
         auto child = std::make_unique<Sequence>(sequence_ids_.next(), choice, first.tokens, first.prompt_length,
                                                 request.options.seed, tokenizer_, request.options.stop,
-                                                request.options.constraint);
-        if (request.options.reasoning.enabled()) child->reasoning.emplace(request.options.reasoning);
+                                                request.options.constraint, request.options.reasoning);
         // Shares the prompt's full blocks; without room it recomputes later instead.
         child->computed = kv_.fork(first.id, child->id, first.computed) ? first.computed : 0;
         request.sequences.push_back(std::move(child));
@@ -196,9 +179,12 @@ void Postprocessor::append_text(const Request& request, Sequence& sequence, int3
     if (end_of_generation && !options.ignore_eos) {
         sequence.finish_reason = FinishReason::Stop;
     } else {
+        // Reasoning goes to the delta's reasoning_text (stop strings do not apply there, so a stop string the
+        // model thinks about cannot cut the answer off before it starts); the content, stop strings matched.
         const std::string text = sequence.detokenizer.push(token);
-        const auto out = sequence.stop_matcher.push(reasoning_split(sequence, token, forced, text, delta));
-        delta.text += out.text;
+        OutputDelta out = sequence.output.push({text, token, forced});
+        delta.reasoning_text += out.reasoning;
+        delta.text += out.content;
         if (out.stopped) sequence.finish_reason = FinishReason::Stop;
     }
     // The grammar's sentence is complete and nothing may follow: the answer is whole.

@@ -1,8 +1,9 @@
 // After the forward pass: what each scheduled chunk's logits become. A chunk that completes a prompt or
 // a decode step yields one token per choice (an n > 1 request forks its choices there and each draws
 // its first token from the shared prefill's logits); the token becomes text through the detokenizer
-// and the stop matcher; the request's reader gets an event; finished requests are reported to the
-// observer and get their last event. Also the one place a request ends, whatever ends it.
+// and the choice's output processor (reasoning split, stop strings: src/output); the request's reader
+// gets an event; finished requests are reported to the observer and get their last event. Also the one
+// place a request ends, whatever ends it.
 #pragma once
 
 #include <cstdint>

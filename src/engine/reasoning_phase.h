@@ -1,8 +1,9 @@
 // Where one choice is in its reasoning (<think>…</think>), and the budget that guarantees it an answer.
 //
-// The engine owns the phase because the budget needs it: the split of text into reasoning and content
-// (reasoning::ReasoningSplitter, on token ids) decides what the stop matcher and the grammar see, and the
-// forced end is a token the sampler must not draw.
+// The engine keeps a handle on the phase because the budget needs it: the forced end is a token the sampler
+// must not draw. The choice's output processor (output/output_processor.h) runs it as its reasoning stage:
+// the split of text into reasoning and content (reasoning::ReasoningSplitter, on token ids) decides what
+// the stop matcher and the grammar see.
 //
 // The forced end. The server tokenizes "\n</think>\n\n" (</think> one token); instead of drawing, the
 // engine appends those tokens one per step when
@@ -31,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "output/reasoning_split.h"
 #include "reasoning/reasoning_parser.h"
 
 namespace tempered {
@@ -57,18 +59,14 @@ struct ReasoningReport {
     int64_t reasoning_tokens = 0;         // for usage: every token inside reasoning, markers included
 };
 
-// Text that arrived with a token, split by side.
-struct ReasoningText {
-    std::string reasoning;
-    std::string content;
-};
-
-class ReasoningPhase {
+// The output processor's reasoning stage for our engine's tokens (output/reasoning_split.h): the choice's
+// output processor owns it and the engine keeps a handle, for the budget.
+class ReasoningPhase final : public ReasoningSplit {
 public:
     explicit ReasoningPhase(ReasoningOptions options);
 
     // Inside reasoning now (the forced end's </think> not yet appended).
-    bool in_reasoning() const { return splitter_.in_reasoning(); }
+    bool in_reasoning() const override { return splitter_.in_reasoning(); }
     // Ends reasoning by force from the next token on (no-op outside reasoning or once forcing).
     void force_end(ForcedEnd reason);
 
@@ -82,8 +80,12 @@ public:
 
     // A token was appended (`forced`: from forced_token()); `text` is what the detokenizer gave for it.
     ReasoningText on_token(int32_t token, bool forced, std::string_view text);
+    // The same for the output processor; the engine's pieces always carry their token.
+    ReasoningText on_piece(const OutputPiece& piece) override {
+        return on_token(piece.token.value_or(-1), piece.forced, piece.text);
+    }
     // The output ended; `tail` is what the detokenizer still held.
-    ReasoningText finish(std::string_view tail);
+    ReasoningText finish(std::string_view tail) override;
 
     ReasoningReport report() const;
 

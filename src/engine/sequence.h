@@ -12,9 +12,9 @@
 #include "engine/degeneration_guard.h"
 #include "engine/generation.h"
 #include "engine/reasoning_phase.h"
-#include "engine/stop_matcher.h"
 #include "grammar/constraint.h"
 #include "kv/staged_kv.h"
+#include "output/output_processor.h"
 #include "sampling/sampler.h"
 #include "tokenizer/streaming_detokenizer.h"
 
@@ -32,14 +32,16 @@ struct Sequence {
     int64_t computed = 0;  // tokens[0, computed) have keys and values in the cache
     SamplerRng rng;
     StreamingDetokenizer detokenizer;
-    StopMatcher stop_matcher;
+    // The text side of the choice: the detokenizer's text in, reasoning split and stop strings, text out.
+    OutputProcessor output;
     // Where the choice is in its request's grammar; it advances only with a token appended to `tokens`,
     // so recomputing after a preemption neither loses nor repeats a step.
     std::optional<grammar::ConstraintState> constraint;
     SequenceGuard guard;  // watches the output for loops (degeneration_guard.h)
-    // Inside <think>…</think> or not, and the budget's forced end; empty without reasoning handling.
+    // Inside <think>…</think> or not, and the budget's forced end; null without reasoning handling. Owned
+    // by `output`, whose reasoning stage it is; the engine keeps this handle for the budget's forced end.
     // The degeneration guard asks in_reasoning() and calls force_reasoning_end(ForcedEnd::Loop).
-    std::optional<ReasoningPhase> reasoning;
+    ReasoningPhase* reasoning = nullptr;
     bool finished = false;
     std::optional<FinishReason> finish_reason;
     EngineClock::time_point last_token_time;
@@ -47,15 +49,22 @@ struct Sequence {
     // Choice i of a request draws from a generator seeded with (seed, i), so a seeded request repeats.
     Sequence(int32_t sequence_id, int choice_index, std::vector<int32_t> all_tokens, int64_t prompt_tokens,
              uint64_t seed, const Tokenizer& tokenizer, std::vector<std::string> stop,
-             std::shared_ptr<const grammar::Constraint> request_constraint = nullptr)
+             std::shared_ptr<const grammar::Constraint> request_constraint = nullptr,
+             const ReasoningOptions& reasoning_options = {})
         : id(sequence_id),
           choice(choice_index),
           tokens(std::move(all_tokens)),
           prompt_length(prompt_tokens),
           rng(seed, static_cast<uint64_t>(choice_index) * 2 + 1),
-          detokenizer(tokenizer, /*skip_special=*/true),
-          stop_matcher(std::move(stop)) {
+          detokenizer(tokenizer, /*skip_special=*/true) {
         if (request_constraint) constraint.emplace(std::move(request_constraint));
+        OutputOptions output_options{std::move(stop), nullptr, {}};
+        if (reasoning_options.enabled()) {
+            auto phase = std::make_unique<ReasoningPhase>(reasoning_options);
+            reasoning = phase.get();
+            output_options.reasoning = std::move(phase);
+        }
+        output = OutputProcessor(std::move(output_options));
     }
 
     int64_t generated() const { return static_cast<int64_t>(tokens.size()) - prompt_length; }

@@ -6,7 +6,7 @@
 #include <random>
 #include <vector>
 
-#include "sampling/repetition_detector.h"
+#include "output/repetition_detector.h"
 
 namespace tempered {
 namespace {

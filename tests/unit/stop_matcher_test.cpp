@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "engine/stop_matcher.h"
+#include "output/stop_matcher.h"
 
 namespace tempered {
 namespace {

@@ -1,4 +1,4 @@
-#include "sampling/repetition_detector.h"
+#include "output/repetition_detector.h"
 
 #include <algorithm>
 #include <limits>

@@ -1,4 +1,4 @@
-#include "engine/stop_matcher.h"
+#include "output/stop_matcher.h"
 
 #include <algorithm>
 #include <utility>

@@ -1,0 +1,44 @@
+#include "output/output_processor.h"
+
+#include <utility>
+
+namespace tempered {
+
+OutputProcessor::OutputProcessor(OutputOptions options)
+    : reasoning_(std::move(options.reasoning)), stop_matcher_(std::move(options.stop)) {
+    if (options.loop_detection.enabled()) loop_watch_.emplace(options.loop_detection);
+}
+
+OutputDelta OutputProcessor::push(const OutputPiece& piece) {
+    ReasoningText text = split(piece);
+    OutputDelta out;
+    out.reasoning = std::move(text.reasoning);
+    StopMatcher::Output content = stop_matcher_.push(text.content);
+    out.content = std::move(content.text);
+    out.stopped = content.stopped;
+    watch_for_loops(piece, out);
+    return out;
+}
+
+OutputDelta OutputProcessor::finish(std::string_view tail) {
+    ReasoningText text = reasoning_ ? reasoning_->finish(tail) : ReasoningText{{}, std::string(tail)};
+    OutputDelta out;
+    out.reasoning = std::move(text.reasoning);
+    out.content = stop_matcher_.push(text.content).text;
+    out.content += stop_matcher_.flush();
+    return out;
+}
+
+// Without reasoning handling every piece is content.
+ReasoningText OutputProcessor::split(const OutputPiece& piece) {
+    if (!reasoning_) return {{}, std::string(piece.text)};
+    return reasoning_->on_piece(piece);
+}
+
+void OutputProcessor::watch_for_loops(const OutputPiece& piece, OutputDelta& out) {
+    if (!loop_watch_ || !piece.token) return;
+    if (loop_watch_->observe(*piece.token) == LoopWatch::Seen::FirstLoop)
+        out.loop = LoopSeen{*loop_watch_->first_loop(), in_reasoning()};
+}
+
+}  // namespace tempered
