@@ -11,7 +11,7 @@ constexpr std::string_view kAllowedHeaders = "Authorization, Content-Type, X-Req
 // A requested header list is echoed only when it is plainly a list of header names, and not huge.
 constexpr size_t kMaxRequestedHeadersBytes = 1024;
 
-std::string_view trim(std::string_view text) {
+std::string_view trim_spaces(std::string_view text) {
     while (!text.empty() && text.front() == ' ') text.remove_prefix(1);
     while (!text.empty() && text.back() == ' ') text.remove_suffix(1);
     return text;
@@ -44,7 +44,7 @@ Result<CorsPolicy> CorsPolicy::parse(std::string_view allowed_origins) {
     CorsPolicy policy;
     while (!allowed_origins.empty()) {
         const size_t comma = std::min(allowed_origins.find(','), allowed_origins.size());
-        const std::string_view origin = trim(allowed_origins.substr(0, comma));
+        const std::string_view origin = trim_spaces(allowed_origins.substr(0, comma));
         allowed_origins.remove_prefix(std::min(comma + 1, allowed_origins.size()));
         if (origin == "*") {
             policy.any_origin_ = true;
@@ -87,7 +87,8 @@ http::HttpResponse CorsPolicy::preflight(const http::HttpRequest& request,
     response.headers.emplace("Access-Control-Allow-Methods", join(allow));
     std::string headers(kAllowedHeaders);
     const std::string requested = request.header("Access-Control-Request-Headers");
-    if (!trim(requested).empty() && plain_header_list(requested)) headers += ", " + std::string(trim(requested));
+    if (!trim_spaces(requested).empty() && plain_header_list(requested))
+        headers += ", " + std::string(trim_spaces(requested));
     response.headers.emplace("Access-Control-Allow-Headers", headers);
     response.headers.emplace("Access-Control-Max-Age", std::to_string(kMaxAgeSeconds));
     return response;
