@@ -103,7 +103,10 @@ std::string known_names() {
 Result<SamplingValues> parse_sampling_values(const nlohmann::json& object, std::string_view origin) {
     if (!object.is_object()) return Error{std::string(origin) + ": expected a JSON object of sampling parameters"};
     SamplingValues values;
-    for (const auto& [key, value] : object.items()) {
+    for (const auto& item : object.items()) {
+        // Not a structured binding: clang 14 (the fuzz build) cannot capture one in the lambda below.
+        const std::string& key = item.key();
+        const nlohmann::json& value = item.value();
         bool known = false;
         Status status = Ok{};
         for_each_sampling_param([&](const auto& param) {
