@@ -2,6 +2,7 @@
 // and the HTTP server, and on SIGTERM/SIGINT drains: stop accepting, let in-flight requests finish
 // (up to --drain-timeout), exit 0.
 #include <signal.h>
+#include <algorithm>
 
 #include <chrono>
 #include <cstdio>
@@ -174,6 +175,18 @@ Status apply_reasoning_flags(const ServeOptions& options, ServiceSettings& setti
     return Ok{};
 }
 
+// The registry's family names in alphabetical order, the last one joined by `last` ("a, b or c"), so the
+// flag's help and error texts name every family without a list of their own.
+std::string tool_call_family_names(std::string_view last = " or ") {
+    std::vector<std::string_view> names;
+    for (const auto* family : toolcalls::tool_call_families()) names.push_back(family->name);
+    std::sort(names.begin(), names.end());
+    std::string text;
+    for (size_t i = 0; i < names.size(); ++i)
+        text += std::string(i == 0 ? "" : i + 1 == names.size() ? last : ", ") + std::string(names[i]);
+    return text;
+}
+
 // The two tool-call settings (flag, else config file, else default) checked and put into the services'
 // settings; an error names the flag.
 Status apply_tool_call_flags(const ServeOptions& options, const SamplingSettings& config, ServiceSettings& settings) {
@@ -183,7 +196,7 @@ Status apply_tool_call_flags(const ServeOptions& options, const SamplingSettings
     const std::string parser = pick(options.tool_call_parser, config.tool_call_parser, "auto");
     const std::string validation_name = pick(options.tool_call_validation, config.tool_call_validation, "constrain");
     if (parser != "auto" && parser != "none" && !toolcalls::family_from_name(parser))
-        return Error{"--tool-call-parser must be auto, none, hermes, llama3_json or mistral (got '" + parser + "')"};
+        return Error{"--tool-call-parser must be auto, none, " + tool_call_family_names() + " (got '" + parser + "')"};
     auto validation = tool_call_validation_from_name(validation_name);
     if (!validation)
         return Error{"--tool-call-validation must be off, flag or constrain (got '" + validation_name + "')"};
@@ -442,8 +455,8 @@ void add_serve_command(CLI::App& app, int& exit_code) {
     command->add_flag("--no-webui", options->no_webui, "serve no web playground at /");
     command->add_option("--log-format", options->log_format, "text or json")->capture_default_str();
     command->add_option("--tool-call-parser", options->tool_call_parser,
-                        "how tool calls are read from chat answers: auto (from the chat template; default), "
-                        "hermes, llama3_json, mistral or none");
+                        "how tool calls are read from chat answers: auto (from the chat template; default), " +
+                            tool_call_family_names(", ") + " or none");
     command->add_option("--tool-call-validation", options->tool_call_validation,
                         "off: return calls as parsed; flag: report undeclared or invalid calls instead of "
                         "returning them; constrain (default): also constrain generation (for now as flag)");
