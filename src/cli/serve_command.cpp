@@ -38,7 +38,7 @@
 #include "server/webui_routes.h"
 #include "settings/degeneration_settings.h"
 #include "settings/sampling_settings.h"
-#include "toolcalls/tool_call_parser.h"
+#include "settings/tool_call_settings.h"
 
 namespace tempered {
 namespace {
@@ -177,31 +177,13 @@ Status apply_reasoning_flags(const ServeOptions& options, ServiceSettings& setti
 
 // The registry's family names in alphabetical order, the last one joined by `last` ("a, b or c"), so the
 // flag's help and error texts name every family without a list of their own.
-std::string tool_call_family_names(std::string_view last = " or ") {
-    std::vector<std::string_view> names;
-    for (const auto* family : toolcalls::tool_call_families()) names.push_back(family->name);
-    std::sort(names.begin(), names.end());
-    std::string text;
-    for (size_t i = 0; i < names.size(); ++i)
-        text += std::string(i == 0 ? "" : i + 1 == names.size() ? last : ", ") + std::string(names[i]);
-    return text;
-}
-
 // The two tool-call settings (flag, else config file, else default) checked and put into the services'
 // settings; an error names the flag.
 Status apply_tool_call_flags(const ServeOptions& options, const SamplingSettings& config, ServiceSettings& settings) {
-    auto pick = [](const std::string& flag, const std::string& file, const char* fallback) {
-        return !flag.empty() ? flag : !file.empty() ? file : std::string(fallback);
-    };
-    const std::string parser = pick(options.tool_call_parser, config.tool_call_parser, "auto");
-    const std::string validation_name = pick(options.tool_call_validation, config.tool_call_validation, "constrain");
-    if (parser != "auto" && parser != "none" && !toolcalls::family_from_name(parser))
-        return Error{"--tool-call-parser must be auto, none, " + tool_call_family_names() + " (got '" + parser + "')"};
-    auto validation = tool_call_validation_from_name(validation_name);
-    if (!validation)
-        return Error{"--tool-call-validation must be off, flag or constrain (got '" + validation_name + "')"};
-    settings.tool_call_parser = parser;
-    settings.tool_call_validation = *validation;
+    auto chosen = tool_call_settings(options.tool_call_parser, options.tool_call_validation, config.tool_call_parser,
+                                     config.tool_call_validation);
+    if (!chosen) return chosen.error();
+    settings.tool_calls = std::move(chosen).value();
     return Ok{};
 }
 

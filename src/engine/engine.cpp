@@ -125,10 +125,9 @@ void Engine::take_new_requests() {
         arrived.swap(incoming_);
     }
     for (auto& request : arrived) {
-        request->sequences.push_back(std::make_unique<Sequence>(
-            sequence_ids_.next(), 0, request->options.prompt, static_cast<int64_t>(request->options.prompt.size()),
-            request->options.seed, tokenizer_, request->options.stop, request->options.constraint,
-            request->options.reasoning));
+        request->sequences.push_back(std::make_unique<Sequence>(sequence_ids_.next(), 0, request->options.prompt,
+                                                                static_cast<int64_t>(request->options.prompt.size()),
+                                                                request->options, tokenizer_));
         if (request->options.kv_import) {  // decode side: the KV comes from the prefill server
             importing_.push_back(std::move(request));
         } else {

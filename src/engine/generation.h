@@ -17,6 +17,8 @@
 #include "sampling/logprobs.h"
 #include "sampling/penalties.h"
 #include "sampling/sampler.h"
+#include "toolcalls/tool_call_family.h"
+#include "toolcalls/tool_call_parser.h"
 
 namespace tempered::grammar {
 class Constraint;
@@ -44,6 +46,9 @@ struct GenerationOptions {
     DegenerationGuard guard;  // loop detection and what a loop does; off unless the server sets it
     // <think>…</think> handling: the split, the budget and its forced end (engine/reasoning_phase.h).
     ReasoningOptions reasoning;
+    // The family whose tool calls each choice's content is read for (output/output_processor.h); nullopt:
+    // the content is all content.
+    std::optional<toolcalls::ToolCallFamily> tool_calls;
     // Prefill/decode disaggregation (kv_transfer.h), set by a server in one of those roles: the prompt's
     // KV comes from a prefill server (decode side), or goes to the decode server that claims it (prefill
     // side). At most one of them; both empty when one server does everything.
@@ -57,7 +62,11 @@ const char* finish_reason_name(FinishReason reason);
 
 struct ChoiceDelta {
     int index = 0;
-    std::string text;                    // new text (never part of a stop string)
+    std::string text;                    // new content (never part of a stop string, nor of a tool call)
+    // With a tool-call family: the calls whose whole block arrived since the last delta, as the model wrote
+    // them (which the client gets is the API's to decide), and blocks that did not parse (back in `text`).
+    std::vector<toolcalls::ParsedToolCall> calls;
+    int unparsed_calls = 0;
     std::vector<TokenLogprob> logprobs;  // of the tokens generated since the last delta (if asked)
     std::vector<int32_t> tokens;         // those tokens
     std::optional<FinishReason> finish;

@@ -11,11 +11,18 @@ double seconds_between(EngineClock::time_point from, EngineClock::time_point to)
     return std::chrono::duration<double>(to - from).count();
 }
 
+// What the output processor let out, added to the choice's delta.
+void take_output(OutputDelta out, ChoiceDelta& delta) {
+    delta.reasoning_text += out.reasoning;
+    delta.text += out.content;
+    for (toolcalls::ParsedToolCall& call : out.calls) delta.calls.push_back(std::move(call));
+    delta.unparsed_calls += out.unparsed_calls;
+}
+
 // The output has ended: what the detokenizer and the output processor held back, on its side.
 void flush_held_text(Sequence& sequence, ChoiceDelta& delta) {
     OutputDelta out = sequence.output.finish(sequence.detokenizer.flush());
-    delta.reasoning_text += out.reasoning;
-    delta.text += out.content;
+    take_output(std::move(out), delta);
 }
 
 void cancel_kv_transfer(Request& request) {
@@ -94,8 +101,7 @@ void Postprocessor::fork_choices(Request& request) {
     Sequence& first = *request.sequences.front();
     for (int choice = 1; choice < request.options.n; ++choice) {
         auto child = std::make_unique<Sequence>(sequence_ids_.next(), choice, first.tokens, first.prompt_length,
-                                                request.options.seed, tokenizer_, request.options.stop,
-                                                request.options.constraint, request.options.reasoning);
+                                                request.options, tokenizer_);
         // Shares the prompt's full blocks; without room it recomputes later instead.
         child->computed = kv_.fork(first.id, child->id, first.computed) ? first.computed : 0;
         request.sequences.push_back(std::move(child));
@@ -183,9 +189,8 @@ void Postprocessor::append_text(const Request& request, Sequence& sequence, int3
         // model thinks about cannot cut the answer off before it starts); the content, stop strings matched.
         const std::string text = sequence.detokenizer.push(token);
         OutputDelta out = sequence.output.push({text, token, forced});
-        delta.reasoning_text += out.reasoning;
-        delta.text += out.content;
         if (out.stopped) sequence.finish_reason = FinishReason::Stop;
+        take_output(std::move(out), delta);
     }
     // The grammar's sentence is complete and nothing may follow: the answer is whole.
     const bool grammar_complete = sequence.constraint && sequence.constraint->must_end();

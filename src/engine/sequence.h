@@ -32,7 +32,8 @@ struct Sequence {
     int64_t computed = 0;  // tokens[0, computed) have keys and values in the cache
     SamplerRng rng;
     StreamingDetokenizer detokenizer;
-    // The text side of the choice: the detokenizer's text in, reasoning split and stop strings, text out.
+    // The text side of the choice: the detokenizer's text in; reasoning split, stop strings and tool calls;
+    // text and calls out.
     OutputProcessor output;
     // Where the choice is in its request's grammar; it advances only with a token appended to `tokens`,
     // so recomputing after a preemption neither loses nor repeats a step.
@@ -46,21 +47,20 @@ struct Sequence {
     std::optional<FinishReason> finish_reason;
     EngineClock::time_point last_token_time;
 
-    // Choice i of a request draws from a generator seeded with (seed, i), so a seeded request repeats.
+    // Choice i of a request draws from a generator seeded with (options.seed, i), so a seeded request repeats.
+    // Its stop strings, grammar, reasoning handling and tool-call family are the request's.
     Sequence(int32_t sequence_id, int choice_index, std::vector<int32_t> all_tokens, int64_t prompt_tokens,
-             uint64_t seed, const Tokenizer& tokenizer, std::vector<std::string> stop,
-             std::shared_ptr<const grammar::Constraint> request_constraint = nullptr,
-             const ReasoningOptions& reasoning_options = {})
+             const GenerationOptions& options, const Tokenizer& tokenizer)
         : id(sequence_id),
           choice(choice_index),
           tokens(std::move(all_tokens)),
           prompt_length(prompt_tokens),
-          rng(seed, static_cast<uint64_t>(choice_index) * 2 + 1),
+          rng(options.seed, static_cast<uint64_t>(choice_index) * 2 + 1),
           detokenizer(tokenizer, /*skip_special=*/true) {
-        if (request_constraint) constraint.emplace(std::move(request_constraint));
-        OutputOptions output_options{std::move(stop), nullptr, {}};
-        if (reasoning_options.enabled()) {
-            auto phase = std::make_unique<ReasoningPhase>(reasoning_options);
+        if (options.constraint) constraint.emplace(options.constraint);
+        OutputOptions output_options{options.stop, nullptr, {}, options.tool_calls};
+        if (options.reasoning.enabled()) {
+            auto phase = std::make_unique<ReasoningPhase>(options.reasoning);
             reasoning = phase.get();
             output_options.reasoning = std::move(phase);
         }

@@ -1,5 +1,6 @@
 // One choice's output on its text side: pieces of text in (with their token ids when the source has them),
-// then the reasoning split, stop strings on the content, loop detection, and what the client may see out.
+// then the reasoning split, stop strings on the content, tool calls, loop detection, and what the client
+// may see out.
 // It knows no model, scheduler or KV cache: our engine feeds it the detokenizer's text of each token, and a
 // stream from another engine can be fed the same way, so both get the same split, stops and loop checks.
 //
@@ -10,9 +11,13 @@
 // The stages, in order, each over what the one before let through:
 //   1. reasoning split (ReasoningSplit, optional): reasoning text apart from content;
 //   2. stop strings (StopMatcher), on content only: a stop string the model thinks about ends nothing;
-//   3. loop detection (LoopWatch, optional) on the pieces' token ids: the detector counts tokens, so pieces
+//   3. tool calls (optional, the request's tool-call family): the content read by that family's parser
+//      (toolcalls/tool_call_parser.h) into content and calls; what the model writes while reasoning or
+//      after a stop string is never a call. Which calls the client gets (declared tools, schemas,
+//      parallel_tool_calls) and their ids are the API's to decide: this stage only reads them;
+//   4. loop detection (LoopWatch, optional) on the pieces' token ids: the detector counts tokens, so pieces
 //      without an id are not seen by it (text alone has no token boundaries to count loops in).
-// A next stage, such as tool-call parsing of the content, goes after 2 and takes its content.
+// A next stage takes what the one before it let through, and goes in this list.
 #pragma once
 
 #include <memory>
@@ -25,6 +30,8 @@
 #include "output/reasoning_split.h"
 #include "output/repetition_detector.h"
 #include "output/stop_matcher.h"
+#include "toolcalls/tool_call_family.h"
+#include "toolcalls/tool_call_parser.h"
 
 namespace tempered {
 
@@ -34,6 +41,8 @@ struct OutputOptions {
     // Off unless set (validate_repetition_detection's values). Our engine leaves it off: its degeneration
     // guard watches the tokens it draws, since what a loop does there (resample) needs the draw.
     RepetitionDetectionParams loop_detection;
+    // The family whose calls the content is read for; nullopt: the content is all content.
+    std::optional<toolcalls::ToolCallFamily> tool_calls;
 };
 
 // A loop first seen with a piece, and on which side of the reasoning it was.
@@ -47,6 +56,10 @@ struct OutputDelta {
     std::string content;    // never part of a stop string
     std::string reasoning;  // with reasoning handling: the text that came inside reasoning
     bool stopped = false;   // a stop string was found: `content` ends right before it; the output is over
+    // With a tool-call family: the calls whose whole block came with this piece, and blocks that looked like
+    // calls but did not parse (their text went back to `content`).
+    std::vector<toolcalls::ParsedToolCall> calls;
+    int unparsed_calls = 0;
     std::optional<LoopSeen> loop;
 };
 
@@ -66,10 +79,14 @@ public:
 
 private:
     ReasoningText split(const OutputPiece& piece);
+    // The content past the stop strings, read for calls; `ended`: nothing more comes (the parser lets go).
+    void read_calls(std::string content, bool ended, OutputDelta& out);
     void watch_for_loops(const OutputPiece& piece, OutputDelta& out);
 
     std::unique_ptr<ReasoningSplit> reasoning_;
     StopMatcher stop_matcher_{std::vector<std::string>{}};
+    std::unique_ptr<toolcalls::ToolCallParser> call_parser_;  // null: no tool calls
+    bool calls_ended_ = false;                                // the parser has let go of what it held
     std::optional<LoopWatch> loop_watch_;
 };
 

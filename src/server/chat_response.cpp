@@ -44,13 +44,13 @@ std::optional<nlohmann::json> ChatResponseBuilder::on_delta(const ChoiceDelta& d
     return stream_chunk(delta);
 }
 
-// Tool calls are read from the content only: what the model writes while reasoning is never a call.
+// The calls the choice's output processor read from the content (never from reasoning), checked.
 ToolCallStep ChatResponseBuilder::read_calls(const ChoiceDelta& delta) {
     ToolCallStep step;
     if (!tool_call_setup_)
         step.content = delta.text;
     else
-        step = tool_call_readers_.at(static_cast<size_t>(delta.index)).feed(delta.text, delta.finish.has_value());
+        step = tool_call_readers_.at(static_cast<size_t>(delta.index)).read(delta);
     if (!step.content.empty()) content_seen_.at(static_cast<size_t>(delta.index)) = true;
     if (delta.finish) count_finished(delta);
     return step;

@@ -14,13 +14,13 @@ api::ApiResult<ChatTemplate> parse_chat_template(const std::string& source) {
 }
 
 // The parser named by the flag, or the one the chat template teaches.
-ToolCallSettings choose_tool_calls(const ServiceSettings& settings, const std::string& chat_template) {
-    ToolCallSettings chosen;
-    chosen.validation = settings.tool_call_validation;
-    if (settings.tool_call_parser == "auto")
+ChosenToolCalls choose_tool_calls(const ServiceSettings& settings, const std::string& chat_template) {
+    ChosenToolCalls chosen;
+    chosen.validation = settings.tool_calls.validation;
+    if (settings.tool_calls.parser == "auto")
         chosen.family = toolcalls::detect_family(chat_template);
-    else if (settings.tool_call_parser != "none")
-        chosen.family = toolcalls::family_from_name(settings.tool_call_parser);
+    else if (settings.tool_calls.parser != "none")
+        chosen.family = toolcalls::family_from_name(settings.tool_calls.parser);
     return chosen;
 }
 
@@ -31,7 +31,7 @@ ChatService::ChatService(GenerationPath& path)
     const ServedModel& model = path_.model();
     const ServiceSettings& settings = path_.settings();
     tool_calls_ = choose_tool_calls(settings, model.chat_template);
-    const std::string parser_flag = " (--tool-call-parser " + settings.tool_call_parser + ")";
+    const std::string parser_flag = " (--tool-call-parser " + settings.tool_calls.parser + ")";
     if (tool_calls_.family)
         path_.log().info("tool calls: read with the " + std::string(toolcalls::family_name(*tool_calls_.family)) +
                          " parser" + parser_flag);
@@ -77,6 +77,7 @@ api::ApiResult<GenerationOptions> ChatService::chat_options(const api::ChatReque
     if (!constraint) return constraint.error();
     options->constraint = std::move(constraint).value();
     options->reasoning = reasoning_options(reasoning_, path_.settings().reasoning, request, options->prompt);
+    if (tools) options->tool_calls = tools->family;  // each choice's output processor reads its calls
     if (auto error = path_.attach_disaggregation(request.generation, 0, 1, *options)) return *error;
     return options;
 }

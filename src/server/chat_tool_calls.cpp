@@ -2,15 +2,8 @@
 
 namespace tempered {
 
-std::optional<ToolCallValidation> tool_call_validation_from_name(std::string_view name) {
-    if (name == "off") return ToolCallValidation::Off;
-    if (name == "flag") return ToolCallValidation::Flag;
-    if (name == "constrain") return ToolCallValidation::Constrain;
-    return std::nullopt;
-}
-
 api::ApiResult<std::optional<ToolCallSetup>> tool_call_setup(const api::ChatRequest& request,
-                                                             const ToolCallSettings& settings) {
+                                                             const ChosenToolCalls& settings) {
     const bool no_tools = !request.tools.is_array() || request.tools.empty();
     using Mode = api::ToolChoice::Mode;
     const api::ToolChoice& choice = request.tool_choice;
@@ -28,17 +21,14 @@ api::ApiResult<std::optional<ToolCallSetup>> tool_call_setup(const api::ChatRequ
 }
 
 ChoiceToolCalls::ChoiceToolCalls(const ToolCallSetup& setup, ServingMetrics& metrics)
-    : setup_(setup), metrics_(metrics), parser_(toolcalls::make_tool_call_parser(setup.family)) {}
+    : setup_(setup), metrics_(metrics) {}
 
-ToolCallStep ChoiceToolCalls::feed(std::string_view text, bool finished) {
-    toolcalls::ParsedText parsed;
-    parser_->feed(text, parsed);
-    if (finished) parser_->finish(parsed);
-    for (int i = 0; i < parsed.unparsed; ++i) metrics_.count_tool_call("unparsed");
+ToolCallStep ChoiceToolCalls::read(const ChoiceDelta& delta) {
+    for (int i = 0; i < delta.unparsed_calls; ++i) metrics_.count_tool_call("unparsed");
     ToolCallStep step;
-    step.content = std::move(parsed.content);
+    step.content = delta.text;
     step.first_index = returned_;
-    for (toolcalls::ParsedToolCall& call : parsed.calls) admit(std::move(call), step);
+    for (const toolcalls::ParsedToolCall& call : delta.calls) admit(call, step);
     return step;
 }
 

@@ -1,6 +1,7 @@
-// Tool calls in a chat answer: which parser reads a request's output (the family the server chose and
-// the request's tools), and, per choice, the stream of content, returned calls (with their `call_` ids
-// and indices) and violations that the response builder turns into OpenAI's message or chunk shapes.
+// Tool calls in a chat answer: which family's parser reads a request's output (the family the server chose
+// and the request's tools; the parser itself runs in each choice's output processor, output/), and, per
+// choice, which of the calls it read are returned (with their `call_` ids and indices) and which are
+// violations, for the response builder to turn into OpenAI's message or chunk shapes.
 //
 // --tool-call-validation: `off` returns every parsed call as parsed; `flag` checks each (declared name?
 // arguments valid for its schema?) and returns only the valid ones, reporting the others as
@@ -22,17 +23,16 @@
 #include "api/chat_request.h"
 #include "api/errors.h"
 #include "api/responses.h"
+#include "engine/generation.h"
+#include "settings/tool_call_settings.h"
 #include "server/serving_metrics.h"
 #include "toolcalls/declared_tools.h"
 #include "toolcalls/tool_call_parser.h"
 
 namespace tempered {
 
-enum class ToolCallValidation { Off, Flag, Constrain };
-std::optional<ToolCallValidation> tool_call_validation_from_name(std::string_view name);
-
-// The server's choice, from flags and the chat template.
-struct ToolCallSettings {
+// The server's choice for its model, from the flags (settings/tool_call_settings.h) and the chat template.
+struct ChosenToolCalls {
     std::optional<toolcalls::ToolCallFamily> family;  // nullopt: tool calls are not parsed (content only)
     ToolCallValidation validation = ToolCallValidation::Constrain;
 };
@@ -49,7 +49,7 @@ struct ToolCallSetup {
 // nullopt when the output is plain content: no tools, tool_choice "none", or no parser for this model.
 // An error (400, naming tools[i].function.parameters) when a tool's schema cannot be compiled.
 api::ApiResult<std::optional<ToolCallSetup>> tool_call_setup(const api::ChatRequest& request,
-                                                             const ToolCallSettings& settings);
+                                                             const ChosenToolCalls& settings);
 
 // What one stretch of a choice's output says.
 struct ToolCallStep {
@@ -63,8 +63,8 @@ class ChoiceToolCalls {
 public:
     ChoiceToolCalls(const ToolCallSetup& setup, ServingMetrics& metrics);
 
-    // `finished`: the choice's output has ended (what was held back comes out).
-    ToolCallStep feed(std::string_view text, bool finished);
+    // The delta's content and the calls its output processor read, checked and numbered.
+    ToolCallStep read(const ChoiceDelta& delta);
     bool returned_calls() const { return returned_ > 0; }
 
 private:
@@ -72,7 +72,6 @@ private:
 
     const ToolCallSetup& setup_;
     ServingMetrics& metrics_;
-    std::unique_ptr<toolcalls::ToolCallParser> parser_;
     int parsed_ = 0;    // calls the model wrote so far
     int returned_ = 0;  // of those, returned as calls
 };

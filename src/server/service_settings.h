@@ -9,10 +9,10 @@
 #include "edge/request_limits.h"
 #include "models/model_config.h"
 #include "sampling/sampling_resolution.h"
-#include "server/chat_tool_calls.h"
 #include "server/disaggregation.h"
 #include "settings/degeneration_settings.h"
 #include "settings/reasoning_settings.h"
+#include "settings/tool_call_settings.h"
 #include "tokenizer/tokenizer.h"
 
 namespace tempered {
@@ -33,10 +33,8 @@ struct ServiceSettings {
     int64_t created = 0;                 // Unix time the model was loaded, for /v1/models
     std::string kv_cache_dtype = "f16";  // --kv-cache-dtype's spelling, for /v1/models and /server_info
     int64_t kv_bytes_per_token = 0;      // KvCacheShape::bytes_per_token, for /server_info
-    // --tool-call-parser: a family name (toolcalls/tool_call_parser.h), "auto" (from the chat template)
-    // or "none"; --tool-call-validation.
-    std::string tool_call_parser = "auto";
-    ToolCallValidation tool_call_validation = ToolCallValidation::Constrain;
+    // --tool-call-parser and --tool-call-validation (settings/tool_call_settings.h).
+    ToolCallSettings tool_calls;
     // --degeneration-guard: loop detection for every request that does not send repetition_detection.
     DegenerationGuardSettings degeneration;
     // --reasoning-parser, --reasoning-budget, --reasoning-effort-budgets (settings/reasoning_settings.h).

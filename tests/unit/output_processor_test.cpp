@@ -10,6 +10,7 @@
 #include "output/output_processor.h"
 #include "output/text_reasoning_split.h"
 #include "output/token_reasoning_split.h"
+#include "toolcalls/tool_call_parser.h"
 
 namespace tempered {
 namespace {
@@ -17,8 +18,17 @@ namespace {
 struct Collected {
     std::string reasoning;
     std::string content;
+    std::vector<toolcalls::ParsedToolCall> calls;
+    int unparsed_calls = 0;
     bool stopped = false;
     int stopped_at_piece = -1;
+
+    void add(OutputDelta delta) {
+        reasoning += delta.reasoning;
+        content += delta.content;
+        for (auto& call : delta.calls) calls.push_back(std::move(call));
+        unparsed_calls += delta.unparsed_calls;
+    }
 };
 
 // Pushes `pieces` (text only, no ids) until a stop string ends the output, then finishes it if none did.
@@ -26,21 +36,16 @@ Collected run(OutputProcessor& processor, const std::vector<std::string>& pieces
     Collected out;
     for (size_t i = 0; i < pieces.size() && !out.stopped; ++i) {
         OutputDelta delta = processor.push({pieces[i], std::nullopt});
-        out.reasoning += delta.reasoning;
-        out.content += delta.content;
         if (delta.stopped) out.stopped_at_piece = static_cast<int>(i);
         out.stopped = delta.stopped;
+        out.add(std::move(delta));
     }
-    if (!out.stopped) {
-        OutputDelta tail = processor.finish();
-        out.reasoning += tail.reasoning;
-        out.content += tail.content;
-    }
+    if (!out.stopped) out.add(processor.finish());
     return out;
 }
 
 OutputProcessor text_processor(bool prompt_opened, std::vector<std::string> stop = {}) {
-    return OutputProcessor(OutputOptions{std::move(stop), std::make_unique<TextReasoningSplit>(prompt_opened), {}});
+    return OutputProcessor(OutputOptions{std::move(stop), std::make_unique<TextReasoningSplit>(prompt_opened), {}, std::nullopt});
 }
 
 TEST(TextReasoningSplit, MarkersSplitAcrossPiecesStillSwitchSides) {
@@ -80,7 +85,7 @@ TEST(TextReasoningSplit, APromptThatOpenedReasoningStartsInsideAndAHeldTailComes
 }
 
 TEST(OutputProcessor, AStopStringAcrossPiecesOfPlainTextIsNeverEmitted) {
-    OutputProcessor processor(OutputOptions{{"STOP"}, nullptr, {}});
+    OutputProcessor processor(OutputOptions{{"STOP"}, nullptr, {}, std::nullopt});
     const Collected out = run(processor, {"Hello S", "T", "OP there"});
     EXPECT_TRUE(out.stopped);
     EXPECT_EQ(out.stopped_at_piece, 2);
@@ -95,8 +100,63 @@ TEST(OutputProcessor, StopStringsApplyToContentOnly) {
     EXPECT_EQ(out.stopped_at_piece, 3);
 }
 
+// The text in pieces of `size` bytes.
+std::vector<std::string> cut(const std::string& text, size_t size) {
+    std::vector<std::string> pieces;
+    for (size_t at = 0; at < text.size(); at += size) pieces.push_back(text.substr(at, size));
+    return pieces;
+}
+
+OutputProcessor hermes_processor(std::vector<std::string> stop = {}, std::unique_ptr<ReasoningSplit> split = nullptr) {
+    return OutputProcessor(OutputOptions{std::move(stop), std::move(split), {}, toolcalls::ToolCallFamily::Hermes});
+}
+
+const std::string kCall = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>";
+
+// However the stream is cut, the content and calls are the whole-text parse's (toolcalls/tool_call_parser.h).
+TEST(OutputProcessor, ToolCallsReadFromContentAgreeWithTheWholeTextParseHoweverTheTextIsCut) {
+    const std::string text = "Checking.\n" + kCall + "\n<tool_call>\n{\"name\": oops}\n</tool_call>";
+    const toolcalls::ParsedText whole = toolcalls::parse_tool_calls(toolcalls::ToolCallFamily::Hermes, text);
+    ASSERT_EQ(whole.calls.size(), 1u);
+    ASSERT_EQ(whole.unparsed, 1);
+    for (size_t size : {1u, 3u, 7u, 1000u}) {
+        OutputProcessor processor = hermes_processor();
+        const Collected out = run(processor, cut(text, size));
+        EXPECT_EQ(out.content, whole.content) << size;
+        ASSERT_EQ(out.calls.size(), 1u) << size;
+        EXPECT_EQ(out.calls[0].name, "get_weather");
+        EXPECT_EQ(out.calls[0].arguments, R"({"city":"Paris"})");
+        EXPECT_EQ(out.unparsed_calls, 1) << size;
+    }
+}
+
+// A call the model writes while it reasons is reasoning text, not a call; the one in the answer is a call.
+TEST(OutputProcessor, ACallWrittenWhileReasoningIsNotACall) {
+    OutputProcessor processor = hermes_processor({}, std::make_unique<TextReasoningSplit>(false));
+    const Collected out = run(processor, cut("<think>maybe " + kCall + "</think>" + kCall, 5));
+    EXPECT_EQ(out.reasoning, "maybe " + kCall);
+    EXPECT_EQ(out.content, "");
+    EXPECT_EQ(out.calls.size(), 1u);
+}
+
+// A stop string ends the output before a call that follows it is read, and a call cut off by the stop string
+// goes back to the content as the model wrote it (the parser lets go of what it held).
+TEST(OutputProcessor, AStopStringEndsTheCallsToo) {
+    OutputProcessor after = hermes_processor({"STOP"});
+    Collected out = run(after, cut("Done STOP" + kCall, 4));
+    EXPECT_TRUE(out.stopped);
+    EXPECT_EQ(out.content, "Done ");
+    EXPECT_TRUE(out.calls.empty());
+
+    OutputProcessor inside = hermes_processor({"Paris"});
+    out = run(inside, cut(kCall, 6));
+    EXPECT_TRUE(out.stopped);
+    EXPECT_TRUE(out.calls.empty());
+    EXPECT_EQ(out.content, kCall.substr(0, kCall.find("Paris")));
+}
+
 TEST(OutputProcessor, HeldBackTextComesOutWhenTheOutputEnds) {
-    OutputProcessor processor(OutputOptions{{"STOP"}, nullptr, {}});
+    OutputProcessor processor(OutputOptions{{"STOP"}, nullptr, {}, std::nullopt});
     EXPECT_EQ(processor.push({"abc ST", std::nullopt}).content, "abc ");
     EXPECT_EQ(processor.finish("!").content, "ST!");
 }
@@ -108,8 +168,8 @@ TEST(OutputProcessor, LoopsAreSeenOnTokenIdsOnly) {
     loops.max_pattern_size = 8;
     loops.min_pattern_size = 1;
     loops.min_count = 3;
-    OutputProcessor with_ids(OutputOptions{{}, nullptr, loops});
-    OutputProcessor text_only(OutputOptions{{}, nullptr, loops});
+    OutputProcessor with_ids(OutputOptions{{}, nullptr, loops, std::nullopt});
+    OutputProcessor text_only(OutputOptions{{}, nullptr, loops, std::nullopt});
     const std::vector<std::string> words = {"la", " Femme", ","};
     std::optional<LoopSeen> seen;
     int seen_at = -1;
@@ -136,7 +196,7 @@ TEST(OutputProcessor, ALoopInsideReasoningSaysSo) {
     loops.max_pattern_size = 4;
     loops.min_pattern_size = 1;
     loops.min_count = 4;
-    OutputProcessor processor(OutputOptions{{}, std::make_unique<TextReasoningSplit>(true), loops});
+    OutputProcessor processor(OutputOptions{{}, std::make_unique<TextReasoningSplit>(true), loops, std::nullopt});
     std::optional<LoopSeen> seen;
     for (int i = 0; i < 4 && !seen; ++i) seen = processor.push({"hm ", 7}).loop;
     ASSERT_TRUE(seen);
@@ -148,7 +208,7 @@ TEST(OutputProcessor, ALoopInsideReasoningSaysSo) {
 // ordinary pieces is text there, where the text split, which cannot tell, takes it for the marker.
 TEST(TokenReasoningSplit, SplitsOnMarkerIdsAndLeavesASpelledOutMarkerAsText) {
     const reasoning::ThinkTokens markers{3, 4};
-    OutputProcessor processor(OutputOptions{{}, std::make_unique<TokenReasoningSplit>(markers, false), {}});
+    OutputProcessor processor(OutputOptions{{}, std::make_unique<TokenReasoningSplit>(markers, false), {}, std::nullopt});
     std::string reasoning, content;
     const std::vector<std::pair<int32_t, std::string>> stream = {{3, "<think>"}, {8, "hm "},      {9, "</"},
                                                                  {10, "think>"}, {4, "</think>"}, {6, "Paris"}};

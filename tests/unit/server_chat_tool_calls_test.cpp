@@ -6,6 +6,7 @@
 
 #include "api/chat_request.h"
 #include "engine_test_support.h"
+#include "output/output_processor.h"
 #include "server/chat_response.h"
 #include "server/chat_tool_calls.h"
 
@@ -37,14 +38,24 @@ ToolCallSetup setup_for(const std::string& extra, ToolCallValidation validation)
     return std::move(**setup);
 }
 
-// The answer fed to a builder in deltas of `piece` bytes, the last one finishing with `finish`.
+// The answer as the engine delivers it: in pieces of `piece` bytes, each read by the choice's output
+// processor (output/, Hermes calls, as the engine's sequence runs it), the last one finishing with `finish`.
 std::vector<nlohmann::json> run_builder(ChatResponseBuilder& builder, const std::string& text, size_t piece,
                                         FinishReason finish = FinishReason::Stop) {
+    OutputProcessor output(OutputOptions{{}, nullptr, {}, toolcalls::ToolCallFamily::Hermes});
     std::vector<nlohmann::json> chunks;
     for (size_t at = 0; at < text.size(); at += piece) {
+        std::vector<OutputDelta> outs{output.push({std::string_view(text).substr(at, piece), std::nullopt})};
         ChoiceDelta delta;
-        delta.text = text.substr(at, piece);
-        if (at + piece >= text.size()) delta.finish = finish;
+        if (at + piece >= text.size()) {
+            delta.finish = finish;
+            outs.push_back(output.finish());
+        }
+        for (OutputDelta& out : outs) {
+            delta.text += out.content;
+            for (auto& call : out.calls) delta.calls.push_back(std::move(call));
+            delta.unparsed_calls += out.unparsed_calls;
+        }
         if (auto chunk = builder.on_delta(delta)) chunks.push_back(*chunk);
     }
     return chunks;
@@ -167,7 +178,7 @@ TEST(ChatToolCalls, StreamSaysNameAndIdOnceThenArgumentsEqualToTheWholeResponse)
 }
 
 TEST(ChatToolCalls, NoReadingWithoutToolsOrWithToolChoiceNoneOrWithoutAParser) {
-    const ToolCallSettings hermes{toolcalls::ToolCallFamily::Hermes, ToolCallValidation::Flag};
+    const ChosenToolCalls hermes{toolcalls::ToolCallFamily::Hermes, ToolCallValidation::Flag};
     auto none = tool_call_setup(chat_request(R"(, "tool_choice": "none")"), hermes);
     ASSERT_TRUE(none);
     EXPECT_FALSE(*none);
