@@ -20,6 +20,9 @@
 #include "kernels/cpu/fast_exp.h"
 
 namespace tempered::attention_detail {
+// Internal linkage: each file compiled for its own instruction set keeps its own copies, so the linker never
+// merges a helper compiled with AVX-512 into the scalar path (as it may with inline functions at -O0).
+namespace {
 
 inline constexpr int kChunk = 16;    // positions per key/value chunk: one vector of scores
 inline constexpr int kRowBlock = 4;  // query rows updated together: independent chains, shared loads
@@ -301,4 +304,5 @@ void attend_run(const AttentionRun& run, const KvHeadView& kv, std::span<const i
     }
 }
 
+}  // namespace
 }  // namespace tempered::attention_detail
