@@ -21,6 +21,7 @@
 
 #include "engine/engine_observer.h"
 #include "engine/generation.h"
+#include "engine/generator.h"
 #include "engine/postprocess.h"
 #include "engine/scheduler.h"
 #include "engine/sequence.h"
@@ -36,35 +37,7 @@ struct EngineOptions {
     int64_t step_token_budget = 512;  // tokens per forward step, over all sequences
 };
 
-struct EngineStats {
-    int running_requests = 0;
-    int waiting_requests = 0;
-    int64_t running_sequences = 0;
-    int64_t kv_blocks_total = 0;
-    int64_t kv_blocks_used = 0;
-    int64_t kv_block_size = 0;
-    int64_t tokens_in_kv = 0;  // positions held by running sequences
-    // Disaggregation: requests waiting for their prompt's KV to arrive (decode side) or to be taken by
-    // the decode server (prefill side, generation done).
-    int importing_requests = 0;
-    int exporting_requests = 0;
-    int64_t waiting_prompt_tokens = 0;  // prompt tokens of the requests not admitted yet (/get_load)
-};
-
-enum class SubmitRefusal { QueueFull, Draining };
-
-// The answer to a cache flush. As SGLang does, the engine flushes only while no request runs or waits.
-struct CacheFlush {
-    bool flushed = false;
-    int64_t blocks_dropped = 0;
-};
-
-struct SubmitResult {
-    std::shared_ptr<GenerationStream> stream;  // set on success
-    std::optional<SubmitRefusal> refusal;
-};
-
-class Engine {
+class Engine final : public Generator {
 public:
     // `model`, `tokenizer` and `kv` must outlive the engine; `observer` may be null. The engine thread
     // owns `model` while the engine lives: a model's forward buffers are not shared between callers.
@@ -74,14 +47,12 @@ public:
     Engine(const Engine&) = delete;
     Engine& operator=(const Engine&) = delete;
 
-    SubmitResult submit(GenerationOptions options);
-    EngineStats stats() const;
-    // Refuse new requests from now on; those accepted still finish.
-    void begin_drain() { draining_ = true; }
-    bool idle() const;
-    // Drops every cached prefix block nobody uses, on the engine thread (engine_cache_flush.cpp);
-    // nullopt when the engine did not get to it within `timeout`.
-    std::optional<CacheFlush> flush_cache(std::chrono::milliseconds timeout);
+    SubmitResult submit(GenerationOptions options) override;
+    EngineStats stats() const override;
+    void begin_drain() override { draining_ = true; }
+    bool idle() const override;
+    // Drops every cached prefix block nobody uses, on the engine thread (engine_cache_flush.cpp).
+    std::optional<CacheFlush> flush_cache(std::chrono::milliseconds timeout) override;
 
 private:
     void loop();

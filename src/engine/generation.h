@@ -62,7 +62,7 @@ const char* finish_reason_name(FinishReason reason);
 
 struct ChoiceDelta {
     int index = 0;
-    std::string text;                    // new content (never part of a stop string, nor of a tool call)
+    std::string text;  // new content (never part of a stop string, nor of a tool call)
     // With a tool-call family: the calls whose whole block arrived since the last delta, as the model wrote
     // them (which the client gets is the API's to decide), and blocks that did not parse (back in `text`).
     std::vector<toolcalls::ParsedToolCall> calls;

@@ -38,7 +38,7 @@ private:
     // Parsed once, here, not per request; the error a chat request gets when there is none to use.
     api::ApiResult<ChatTemplate> chat_template_;
     ChosenToolCalls tool_calls_;  // the parser chosen for this model, and the validation mode
-    ReasoningSetup reasoning_;     // the reasoning parser chosen for this model (none: content only)
+    ReasoningSetup reasoning_;    // the reasoning parser chosen for this model (none: content only)
 };
 
 }  // namespace tempered

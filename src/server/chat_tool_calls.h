@@ -24,8 +24,8 @@
 #include "api/errors.h"
 #include "api/responses.h"
 #include "engine/generation.h"
-#include "settings/tool_call_settings.h"
 #include "server/serving_metrics.h"
+#include "settings/tool_call_settings.h"
 #include "toolcalls/declared_tools.h"
 #include "toolcalls/tool_call_parser.h"
 

@@ -29,10 +29,10 @@ void add_route(GuardedRoutes& routes, std::string method, std::string_view path,
     });
 }
 
-GenerationPath::GenerationPath(ServedModel model, Engine& engine, ServingMetrics& metrics, RequestLog& log,
+GenerationPath::GenerationPath(ServedModel model, Generator& generator, ServingMetrics& metrics, RequestLog& log,
                                ServiceSettings settings)
     : model_(std::move(model)),
-      engine_(engine),
+      generator_(generator),
       metrics_(metrics),
       log_(log),
       settings_(std::move(settings)),
@@ -104,7 +104,7 @@ std::optional<api::ApiError> GenerationPath::attach_disaggregation(const api::Ge
 }
 
 api::ApiResult<std::shared_ptr<GenerationStream>> GenerationPath::submit(GenerationOptions options) {
-    SubmitResult result = engine_.submit(std::move(options));
+    SubmitResult result = generator_.submit(std::move(options));
     if (result.stream) return result.stream;
     if (*result.refusal == SubmitRefusal::QueueFull) {
         metrics_.count_rejected();

@@ -1,7 +1,8 @@
-// What every endpoint service shares: the served model, the engine, the metrics and the request log, and
-// the one path from a parsed request to a generation and its answer (check the model name, resolve
-// sampling, fill the engine's options, choose the grammar, submit, run the generation loop). The
-// services (chat_service, completion_service, model_service, probe_service) are thin handlers over it.
+// What every endpoint service shares: the served model, the generator (engine/generator.h: our engine, or
+// another engine upstream), the metrics and the request log, and the one path from a parsed request to a
+// generation and its answer (check the model name, resolve sampling, fill the generation's options, choose
+// the grammar, submit, run the generation loop). The services (chat_service, completion_service,
+// model_service, probe_service) are thin handlers over it.
 #pragma once
 
 #include <atomic>
@@ -16,7 +17,7 @@
 #include "api/generation_request.h"
 #include "edge/guarded_routes.h"
 #include "edge/request_log.h"
-#include "engine/engine.h"
+#include "engine/generator.h"
 #include "http/http_types.h"
 #include "sampling/sampling_resolution.h"
 #include "server/chat_tool_calls.h"
@@ -37,12 +38,12 @@ void add_route(GuardedRoutes& routes, std::string method, std::string_view path,
 
 class GenerationPath {
 public:
-    GenerationPath(ServedModel model, Engine& engine, ServingMetrics& metrics, RequestLog& log,
+    GenerationPath(ServedModel model, Generator& generator, ServingMetrics& metrics, RequestLog& log,
                    ServiceSettings settings);
 
     const ServedModel& model() const { return model_; }
     const ServiceSettings& settings() const { return settings_; }
-    Engine& engine() const { return engine_; }
+    Generator& generator() const { return generator_; }
     ServingMetrics& metrics() const { return metrics_; }
     RequestLog& log() const { return log_; }
     const std::string& system_fingerprint() const { return system_fingerprint_; }
@@ -90,7 +91,7 @@ public:
 
 private:
     ServedModel model_;
-    Engine& engine_;
+    Generator& generator_;
     ServingMetrics& metrics_;
     RequestLog& log_;
     ServiceSettings settings_;

@@ -35,7 +35,7 @@ http::HttpResponse ProbeService::health_generate(const http::HttpRequest&) const
     options.prompt.resize(1);
     options.max_tokens = 1;
     options.sampling.temperature = 0.0f;
-    SubmitResult submitted = path_.engine().submit(std::move(options));
+    SubmitResult submitted = path_.generator().submit(std::move(options));
     if (!submitted.stream) return json_response({{"status", "unavailable"}}, 503);
     const auto deadline = std::chrono::steady_clock::now() + kHealthGenerateTimeout;
     while (std::chrono::steady_clock::now() < deadline) {
@@ -55,7 +55,7 @@ http::HttpResponse ProbeService::metrics(const http::HttpRequest&) const {
 // sgl-model-gateway's load-aware policies read only num_tokens (summed over the array's DP ranks), as
 // SGLang counts it: tokens the running requests hold in the KV cache plus the prompts still waiting.
 http::HttpResponse ProbeService::get_load(const http::HttpRequest&) const {
-    const EngineStats stats = path_.engine().stats();
+    const EngineStats stats = path_.generator().stats();
     return json_response(nlohmann::json::array({{{"dp_rank", 0},
                                                  {"num_reqs", stats.running_requests + stats.waiting_requests},
                                                  {"num_waiting_reqs", stats.waiting_requests},
@@ -68,7 +68,7 @@ http::HttpResponse ProbeService::get_load(const http::HttpRequest&) const {
 http::HttpResponse ProbeService::server_info(const http::HttpRequest&) const {
     const ServedModel& model = path_.model();
     const ServiceSettings& settings = path_.settings();
-    const EngineStats stats = path_.engine().stats();
+    const EngineStats stats = path_.generator().stats();
     const ModelConfig& config = model.config;
     return json_response({{"model_file", model.path},
                           {"served_model_name", settings.served_model_name},
@@ -105,7 +105,7 @@ http::HttpResponse ProbeService::model_info(const http::HttpRequest&) const {
 
 // As SGLang answers it: 200 when flushed, 400 while requests run or wait (nothing is dropped then).
 http::HttpResponse ProbeService::flush_cache(const http::HttpRequest&) const {
-    const std::optional<CacheFlush> flush = path_.engine().flush_cache(kFlushCacheTimeout);
+    const std::optional<CacheFlush> flush = path_.generator().flush_cache(kFlushCacheTimeout);
     if (!flush) return http::HttpResponse::text(503, "Cache not flushed: the engine did not answer in time.\n");
     if (!flush->flushed)
         return http::HttpResponse::text(

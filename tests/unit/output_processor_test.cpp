@@ -45,7 +45,8 @@ Collected run(OutputProcessor& processor, const std::vector<std::string>& pieces
 }
 
 OutputProcessor text_processor(bool prompt_opened, std::vector<std::string> stop = {}) {
-    return OutputProcessor(OutputOptions{std::move(stop), std::make_unique<TextReasoningSplit>(prompt_opened), {}, std::nullopt});
+    return OutputProcessor(
+        OutputOptions{std::move(stop), std::make_unique<TextReasoningSplit>(prompt_opened), {}, std::nullopt});
 }
 
 TEST(TextReasoningSplit, MarkersSplitAcrossPiecesStillSwitchSides) {
@@ -111,7 +112,8 @@ OutputProcessor hermes_processor(std::vector<std::string> stop = {}, std::unique
     return OutputProcessor(OutputOptions{std::move(stop), std::move(split), {}, toolcalls::ToolCallFamily::Hermes});
 }
 
-const std::string kCall = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>";
+const std::string kCall =
+    "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>";
 
 // However the stream is cut, the content and calls are the whole-text parse's (toolcalls/tool_call_parser.h).
 TEST(OutputProcessor, ToolCallsReadFromContentAgreeWithTheWholeTextParseHoweverTheTextIsCut) {
@@ -208,7 +210,8 @@ TEST(OutputProcessor, ALoopInsideReasoningSaysSo) {
 // ordinary pieces is text there, where the text split, which cannot tell, takes it for the marker.
 TEST(TokenReasoningSplit, SplitsOnMarkerIdsAndLeavesASpelledOutMarkerAsText) {
     const reasoning::ThinkTokens markers{3, 4};
-    OutputProcessor processor(OutputOptions{{}, std::make_unique<TokenReasoningSplit>(markers, false), {}, std::nullopt});
+    OutputProcessor processor(
+        OutputOptions{{}, std::make_unique<TokenReasoningSplit>(markers, false), {}, std::nullopt});
     std::string reasoning, content;
     const std::vector<std::pair<int32_t, std::string>> stream = {{3, "<think>"}, {8, "hm "},      {9, "</"},
                                                                  {10, "think>"}, {4, "</think>"}, {6, "Paris"}};

@@ -96,9 +96,8 @@ protected:
         request->stream = std::make_shared<GenerationStream>();
         request->submitted = EngineClock::now();
         request->usage.prompt_tokens = static_cast<int64_t>(request->options.prompt.size());
-        request->sequences.push_back(std::make_unique<Sequence>(ids_.next(), 0, request->options.prompt,
-                                                                request->usage.prompt_tokens, request->options,
-                                                                tokenizer_));
+        request->sequences.push_back(std::make_unique<Sequence>(
+            ids_.next(), 0, request->options.prompt, request->usage.prompt_tokens, request->options, tokenizer_));
         Submitted submitted{request.get(), request->stream};
         scheduler_->add(std::move(request));
         return submitted;

@@ -1,0 +1,56 @@
+// What the server asks of whatever generates: our engine (engine.h), or another engine behind an
+// OpenAI-compatible API (upstream mode). The services above it submit GenerationOptions and read a
+// GenerationStream of events either way, so the API, the edge and the response builders are the same.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+#include "engine/generation.h"
+
+namespace tempered {
+
+struct EngineStats {
+    int running_requests = 0;
+    int waiting_requests = 0;
+    int64_t running_sequences = 0;
+    int64_t kv_blocks_total = 0;
+    int64_t kv_blocks_used = 0;
+    int64_t kv_block_size = 0;
+    int64_t tokens_in_kv = 0;  // positions held by running sequences
+    // Disaggregation: requests waiting for their prompt's KV to arrive (decode side) or to be taken by
+    // the decode server (prefill side, generation done).
+    int importing_requests = 0;
+    int exporting_requests = 0;
+    int64_t waiting_prompt_tokens = 0;  // prompt tokens of the requests not admitted yet (/get_load)
+};
+
+enum class SubmitRefusal { QueueFull, Draining };
+
+// The answer to a cache flush. As SGLang does, the engine flushes only while no request runs or waits.
+struct CacheFlush {
+    bool flushed = false;
+    int64_t blocks_dropped = 0;
+};
+
+struct SubmitResult {
+    std::shared_ptr<GenerationStream> stream;  // set on success
+    std::optional<SubmitRefusal> refusal;
+};
+
+class Generator {
+public:
+    virtual ~Generator() = default;
+
+    virtual SubmitResult submit(GenerationOptions options) = 0;
+    virtual EngineStats stats() const = 0;
+    // Refuse new requests from now on; those accepted still finish.
+    virtual void begin_drain() = 0;
+    virtual bool idle() const = 0;
+    // Drops every cached prefix nobody uses; nullopt when that did not happen within `timeout`.
+    virtual std::optional<CacheFlush> flush_cache(std::chrono::milliseconds timeout) = 0;
+};
+
+}  // namespace tempered
