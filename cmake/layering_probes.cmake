@@ -37,6 +37,7 @@ tempered_layering_probe(disagg FORBIDDEN http/http_server.h ALLOWED engine/kv_tr
 tempered_layering_probe(output FORBIDDEN engine/engine.h ALLOWED reasoning/reasoning_parser.h)
 tempered_layering_probe(edge FORBIDDEN server/generation_path.h ALLOWED http/http_server.h)
 tempered_layering_probe(settings FORBIDDEN server/chat_service.h ALLOWED engine/degeneration_guard.h)
+tempered_layering_probe(upstream FORBIDDEN server/generation_path.h ALLOWED engine/generator.h)
 
 # `tempered run` needs nothing of the server (issue 27): cli/run_command.cpp is compiled on its own with
 # cli's own headers and every library cli links except server/ and edge/, so an #include "server/..."

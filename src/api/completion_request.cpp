@@ -77,6 +77,10 @@ ApiResult<CompletionRequest> parse_completion_request(std::string_view body) {
     RequestedValue<bool> echo;
     if (auto e = read_bool(find_field(json, "echo"), "echo", echo)) return *e;
     request.echo = echo.value_or(false);
+
+    RequestedValue<bool> return_token_ids;
+    if (auto e = read_bool(find_field(json, "return_token_ids"), "return_token_ids", return_token_ids)) return *e;
+    request.return_token_ids = return_token_ids.value_or(false);
     return request;
 }
 

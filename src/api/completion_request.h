@@ -25,6 +25,10 @@ struct CompletionRequest {
     bool prompt_is_batch = false;  // "prompt" was an array of prompts (names errors "prompt[i][j]")
     std::optional<int> logprobs;   // top alternatives per token, 0..20 (OpenAI allows 5); nullopt: none
     bool echo = false;             // prepend the prompt to the text (and its logprobs)
+    // vLLM's return_token_ids: each choice also carries the ids of its generated tokens ("token_ids", in
+    // every stream chunk the ones since the last), end of generation included, so that a front that
+    // rendered the prompt (tempered --upstream) reads exactly the tokens this server drew.
+    bool return_token_ids = false;
 };
 
 inline constexpr int kMaxCompletionLogprobs = 20;

@@ -238,6 +238,7 @@ BodyJson completion_choices_json(const std::vector<CompletionChoice>& choices) {
                          {"text", choice.text},
                          {"logprobs", choice.logprobs ? completion_logprobs_json(*choice.logprobs) : BodyJson(nullptr)},
                          {"finish_reason", finish_reason_json(choice.finish_reason)}});
+        if (choice.token_ids) array.back()["token_ids"] = *choice.token_ids;
     }
     return array;
 }

@@ -169,6 +169,7 @@ struct CompletionChoice {
     std::string text;
     std::optional<FinishReason> finish_reason;  // null in stream chunks before the last
     std::optional<CompletionLogprobs> logprobs;
+    std::optional<std::vector<int32_t>> token_ids;  // return_token_ids: "token_ids" (absent otherwise)
 };
 nlohmann::json text_completion_json(const ResponseMeta& meta, const std::vector<CompletionChoice>& choices,
                                     const Usage& usage);

@@ -39,6 +39,8 @@
 #include "settings/degeneration_settings.h"
 #include "settings/sampling_settings.h"
 #include "settings/tool_call_settings.h"
+#include "upstream/model_list.h"
+#include "upstream/upstream_generator.h"
 
 namespace tempered {
 namespace {
@@ -94,7 +96,40 @@ struct ServeOptions {
     int64_t max_prompt_tokens = 0;
     int64_t max_request_tokens = 0;
     double request_timeout = 0;
+    // Upstream mode (upstream/upstream_generator.h): another engine draws; "" for our own engine.
+    std::string upstream;
+    std::string upstream_model;     // "" = the upstream's first /v1/models id
+    std::string upstream_api_key;   // "" = TEMPERED_UPSTREAM_API_KEY, else none
+    double upstream_timeout = 600;  // seconds
 };
+
+// --upstream and its flags: the generator that drives the upstream, its model named in the log (never
+// its key). An error names the flag or says why the upstream could not be asked for its model.
+Result<std::unique_ptr<upstream::UpstreamGenerator>> start_upstream(const ServeOptions& options,
+                                                                    const Tokenizer& tokenizer,
+                                                                    EngineObserver& observer, RequestLog& log) {
+    auto address = upstream::parse_upstream_url(options.upstream);
+    if (!address) return address.error();
+    if (!(options.upstream_timeout >= 1 && options.upstream_timeout <= 86400))
+        return Error{"--upstream-timeout must be in [1, 86400] seconds"};
+    upstream::UpstreamSettings settings;
+    settings.url = options.upstream;
+    settings.api_key = options.upstream_api_key;
+    if (const char* key = std::getenv("TEMPERED_UPSTREAM_API_KEY"); settings.api_key.empty() && key)
+        settings.api_key = key;
+    settings.timeout = std::chrono::seconds(static_cast<int64_t>(options.upstream_timeout));
+    settings.max_running = options.max_running + options.max_queued;
+    settings.model = options.upstream_model;
+    if (settings.model.empty()) {
+        auto model = upstream::first_upstream_model(*address, settings.api_key, settings.timeout);
+        if (!model) return model.error();
+        settings.model = *model;
+    }
+    log.info("upstream: " + address->scheme_host_port + address->path_prefix + ", model " + settings.model +
+             (settings.api_key.empty() ? "" : ", with an API key"));
+    return std::make_unique<upstream::UpstreamGenerator>(std::move(settings), std::move(*address), tokenizer,
+                                                         &observer);
+}
 
 // The slow-client flags checked and put into the HTTP server's options; an error names the flag.
 Status apply_client_timeout_flags(const ServeOptions& options, http::HttpServerOptions& http_options) {
@@ -249,7 +284,7 @@ Result<ServiceSettings> service_settings(const ServeOptions& options, const Load
 
 // Waits for SIGTERM or SIGINT, then drains: new requests are refused, those in flight get up to
 // --drain-timeout to finish, and the HTTP server stops once their answers have reached their clients.
-void serve_until_signal(const ServeOptions& options, const sigset_t& signals, GenerationPath& path, Engine& engine,
+void serve_until_signal(const ServeOptions& options, const sigset_t& signals, GenerationPath& path, Generator& engine,
                         http::HttpServer& server, RequestLog& log) {
     int signal_number = 0;
     sigwait(&signals, &signal_number);
@@ -293,8 +328,6 @@ int serve(const ServeOptions& options) {
 
     const ModelConfig& config = bundle.model->config();
     const KvCacheShape shape = kv_cache_shape(config, *kv_type, options.block_size);
-    auto kv = create_kv_pool(options, shape, log);
-    if (!kv) return fail(kv.error());
     auto settings = service_settings(options, bundle, access, log);
     if (!settings) return fail(settings.error());
     settings->kv_cache_dtype = options.kv_cache_dtype;
@@ -310,8 +343,21 @@ int serve(const ServeOptions& options) {
     settings->disaggregation = disaggregation->get();
     if ((*disaggregation)->mode() != DisaggregationMode::None)
         log.info("disaggregation: " + (*disaggregation)->describe().dump());
-    EngineOptions engine_options{options.max_running, options.max_queued, options.max_batch_tokens};
-    Engine engine(*bundle.model, *bundle.tokenizer, **kv, engine_options, &metrics);
+    // Our engine, or in upstream mode the generator that drives another engine.
+    std::unique_ptr<KvBlockPool> kv;  // our engine's; an upstream keeps its own
+    std::unique_ptr<Generator> generator;
+    if (options.upstream.empty()) {
+        auto pool = create_kv_pool(options, shape, log);
+        if (!pool) return fail(pool.error());
+        kv = std::move(pool).value();
+        EngineOptions engine_options{options.max_running, options.max_queued, options.max_batch_tokens};
+        generator = std::make_unique<Engine>(*bundle.model, *bundle.tokenizer, *kv, engine_options, &metrics);
+    } else {
+        auto upstream = start_upstream(options, *bundle.tokenizer, metrics, log);
+        if (!upstream) return fail(upstream.error());
+        generator = std::move(upstream).value();
+    }
+    Generator& engine = *generator;
     metrics.watch_engine([&engine] { return engine.stats(); });
     // The endpoint services, each over the one generation path.
     GenerationPath path({*bundle.tokenizer, config, bundle.path, bundle.chat_template}, engine, metrics, log,
@@ -371,6 +417,18 @@ void add_serve_command(CLI::App& app, int& exit_code) {
     auto options = std::make_shared<ServeOptions>();
     auto* command = app.add_subcommand("serve", "Serve a model over an OpenAI-compatible HTTP API");
     command->add_option("--model,-m", options->model, "a .gguf path or a known model name")->capture_default_str();
+    command->add_option("--upstream", options->upstream,
+                        "another OpenAI-compatible engine's base URL (SGLang, vLLM, llama-server, tempered): it "
+                        "draws the tokens; this server renders the prompt and governs sampling, tool calls, "
+                        "stops and the loop guard");
+    command->add_option("--upstream-model", options->upstream_model,
+                        "the model name sent upstream (default: the upstream's first /v1/models id)");
+    command->add_option("--upstream-api-key", options->upstream_api_key,
+                        "the bearer key sent upstream (also TEMPERED_UPSTREAM_API_KEY); never logged");
+    command
+        ->add_option("--upstream-timeout", options->upstream_timeout,
+                     "seconds to connect to the upstream, and the longest wait for its next bytes")
+        ->capture_default_str();
     command->add_option("--served-model-name", options->served_model_name,
                         "the model id clients send (default: the short name or the file stem)");
     command->add_option("--host", options->host)->capture_default_str();

@@ -31,7 +31,7 @@ Engine::~Engine() {
 }
 
 SubmitResult Engine::submit(GenerationOptions options) {
-    if (draining_) return {nullptr, SubmitRefusal::Draining};
+    if (draining_) return {nullptr, SubmitRefusal::Draining, std::nullopt};
     auto request = std::make_unique<Request>();
     request->options = std::move(options);
     request->options.n = std::clamp(request->options.n, 1, 16);
@@ -41,12 +41,12 @@ SubmitResult Engine::submit(GenerationOptions options) {
     auto stream = request->stream;
     {
         std::lock_guard lock(mutex_);
-        if (queued_count_ >= options_.max_queued) return {nullptr, SubmitRefusal::QueueFull};
+        if (queued_count_ >= options_.max_queued) return {nullptr, SubmitRefusal::QueueFull, std::nullopt};
         ++queued_count_;
         incoming_.push_back(std::move(request));
     }
     wake_.notify_one();
-    return {stream, std::nullopt};
+    return {stream, std::nullopt, std::nullopt};
 }
 
 EngineStats Engine::stats() const {

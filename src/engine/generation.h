@@ -89,7 +89,10 @@ struct GenerationEvent {
     std::vector<ChoiceDelta> deltas;
     bool done = false;
     std::optional<std::string> error;  // the request failed; done is true too
-    GenerationUsage usage;             // filled in the last event
+    // The HTTP status that failure answers with: 500, ours; upstream mode 502 (the upstream failed or
+    // answered nonsense), 503 (unreachable), or the upstream's own 4xx.
+    int error_status = 500;
+    GenerationUsage usage;  // filled in the last event
 };
 
 // Events the engine queues for a reader that does not take them: a stream whose client stopped reading

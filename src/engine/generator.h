@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 
 #include "engine/generation.h"
 
@@ -35,9 +36,17 @@ struct CacheFlush {
     int64_t blocks_dropped = 0;
 };
 
+// A generation this generator cannot do as asked (upstream mode: what needs the draw): the request's field
+// that asks for it, and why. The API answers 400 naming the field instead of dropping it silently.
+struct Unsupported {
+    std::string param;
+    std::string message;
+};
+
 struct SubmitResult {
     std::shared_ptr<GenerationStream> stream;  // set on success
     std::optional<SubmitRefusal> refusal;
+    std::optional<Unsupported> unsupported;  // refused for what it asks (neither refusal nor stream set)
 };
 
 class Generator {

@@ -55,11 +55,18 @@ std::optional<nlohmann::json> CompletionResponseBuilder::on_delta(const ChoiceDe
     chunk.text = delta.text;
     choice.text += delta.text;
     if (shape_.logprobs) chunk.logprobs = append_logprobs(choice, delta.logprobs);
+    if (shape_.token_ids) {
+        chunk.token_ids = delta.tokens;
+        choice.token_ids.insert(choice.token_ids.end(), delta.tokens.begin(), delta.tokens.end());
+    }
     if (delta.finish) {
         choice.finish = delta.finish;
         chunk.finish_reason = to_api_finish_reason(*delta.finish);
     }
-    if (!shape_.stream || (chunk.text.empty() && !chunk.finish_reason && delta.logprobs.empty())) return std::nullopt;
+    // A token without text of its own (end of generation, part of a character) still goes out with its id.
+    const bool says_something = !chunk.text.empty() || chunk.finish_reason || !delta.logprobs.empty() ||
+                                (shape_.token_ids && !delta.tokens.empty());
+    if (!shape_.stream || !says_something) return std::nullopt;
     return api::text_completion_chunk_json(meta_, {chunk}, shape_.include_usage);
 }
 
@@ -76,6 +83,7 @@ nlohmann::json CompletionResponseBuilder::final_body(const api::Usage& usage) co
         result.finish_reason =
             choices_[c].finish ? to_api_finish_reason(*choices_[c].finish) : api::FinishReason::Length;
         if (shape_.logprobs) result.logprobs = choices_[c].logprobs;
+        if (shape_.token_ids) result.token_ids = choices_[c].token_ids;
     }
     return api::text_completion_json(meta_, results, usage);
 }

@@ -21,6 +21,7 @@ public:
         bool score_only = false;     // max_tokens 0: nothing is generated, every choice ends at once
         bool stream = false;
         bool include_usage = false;  // streams: "usage": null on every chunk, totals on the last
+        bool token_ids = false;      // return_token_ids: each choice's generated token ids too
     };
     CompletionResponseBuilder(const Tokenizer& tokenizer, api::ResponseMeta meta,
                               const std::vector<std::string>& prompt_texts, Shape shape);
@@ -37,6 +38,7 @@ private:
         std::optional<FinishReason> finish;
         api::CompletionLogprobs logprobs;
         int64_t token_offset = 0;  // where the next token's text starts in `text` (by token bytes)
+        std::vector<int32_t> token_ids;
     };
     // Appends the delta's tokens to the choice's logprobs; returns the part for a stream chunk.
     api::CompletionLogprobs append_logprobs(ChoiceText& choice, const std::vector<TokenLogprob>& logprobs) const;

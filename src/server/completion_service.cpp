@@ -99,7 +99,8 @@ http::HttpResponse CompletionService::completions(const http::HttpRequest& http_
                                          .logprobs = request.logprobs.has_value(),
                                          .score_only = score_only,
                                          .stream = job.stream,
-                                         .include_usage = job.include_usage});
+                                         .include_usage = job.include_usage,
+                                         .token_ids = request.return_token_ids});
     return path_.answer(std::move(job), http_request);
 }
 

@@ -42,6 +42,15 @@ private:
     std::string outcome_;
     double first_token_s_ = -1;  // -1 until a token arrives
     std::string engine_error_;
+    int engine_error_status_ = 500;
+    // The failure the generator reported, as the API answers it (500 ours, else the upstream's status).
+    api::ApiError generation_error() const {
+        if (engine_error_status_ == 500) return api::internal_error(engine_error_);
+        api::ApiError error = api::internal_error(engine_error_);
+        error.http_status = engine_error_status_;
+        error.type = engine_error_status_ < 500 ? "invalid_request_error" : "upstream_error";
+        return error;
+    }
     DegenerationReports degeneration_;  // each choice's loop report, shown in its chunks and in the body
 };
 
@@ -58,6 +67,7 @@ GenerationLoop::End GenerationLoop::pump(const std::function<bool()>& client_ali
         }
         if (event->error) {
             engine_error_ = *event->error;
+            engine_error_status_ = event->error_status;
             return End::EngineError;
         }
         for (const auto& delta : event->deltas) {
@@ -130,7 +140,7 @@ void GenerationLoop::stream(http::StreamWriter& writer) {
     }
     if (end == End::EngineError) {
         cancel();  // the other choices and prompts of the request stop too, and free their KV
-        writer.write(api::sse_error(api::internal_error(engine_error_)));
+        writer.write(api::sse_error(generation_error()));
         outcome_ = "error";
     } else if (job_.include_usage) {
         writer.write(api::sse_json(job_.builder->usage_chunk(usage())));
@@ -159,7 +169,7 @@ http::HttpResponse GenerationLoop::whole(const http::HttpRequest& request) {
     if (end == End::EngineError) {
         cancel();  // the other choices and prompts of the request stop too, and free their KV
         log_finished("error");
-        return api::to_http_response(api::internal_error(engine_error_));
+        return api::to_http_response(generation_error());
     }
     nlohmann::json body = job_.builder->final_body(usage());
     if (job_.report_sampling) body["sampling"] = job_.sampling;

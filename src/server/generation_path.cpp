@@ -106,6 +106,7 @@ std::optional<api::ApiError> GenerationPath::attach_disaggregation(const api::Ge
 api::ApiResult<std::shared_ptr<GenerationStream>> GenerationPath::submit(GenerationOptions options) {
     SubmitResult result = generator_.submit(std::move(options));
     if (result.stream) return result.stream;
+    if (result.unsupported) return api::invalid_request(result.unsupported->message, result.unsupported->param);
     if (*result.refusal == SubmitRefusal::QueueFull) {
         metrics_.count_rejected();
         return api::rate_limited("too many requests are waiting; retry shortly", 1);

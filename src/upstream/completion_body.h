@@ -1,0 +1,18 @@
+// What one generation asks of the upstream engine, as an OpenAI /v1/completions body: the rendered prompt as
+// token ids, each choice's limits, and every sampling value written out, so that the upstream's own
+// defaults never decide (the front resolved them: request > preferred > model > OpenAI default, then
+// policy). It streams, with usage, and asks for the generated token ids (return_token_ids, vLLM's name and
+// tempered's), so the front detokenizes exactly what was drawn and runs its own output stages over it.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/generation.h"
+
+namespace tempered::upstream {
+
+nlohmann::json completion_body(const GenerationOptions& options, const std::string& model);
+
+}  // namespace tempered::upstream

@@ -1,0 +1,73 @@
+// Upstream mode's generator (engine/generator.h): each generation is one streamed /v1/completions request
+// to another OpenAI-compatible engine (SGLang, vLLM, llama-server, or another tempered), with the prompt
+// the front rendered as token ids and every sampling value explicit (completion_body.h). The tokens that
+// come back go through each choice's output stages on the front (upstream_choice.h), so the services,
+// response builders, metrics and edge above see the same events as from our own engine.
+//
+// Each request runs on a thread of its own while it streams; a reader that goes away (client disconnect)
+// or choices that all ended here (stop string, the guard's stop) end the upstream request at once, by
+// closing its connection. What needs the draw is refused at submit (SubmitResult::unsupported) rather than
+// silently dropped: a reasoning budget, the guard's resample, a grammar other than the checked tool calls'
+// (response_format), logprobs.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "engine/engine_observer.h"
+#include "engine/generator.h"
+#include "tokenizer/tokenizer.h"
+
+namespace tempered::upstream {
+
+struct UpstreamSettings {
+    std::string url;                    // base URL: scheme://host[:port][/prefix], with or without a trailing /v1
+    std::string api_key;                // sent as a bearer token; "" for none
+    std::string model;                  // the name sent upstream
+    std::chrono::seconds timeout{600};  // connecting, and the longest wait for the next bytes
+    int max_running = 256;              // requests streaming at once; past it submit() refuses (QueueFull)
+};
+
+// The base URL split for the HTTP client; an error names what is wrong with it.
+struct UpstreamAddress {
+    std::string scheme_host_port;  // "http://127.0.0.1:8000"
+    std::string path_prefix;       // "" or "/prefix", without /v1
+};
+Result<UpstreamAddress> parse_upstream_url(const std::string& url);
+
+class UpstreamGenerator final : public Generator {
+public:
+    // `tokenizer` (the served model's) and `observer` (may be null) outlive the generator.
+    UpstreamGenerator(UpstreamSettings settings, UpstreamAddress address, const Tokenizer& tokenizer,
+                      EngineObserver* observer);
+    ~UpstreamGenerator() override;  // ends every upstream request and waits for their threads
+
+    SubmitResult submit(GenerationOptions options) override;
+    EngineStats stats() const override;
+    void begin_drain() override { draining_ = true; }
+    bool idle() const override { return running_ == 0; }
+    // The upstream's cache is the upstream's: nothing to flush here.
+    std::optional<CacheFlush> flush_cache(std::chrono::milliseconds) override { return CacheFlush{}; }
+
+private:
+    struct Job;
+    void run(std::shared_ptr<Job> job);
+    void finish(Job& job, RequestOutcome outcome, std::optional<std::string> error = std::nullopt, int status = 500);
+
+    const UpstreamSettings settings_;
+    const UpstreamAddress address_;
+    const Tokenizer& tokenizer_;
+    EngineObserver* observer_;
+    std::mutex observer_mutex_;  // the observer expects one thread (the engine's); here there are many
+    std::atomic<bool> draining_{false};
+    std::atomic<bool> shutting_down_{false};
+    std::atomic<int> running_{0};
+    std::mutex mutex_;
+    std::condition_variable all_done_;
+};
+
+}  // namespace tempered::upstream
