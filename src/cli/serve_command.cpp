@@ -107,7 +107,9 @@ struct ServeOptions {
 // its key). An error names the flag or says why the upstream could not be asked for its model.
 Result<std::unique_ptr<upstream::UpstreamGenerator>> start_upstream(const ServeOptions& options,
                                                                     const Tokenizer& tokenizer,
-                                                                    EngineObserver& observer, RequestLog& log) {
+                                                                    EngineObserver& observer,
+                                                                    upstream::UpstreamMetrics& metrics,
+                                                                    RequestLog& log) {
     auto address = upstream::parse_upstream_url(options.upstream);
     if (!address) return address.error();
     if (!(options.upstream_timeout >= 1 && options.upstream_timeout <= 86400))
@@ -127,8 +129,8 @@ Result<std::unique_ptr<upstream::UpstreamGenerator>> start_upstream(const ServeO
     }
     log.info("upstream: " + address->scheme_host_port + address->path_prefix + ", model " + settings.model +
              (settings.api_key.empty() ? "" : ", with an API key"));
-    return std::make_unique<upstream::UpstreamGenerator>(std::move(settings), std::move(*address), tokenizer,
-                                                         &observer);
+    return std::make_unique<upstream::UpstreamGenerator>(std::move(settings), std::move(*address), tokenizer, &observer,
+                                                         &metrics);
 }
 
 // The slow-client flags checked and put into the HTTP server's options; an error names the flag.
@@ -317,8 +319,13 @@ int serve(const ServeOptions& options) {
     const AccessControl access(std::move(access_settings->first));
     const CorsPolicy& cors = access_settings->second;
     const sigset_t signals = block_termination_signals();
-    log.info("loading " + options.model);
-    auto loaded = load_model_bundle(options.model, options.threads);
+    const bool upstream_mode = !options.upstream.empty();
+    if (upstream_mode && options.disaggregation_mode != "null")
+        return fail(Error{"--disaggregation-mode needs our own engine; with --upstream, disaggregate upstream"});
+    log.info(upstream_mode ? "loading the tokenizer and chat template of " + options.model + " (upstream mode)"
+                           : "loading " + options.model);
+    auto loaded = load_model_bundle(options.model, options.threads,
+                                    upstream_mode ? ModelParts::Tokenizer : ModelParts::Everything);
     if (!loaded) return fail(loaded.error());
     LoadedModel& bundle = **loaded;
     auto template_note = choose_chat_template(bundle, options.chat_template_file);
@@ -326,8 +333,9 @@ int serve(const ServeOptions& options) {
     if (!options.chat_template_file.empty()) log.info("chat template: " + options.chat_template_file);
     if (!template_note->empty()) log.info(*template_note);
 
-    const ModelConfig& config = bundle.model->config();
-    const KvCacheShape shape = kv_cache_shape(config, *kv_type, options.block_size);
+    const ModelConfig& config = bundle.config;
+    // An upstream keeps its own KV cache: here its shape is empty (0 bytes a token).
+    const KvCacheShape shape = upstream_mode ? KvCacheShape{} : kv_cache_shape(config, *kv_type, options.block_size);
     auto settings = service_settings(options, bundle, access, log);
     if (!settings) return fail(settings.error());
     settings->kv_cache_dtype = options.kv_cache_dtype;
@@ -335,7 +343,8 @@ int serve(const ServeOptions& options) {
     ServingMetrics metrics(settings->served_model_name, options.kv_cache_dtype);
     metrics.set_kv_bytes_per_token(shape.bytes_per_token());
     TransferMetrics transfer_metrics(metrics.registry());
-    auto disaggregation_settings = disaggregation_flags(options, shape, *bundle.file);
+    auto disaggregation_settings = upstream_mode ? Result<DisaggregationSettings>(DisaggregationSettings{})
+                                                 : disaggregation_flags(options, shape, *bundle.file);
     if (!disaggregation_settings) return fail(disaggregation_settings.error());
     // Before the engine, so that it outlives every request holding one of its transfers.
     auto disaggregation = Disaggregation::start(*disaggregation_settings, transfer_metrics);
@@ -345,15 +354,17 @@ int serve(const ServeOptions& options) {
         log.info("disaggregation: " + (*disaggregation)->describe().dump());
     // Our engine, or in upstream mode the generator that drives another engine.
     std::unique_ptr<KvBlockPool> kv;  // our engine's; an upstream keeps its own
+    std::unique_ptr<upstream::UpstreamMetrics> upstream_metrics;
     std::unique_ptr<Generator> generator;
-    if (options.upstream.empty()) {
+    if (!upstream_mode) {
         auto pool = create_kv_pool(options, shape, log);
         if (!pool) return fail(pool.error());
         kv = std::move(pool).value();
         EngineOptions engine_options{options.max_running, options.max_queued, options.max_batch_tokens};
         generator = std::make_unique<Engine>(*bundle.model, *bundle.tokenizer, *kv, engine_options, &metrics);
     } else {
-        auto upstream = start_upstream(options, *bundle.tokenizer, metrics, log);
+        upstream_metrics = std::make_unique<upstream::UpstreamMetrics>(metrics.registry());
+        auto upstream = start_upstream(options, *bundle.tokenizer, metrics, *upstream_metrics, log);
         if (!upstream) return fail(upstream.error());
         generator = std::move(upstream).value();
     }

@@ -11,8 +11,9 @@ namespace tempered {
 namespace {
 
 // Not /health_generate: it runs a generation, which is work a keyless client must not be able to queue.
-constexpr std::array<std::string_view, 7> kProbePaths = {
-    "/health", "/metrics", "/get_load", "/server_info", "/model_info", "/get_server_info", "/get_model_info"};
+// /ready asks an upstream at most once a second (upstream_generator.h), so it is open too.
+constexpr std::array<std::string_view, 8> kProbePaths = {
+    "/health", "/ready", "/metrics", "/get_load", "/server_info", "/model_info", "/get_server_info", "/get_model_info"};
 
 std::string_view trim(std::string_view text) {
     while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) text.remove_prefix(1);

@@ -92,7 +92,8 @@ struct GenerationEvent {
     // The HTTP status that failure answers with: 500, ours; upstream mode 502 (the upstream failed or
     // answered nonsense), 503 (unreachable), or the upstream's own 4xx.
     int error_status = 500;
-    GenerationUsage usage;  // filled in the last event
+    std::optional<int> retry_after_seconds;  // an upstream's 429 or 503: its Retry-After, passed on
+    GenerationUsage usage;                   // filled in the last event
 };
 
 // Events the engine queues for a reader that does not take them: a stream whose client stopped reading

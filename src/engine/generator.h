@@ -60,6 +60,9 @@ public:
     virtual bool idle() const = 0;
     // Drops every cached prefix nobody uses; nullopt when that did not happen within `timeout`.
     virtual std::optional<CacheFlush> flush_cache(std::chrono::milliseconds timeout) = 0;
+    // Why it could not take a request now (/ready), or nullopt when it can. Our engine always can while it
+    // runs; an upstream generator asks the upstream.
+    virtual std::optional<std::string> not_ready() const { return std::nullopt; }
 };
 
 }  // namespace tempered

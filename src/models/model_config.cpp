@@ -148,6 +148,17 @@ Status read_experts(const GgufFile& file, ModelConfig& config) {
 
 }  // namespace
 
+Result<ModelConfig> read_serving_config(const GgufFile& file) {
+    ModelConfig config;
+    const auto architecture = file.get_string("general.architecture");
+    if (!architecture || architecture->empty()) return Error{"model metadata: missing general.architecture"};
+    config.architecture = *architecture;
+    const MetadataReader meta(file, config.architecture);
+    TEMPERED_TRY(meta.integer(".context_length", config.context_length, true, 1, kMaxContext));
+    TEMPERED_TRY(read_vocab_size(file, config));
+    return config;
+}
+
 Result<ModelConfig> read_model_config(const GgufFile& file, RopeStyle rope_style) {
     ModelConfig config;
     const auto architecture = file.get_string("general.architecture");

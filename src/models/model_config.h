@@ -78,6 +78,10 @@ struct ModelConfig {
 // An Error names the missing or inconsistent key; tensor shapes are checked by the model loader.
 Result<ModelConfig> read_model_config(const GgufFile& file, RopeStyle rope_style);
 
+// Only what serving needs when another engine runs the model (upstream mode): the architecture, the
+// vocabulary size and the context length. Any architecture, even one this build cannot run.
+Result<ModelConfig> read_serving_config(const GgufFile& file);
+
 // What rope pair `pair` multiplies base^(-2 pair / rope_dims) by: 1, 1 / factor (linear), or YaRN's blend
 // of the two by how many rotations the pair makes over the original context (ggml's rope_yarn ramp).
 double rope_frequency_scale(const ModelConfig& config, int64_t pair);

@@ -6,7 +6,7 @@
 
 namespace tempered {
 
-Result<std::unique_ptr<LoadedModel>> load_model_bundle(const std::string& name_or_path, int threads) {
+Result<std::unique_ptr<LoadedModel>> load_model_bundle(const std::string& name_or_path, int threads, ModelParts parts) {
     auto path = resolve_model_path(name_or_path);
     if (!path) return path.error();
     auto bundle = std::make_unique<LoadedModel>();
@@ -18,11 +18,18 @@ Result<std::unique_ptr<LoadedModel>> load_model_bundle(const std::string& name_o
     if (!tokenizer) return Error{*path + ": tokenizer: " + tokenizer.error().message};
     bundle->tokenizer = std::make_unique<Tokenizer>(std::move(tokenizer.value()));
     bundle->chat_template = bundle->file->get_string("tokenizer.chat_template").value_or("");
+    if (parts == ModelParts::Tokenizer) {
+        auto config = read_serving_config(*bundle->file);
+        if (!config) return Error{*path + ": " + config.error().message};
+        bundle->config = std::move(config).value();
+        return bundle;
+    }
     if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     bundle->pool = std::make_unique<ThreadPool>(threads);
     auto model = load_model(*bundle->file, *bundle->pool);
     if (!model) return Error{*path + ": " + model.error().message};
     bundle->model = std::move(model.value());
+    bundle->config = bundle->model->config();
     return bundle;
 }
 

@@ -9,6 +9,7 @@
 #include "core/thread_pool.h"
 #include "formats/gguf.h"
 #include "models/model.h"
+#include "models/model_config.h"
 #include "tokenizer/tokenizer.h"
 
 namespace tempered {
@@ -17,12 +18,19 @@ struct LoadedModel {
     std::string path;
     std::unique_ptr<GgufFile> file;  // the model's weights live in its mapping
     std::unique_ptr<Tokenizer> tokenizer;
-    std::string chat_template;  // "" when the file has none
-    std::unique_ptr<ThreadPool> pool;
-    std::unique_ptr<Model> model;
+    std::string chat_template;         // "" when the file has none
+    ModelConfig config;                // the model's, or with ModelParts::Tokenizer only read_serving_config's
+    std::unique_ptr<ThreadPool> pool;  // null with ModelParts::Tokenizer
+    std::unique_ptr<Model> model;      // null with ModelParts::Tokenizer
 };
 
+// What to load. Upstream mode (another engine runs the model) needs the tokenizer, the chat template and a
+// few numbers of the file's metadata, never the weights: their pages are not touched, the model is not
+// built, and its architecture need not be one this build runs.
+enum class ModelParts { Everything, Tokenizer };
+
 // `name_or_path` as --model takes it; `threads` <= 0 means every core.
-Result<std::unique_ptr<LoadedModel>> load_model_bundle(const std::string& name_or_path, int threads);
+Result<std::unique_ptr<LoadedModel>> load_model_bundle(const std::string& name_or_path, int threads,
+                                                       ModelParts parts = ModelParts::Everything);
 
 }  // namespace tempered

@@ -43,12 +43,16 @@ private:
     double first_token_s_ = -1;  // -1 until a token arrives
     std::string engine_error_;
     int engine_error_status_ = 500;
-    // The failure the generator reported, as the API answers it (500 ours, else the upstream's status).
+    std::optional<int> engine_retry_after_;
+    // The failure the generator reported, as the API answers it (500 ours, else the upstream's status; its
+    // 429 as our own rate limit's, with its Retry-After).
     api::ApiError generation_error() const {
         if (engine_error_status_ == 500) return api::internal_error(engine_error_);
+        if (engine_error_status_ == 429) return api::rate_limited(engine_error_, engine_retry_after_.value_or(1));
         api::ApiError error = api::internal_error(engine_error_);
         error.http_status = engine_error_status_;
         error.type = engine_error_status_ < 500 ? "invalid_request_error" : "upstream_error";
+        error.retry_after_seconds = engine_retry_after_;
         return error;
     }
     DegenerationReports degeneration_;  // each choice's loop report, shown in its chunks and in the body
@@ -68,6 +72,7 @@ GenerationLoop::End GenerationLoop::pump(const std::function<bool()>& client_ali
         if (event->error) {
             engine_error_ = *event->error;
             engine_error_status_ = event->error_status;
+            engine_retry_after_ = event->retry_after_seconds;
             return End::EngineError;
         }
         for (const auto& delta : event->deltas) {

@@ -7,6 +7,7 @@ void ProbeService::register_routes(GuardedRoutes& routes) {
         return [this, method](const http::HttpRequest& request) { return (this->*method)(request); };
     };
     add_route(routes, "GET", "/health", bind(&ProbeService::health));
+    add_route(routes, "GET", "/ready", bind(&ProbeService::ready));
     add_route(routes, "GET", "/get_load", bind(&ProbeService::get_load));
     add_route(routes, "GET", "/health_generate", bind(&ProbeService::health_generate));
     add_route(routes, "GET", "/server_info", bind(&ProbeService::server_info));
@@ -23,6 +24,15 @@ void ProbeService::register_routes(GuardedRoutes& routes) {
 http::HttpResponse ProbeService::health(const http::HttpRequest&) const {
     if (path_.draining()) return json_response({{"status", "draining"}}, 503);
     return json_response({{"status", "ok"}});
+}
+
+// Readiness, apart from liveness: 200 while a request would be taken and could be answered; 503 while
+// draining or, in upstream mode, while the upstream does not answer (with the reason).
+http::HttpResponse ProbeService::ready(const http::HttpRequest&) const {
+    if (path_.draining()) return json_response({{"status", "draining"}}, 503);
+    if (auto reason = path_.generator().not_ready())
+        return json_response({{"status", "unavailable"}, {"reason", *reason}}, 503);
+    return json_response({{"status", "ready"}});
 }
 
 // SGLang's deeper probe: /health says the process answers, this says the engine still generates. One greedy

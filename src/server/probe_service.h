@@ -1,4 +1,5 @@
 // The operational endpoints that routers, gateways and orchestrators probe: /health (503 while draining),
+// /ready (503 too while an upstream does not answer),
 // /health_generate (one token through the engine), /get_load, /server_info and /model_info (also under
 // SGLang's /get_* names), /flush_cache and /metrics.
 #pragma once
@@ -25,6 +26,7 @@ public:
 
 private:
     http::HttpResponse health(const http::HttpRequest& request) const;
+    http::HttpResponse ready(const http::HttpRequest& request) const;
     http::HttpResponse health_generate(const http::HttpRequest& request) const;
     http::HttpResponse get_load(const http::HttpRequest& request) const;
     http::HttpResponse metrics(const http::HttpRequest& request) const;

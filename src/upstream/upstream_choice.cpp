@@ -25,26 +25,73 @@ void UpstreamChoice::add_output(OutputDelta out, ChoiceDelta& delta) {
 // As the engine's postprocess takes a drawn token (engine/postprocess.cpp): end of generation ends the
 // choice without text; any other token's text goes through the output stages, then the guard sees it.
 void UpstreamChoice::take_token(int32_t token, ChoiceDelta& delta, EngineObserver* observer) {
-    if (sequence_.finished) return;
+    if (sequence_.finished || awaiting_continuation_) return;
     delta.tokens.push_back(token);
     sequence_.tokens.push_back(token);
     if (tokenizer_.is_end_of_generation(token) && !options_.ignore_eos) {
-        end(FinishReason::Stop, delta);
+        finish(FinishReason::Stop, delta);
         return;
     }
     const std::string text = sequence_.detokenizer.push(token);
     add_output(sequence_.output.push({text, token, false}), delta);
-    if (guard_generated_token(options_, sequence_, token, delta, observer) && !sequence_.finished)
-        end(FinishReason::Repetition, delta);
+    const bool had_switched = resampled();
+    if (guard_generated_token(options_, sequence_, token, delta, observer) && !sequence_.finished) {
+        finish(FinishReason::Repetition, delta);
+        return;
+    }
+    if (sequence_.finished || sequence_.generated() >= options_.max_tokens) return;
+    // The guard's resample: the rest is drawn with its fallback sampling, by a continuation.
+    if (resampled() && !had_switched) awaiting_continuation_ = true;
+    append_forced_end(delta);
+}
+
+bool UpstreamChoice::resampled() const {
+    return sequence_.guard.report() && sequence_.guard.report()->resampled.has_value();
+}
+
+// As the engine does before each draw (engine/postprocess.cpp), but all at once: the upstream cannot be
+// told to draw these, so they are appended here and the rest comes from a continuation.
+void UpstreamChoice::append_forced_end(ChoiceDelta& delta) {
+    if (!sequence_.reasoning) return;
+    while (const auto token = sequence_.reasoning->forced_token(sequence_.generated(), options_.max_tokens)) {
+        awaiting_continuation_ = true;
+        delta.tokens.push_back(*token);
+        sequence_.tokens.push_back(*token);
+        const std::string text = sequence_.detokenizer.push(*token);
+        add_output(sequence_.output.push({text, *token, true}), delta);
+        if (sequence_.finished) break;
+        if (sequence_.generated() >= options_.max_tokens) {
+            finish(FinishReason::Length, delta);
+            break;
+        }
+    }
+}
+
+GenerationOptions UpstreamChoice::continuation() {
+    awaiting_continuation_ = false;
+    GenerationOptions next = options_;
+    next.prompt = sequence_.tokens;  // the prompt, then every token of this choice
+    next.n = 1;
+    next.sampling = sequence_sampling(options_, sequence_);  // the guard's fallback once it resampled
+    next.dry = sequence_dry(options_, sequence_);
+    next.max_tokens = options_.max_tokens - sequence_.generated();
+    next.min_tokens = std::max<int64_t>(0, options_.min_tokens - sequence_.generated());
+    return next;
 }
 
 void UpstreamChoice::take_text(std::string_view text, ChoiceDelta& delta) {
-    if (sequence_.finished) return;
+    // An empty piece (an engine's first chunk, a keep-alive) is no token: the reasoning must not count it.
+    if (sequence_.finished || awaiting_continuation_ || text.empty()) return;
     add_output(sequence_.output.push({text, std::nullopt, false}), delta);
 }
 
 void UpstreamChoice::end(FinishReason reason, ChoiceDelta& delta) {
+    if (!awaiting_continuation_) finish(reason, delta);  // else that leg was cut: its end is not the choice's
+}
+
+void UpstreamChoice::finish(FinishReason reason, ChoiceDelta& delta) {
     if (sequence_.finished) return;
+    awaiting_continuation_ = false;
     OutputDelta out = sequence_.output.finish(sequence_.detokenizer.flush());
     out.stopped = false;
     add_output(std::move(out), delta);
@@ -52,6 +99,9 @@ void UpstreamChoice::end(FinishReason reason, ChoiceDelta& delta) {
     sequence_.finish_reason = reason;
     delta.finish = reason;
     if (sequence_.reasoning) delta.reasoning = sequence_.reasoning->report();
+    // The loop report as it stands at the end (its repeats grew since it was first sent), as our engine
+    // sends it with the finishing token.
+    if (sequence_.guard.report()) delta.degeneration = sequence_.guard.report();
 }
 
 }  // namespace tempered::upstream

@@ -1,11 +1,19 @@
 // One choice of an upstream generation on the front: the tokens the upstream drew go through the same text
 // side as our engine's (engine/sequence.h's detokenizer, output processor and degeneration guard), so the
 // reasoning split, stop strings, tool calls and loop detection are the front's whatever engine drew.
-// What needs the draw (a reasoning budget's forced end, resample) is not here: the generator refuses it.
+//
+// Two things cannot be put into the upstream's draw. The reasoning's forced end (engine/reasoning_phase.h:
+// the budget, the room under max_tokens, a loop the guard saw inside reasoning): when it is due, the choice
+// appends "\n</think>\n\n" itself. The guard's resample: from the loop on, the choice draws with the
+// fallback sampling. Either way the choice drops whatever else the upstream draws for it and waits for a
+// continuation: a new upstream request whose prompt is the prompt and every token so far (the upstream's
+// prefix cache makes it cheap), with what is left of max_tokens and the choice's sampling now
+// (upstream_generator.cpp).
 #pragma once
 
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
 #include "engine/engine_observer.h"
 #include "engine/generation.h"
@@ -23,19 +31,31 @@ public:
     void take_token(int32_t token, ChoiceDelta& delta, EngineObserver* observer);
     // Text without token ids (an upstream that cannot return them): the output stages over the text alone.
     void take_text(std::string_view text, ChoiceDelta& delta);
-    // The upstream ended the choice: what the detokenizer and the output stages held back comes out.
+    // The upstream ended the choice: what the detokenizer and the output stages held back comes out. Not
+    // while it awaits a continuation: the upstream then ends a leg the front cut.
     void end(FinishReason reason, ChoiceDelta& delta);
 
     bool finished() const { return sequence_.finished; }
     std::optional<FinishReason> finish_reason() const { return sequence_.finish_reason; }
     int64_t generated() const { return sequence_.generated(); }
 
+    // The forced end was appended: the upstream's further tokens for this choice are dropped, and its
+    // content needs a continuation.
+    bool awaiting_continuation() const { return awaiting_continuation_; }
+    // The continuation's request: the prompt and every token so far; what is left of max_tokens and
+    // min_tokens. Taking it clears awaiting_continuation().
+    GenerationOptions continuation();
+
 private:
     void add_output(OutputDelta out, ChoiceDelta& delta);
+    void append_forced_end(ChoiceDelta& delta);
+    void finish(FinishReason reason, ChoiceDelta& delta);  // ends the choice here
+    bool resampled() const;                                // the guard switched this choice to its fallback sampling
 
     const GenerationOptions& options_;
     const Tokenizer& tokenizer_;
     Sequence sequence_;
+    bool awaiting_continuation_ = false;
 };
 
 }  // namespace tempered::upstream

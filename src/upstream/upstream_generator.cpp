@@ -5,6 +5,7 @@
 
 #include "http/httplib_include.h"
 #include "upstream/completion_body.h"
+#include "upstream/model_list.h"
 #include "upstream/sse_reader.h"
 #include "upstream/upstream_choice.h"
 
@@ -22,19 +23,13 @@ std::optional<FinishReason> finish_reason_from(const nlohmann::json& value) {
     return FinishReason::Stop;  // "stop", and an engine's own names for an ended answer
 }
 
-// What the front cannot do over another engine's stream: it needs the draw, or a grammar the upstream would
-// have to apply. Tool calls are still read and checked on the front (validation `flag` at least), so their
-// grammar is left out instead.
+// What the front cannot do over another engine's stream yet: the draw's logprobs, and a grammar the upstream
+// would have to apply. Tool calls are still read and checked on the front (validation `flag` at least), so
+// their grammar is left out instead.
 std::optional<Unsupported> unsupported_by_upstream(const GenerationOptions& options) {
     if (options.top_logprobs >= 0) return Unsupported{"logprobs", "logprobs are not available in upstream mode yet"};
     if (options.constraint && !options.tool_calls)
         return Unsupported{"response_format", "response_format is not applied in upstream mode yet"};
-    if (options.reasoning.budget)
-        return Unsupported{"thinking_token_budget",
-                           "a reasoning budget needs the draw; upstream mode cannot force the end of reasoning yet"};
-    if (options.guard.active() && options.guard.action == DegenerationAction::Resample)
-        return Unsupported{"repetition_detection",
-                           "the degeneration guard's resample needs the draw; in upstream mode use flag or stop"};
     return std::nullopt;
 }
 
@@ -64,9 +59,14 @@ struct UpstreamGenerator::Job {
     GenerationUsage usage;
     std::chrono::steady_clock::time_point submitted = std::chrono::steady_clock::now();
     std::optional<double> first_token_seconds;
+    // The leg now streaming: the first request, then one continuation per choice whose reasoning was ended
+    // by force or whose sampling the guard switched (upstream_choice.h). leg_choices[i] is the choice the
+    // upstream's choice i feeds.
+    std::vector<int> leg_choices;
     SseReader sse;
     int status = 0;
-    std::string error_body;  // an answer other than 200: its body
+    std::optional<int> retry_after;  // the upstream's Retry-After, in seconds
+    std::string error_body;          // an answer other than 200: its body
     bool saw_done = false;
     bool malformed = false;   // an event that did not parse
     bool ended_here = false;  // a choice ended on the front first: the upstream's rest is not wanted
@@ -76,11 +76,35 @@ struct UpstreamGenerator::Job {
             if (!choice->finished()) return false;
         return true;
     }
+    // Nothing more is wanted from this leg: each choice has ended or waits for its continuation.
+    bool leg_settled() const {
+        for (const auto& choice : choices)
+            if (!choice->finished() && !choice->awaiting_continuation()) return false;
+        return true;
+    }
+    bool any_awaiting() const {
+        for (const auto& choice : choices)
+            if (choice->awaiting_continuation()) return true;
+        return false;
+    }
+    void start_leg(std::vector<int> choice_indices) {
+        leg_choices = std::move(choice_indices);
+        sse = SseReader{};
+        status = 0;
+        retry_after.reset();
+        error_body.clear();
+        saw_done = false;
+        malformed = false;
+    }
 };
 
 UpstreamGenerator::UpstreamGenerator(UpstreamSettings settings, UpstreamAddress address, const Tokenizer& tokenizer,
-                                     EngineObserver* observer)
-    : settings_(std::move(settings)), address_(std::move(address)), tokenizer_(tokenizer), observer_(observer) {}
+                                     EngineObserver* observer, UpstreamMetrics* metrics)
+    : settings_(std::move(settings)),
+      address_(std::move(address)),
+      tokenizer_(tokenizer),
+      observer_(observer),
+      metrics_(metrics) {}
 
 UpstreamGenerator::~UpstreamGenerator() {
     shutting_down_ = true;
@@ -115,13 +139,18 @@ namespace {
 // through its output stages, then the upstream's finish.
 // `ended_here` is set when a choice ended on the front before the upstream ended it (a stop string, the guard).
 GenerationEvent read_chunk(const nlohmann::json& chunk, std::vector<std::unique_ptr<UpstreamChoice>>& choices,
-                           GenerationUsage& usage, EngineObserver* observer, bool& ended_here) {
+                           const std::vector<int>& leg_choices, GenerationUsage& usage, EngineObserver* observer,
+                           bool& ended_here) {
     GenerationEvent event;
     const auto found = chunk.find("choices");
     if (found == chunk.end() || !found->is_array()) return event;
     for (const nlohmann::json& upstream : *found) {
-        const int index = upstream.value("index", 0);
-        if (index < 0 || index >= static_cast<int>(choices.size())) continue;
+        const auto upstream_index = upstream.find("index");
+        const int64_t leg_index = upstream_index != upstream.end() && upstream_index->is_number_integer()
+                                      ? upstream_index->get<int64_t>()
+                                      : 0;
+        if (leg_index < 0 || leg_index >= static_cast<int64_t>(leg_choices.size())) continue;
+        const int index = leg_choices[static_cast<size_t>(leg_index)];
         UpstreamChoice& choice = *choices[static_cast<size_t>(index)];
         ChoiceDelta delta;
         delta.index = index;
@@ -141,6 +170,40 @@ GenerationEvent read_chunk(const nlohmann::json& chunk, std::vector<std::unique_
     return event;
 }
 
+// An upstream's Retry-After in seconds (the HTTP-date form is not used by the engines this fronts).
+std::optional<int> retry_after_of(const httplib::Response& response) {
+    const std::string value = response.get_header_value("Retry-After");
+    if (value.empty() || value.size() > 9 || value.find_first_not_of("0123456789") != std::string::npos)
+        return std::nullopt;
+    return std::stoi(value);
+}
+
+void read_usage(const nlohmann::json& chunk, GenerationUsage& usage) {
+    const auto found = chunk.find("usage");
+    if (found == chunk.end() || !found->is_object()) return;
+    const auto details = found->find("prompt_tokens_details");
+    if (details != found->end() && details->is_object() && details->contains("cached_tokens") &&
+        (*details)["cached_tokens"].is_number_integer())
+        usage.cached_tokens = (*details)["cached_tokens"].get<int64_t>();
+}
+
+bool succeeded(UpstreamOutcome outcome) {
+    return outcome == UpstreamOutcome::Completed || outcome == UpstreamOutcome::EndedOnFront;
+}
+
+// What the serving metrics count: a completed request by its choices' finish reasons (a repetition first,
+// then a length), one that failed as an error, one the client or the server ended as an abort.
+RequestOutcome request_outcome(const std::vector<std::unique_ptr<UpstreamChoice>>& choices, UpstreamOutcome ended) {
+    if (ended == UpstreamOutcome::Cancelled) return RequestOutcome::Abort;
+    if (!succeeded(ended)) return RequestOutcome::Error;
+    bool length = false, repetition = false;
+    for (const auto& choice : choices) {
+        length |= choice->finish_reason() == FinishReason::Length;
+        repetition |= choice->finish_reason() == FinishReason::Repetition;
+    }
+    return repetition ? RequestOutcome::Repetition : length ? RequestOutcome::Length : RequestOutcome::Stop;
+}
+
 std::string upstream_error_message(int status, const std::string& body) {
     std::string message = "the upstream answered HTTP " + std::to_string(status);
     const nlohmann::json json = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
@@ -152,6 +215,24 @@ std::string upstream_error_message(int status, const std::string& body) {
 }  // namespace
 
 void UpstreamGenerator::run(std::shared_ptr<Job> job) {
+    if (metrics_) metrics_->started();
+    std::vector<int> all(job->choices.size());
+    for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);
+    job->start_leg(std::move(all));
+    Ending ending = send_leg(*job, job->options);
+    // A choice whose reasoning was ended by force, or that the guard resampled, draws the rest in a
+    // continuation of its own.
+    for (size_t i = 0; i < job->choices.size() && succeeded(ending.outcome); ++i) {
+        UpstreamChoice& choice = *job->choices[i];
+        if (!choice.awaiting_continuation()) continue;
+        job->start_leg({static_cast<int>(i)});
+        ending = send_leg(*job, choice.continuation());
+    }
+    finish(*job, ending);
+}
+
+// One upstream request (the first, or a continuation) streamed into the job's choices.
+UpstreamGenerator::Ending UpstreamGenerator::send_leg(Job& job, const GenerationOptions& leg) {
     httplib::Client client(address_.scheme_host_port);
     client.set_connection_timeout(settings_.timeout);
     client.set_read_timeout(settings_.timeout);
@@ -160,91 +241,104 @@ void UpstreamGenerator::run(std::shared_ptr<Job> job) {
     request.method = "POST";
     request.path = address_.path_prefix + "/v1/completions";
     request.headers = {{"Content-Type", "application/json"}, {"Accept", "text/event-stream"}};
-    request.body = completion_body(job->options, settings_.model).dump();
+    request.body = completion_body(leg, settings_.model).dump();
     request.response_handler = [&job](const httplib::Response& response) {
-        job->status = response.status;
+        job.status = response.status;
+        job.retry_after = retry_after_of(response);
         return true;
     };
     request.content_receiver = [this, &job](const char* data, size_t size, uint64_t, uint64_t) {
-        if (job->status != 200) {
-            job->error_body.append(data, size);
-            return job->error_body.size() < 65536;
-        }
-        for (const std::string& payload : job->sse.feed(std::string_view(data, size))) {
-            if (payload == "[DONE]") {
-                job->saw_done = true;
-                continue;
-            }
-            const nlohmann::json chunk = nlohmann::json::parse(payload, nullptr, /*allow_exceptions=*/false);
-            if (chunk.is_discarded()) {
-                job->malformed = true;
-                return false;
-            }
-            if (chunk.contains("usage") && chunk["usage"].is_object()) {
-                const nlohmann::json& usage = chunk["usage"];
-                if (usage.contains("prompt_tokens_details") && usage["prompt_tokens_details"].is_object())
-                    job->usage.cached_tokens = usage["prompt_tokens_details"].value("cached_tokens", int64_t{0});
-            }
-            GenerationEvent event;
-            {
-                std::lock_guard lock(observer_mutex_);
-                event = read_chunk(chunk, job->choices, job->usage, observer_, job->ended_here);
-                if (!job->first_token_seconds && job->usage.completion_tokens > 0) {
-                    job->first_token_seconds = seconds_since(job->submitted);
-                    if (observer_) observer_->on_first_token(*job->first_token_seconds);
-                }
-            }
-            if (!event.deltas.empty()) job->stream->push(std::move(event));
-        }
-        // Every choice ended, one of them here (a stop string, the guard), the reader left, or the server
-        // stops: end the upstream request by closing its connection. Choices the upstream ended are read
-        // to its [DONE], for the usage chunk.
-        const bool cut_short = job->all_finished() && job->ended_here;
-        return !cut_short && !job->stream->cancelled() && !shutting_down_;
+        return receive(job, std::string_view(data, size));
     };
     const httplib::Result result = client.send(request);
-    if (job->stream->cancelled()) return finish(*job, RequestOutcome::Abort);
-    if (job->all_finished()) return finish(*job, RequestOutcome::Stop);
-    const std::string upstream = "the upstream " + address_.scheme_host_port;
-    if (!result && job->status == 0)
-        return finish(*job, RequestOutcome::Error, upstream + " is unreachable: " + httplib::to_string(result.error()),
-                      503);
-    // Its 4xx is the request's fault, said with its status; anything else of its own is a bad gateway.
-    if (job->status != 200) {
-        const int status = job->status >= 400 && job->status < 500 ? job->status : 502;
-        return finish(*job, RequestOutcome::Error, upstream_error_message(job->status, job->error_body), status);
-    }
-    if (job->malformed) return finish(*job, RequestOutcome::Error, upstream + " sent an event that is not JSON", 502);
-    const std::string why =
-        result ? "ended its stream" : "stopped answering (" + httplib::to_string(result.error()) + ")";
-    return finish(*job, RequestOutcome::Error, upstream + " " + why + " before every choice did", 502);
+    return outcome_of(job, result);
 }
 
-void UpstreamGenerator::finish(Job& job, RequestOutcome outcome, std::optional<std::string> error, int status) {
-    if (outcome == RequestOutcome::Stop) {
-        bool length = false, repetition = false;
-        for (const auto& choice : job.choices) {
-            length |= choice->finish_reason() == FinishReason::Length;
-            repetition |= choice->finish_reason() == FinishReason::Repetition;
-        }
-        outcome = repetition ? RequestOutcome::Repetition : length ? RequestOutcome::Length : RequestOutcome::Stop;
+// One piece of the upstream's answer: an error body kept (bounded), or its SSE events read into the reader's
+// stream. False ends the upstream request: every choice ended, one of them here (a stop string, the guard),
+// the reader left, or the server stops. Choices the upstream ended are read to its [DONE], for the usage chunk.
+bool UpstreamGenerator::receive(Job& job, std::string_view data) {
+    if (job.status != 200) {
+        job.error_body.append(data);
+        return job.error_body.size() < 65536;
     }
+    for (const std::string& payload : job.sse.feed(data)) {
+        if (payload == "[DONE]") {
+            job.saw_done = true;
+            continue;
+        }
+        const nlohmann::json chunk = nlohmann::json::parse(payload, nullptr, /*allow_exceptions=*/false);
+        if (!chunk.is_object()) {
+            job.malformed = true;
+            return false;
+        }
+        read_usage(chunk, job.usage);
+        GenerationEvent event;
+        {
+            std::lock_guard lock(observer_mutex_);
+            event = read_chunk(chunk, job.choices, job.leg_choices, job.usage, observer_, job.ended_here);
+            if (!job.first_token_seconds && job.usage.completion_tokens > 0) {
+                job.first_token_seconds = seconds_since(job.submitted);
+                if (observer_) observer_->on_first_token(*job.first_token_seconds);
+                if (metrics_) metrics_->first_token(*job.first_token_seconds);
+            }
+        }
+        if (!event.deltas.empty()) job.stream->push(std::move(event));
+    }
+    const bool cut_short = job.leg_settled() && (job.ended_here || job.any_awaiting());
+    return !cut_short && !job.stream->cancelled() && !shutting_down_;
+}
+
+// How the upstream request ended, and what the reader is told when that is a failure.
+UpstreamGenerator::Ending UpstreamGenerator::outcome_of(const Job& job, const httplib::Result& result) const {
+    if (job.stream->cancelled() || (shutting_down_ && !job.all_finished())) return {UpstreamOutcome::Cancelled};
+    if (job.leg_settled()) return {job.ended_here ? UpstreamOutcome::EndedOnFront : UpstreamOutcome::Completed};
+    const std::string upstream = "the upstream " + address_.scheme_host_port;
+    if (!result && job.status == 0)
+        return {UpstreamOutcome::Unreachable, upstream + " is unreachable: " + httplib::to_string(result.error()), 503};
+    // Its 4xx is the request's fault, said with its status; anything else of its own is a bad gateway.
+    if (job.status != 200) {
+        const bool client_error = job.status >= 400 && job.status < 500;
+        return {client_error ? UpstreamOutcome::Rejected : UpstreamOutcome::Failed,
+                upstream_error_message(job.status, job.error_body), client_error ? job.status : 502};
+    }
+    if (job.malformed) return {UpstreamOutcome::Malformed, upstream + " sent an event that is not JSON", 502};
+    const std::string why =
+        result ? "ended its stream" : "stopped answering (" + httplib::to_string(result.error()) + ")";
+    return {UpstreamOutcome::Broken, upstream + " " + why + " before every choice did", 502};
+}
+
+void UpstreamGenerator::finish(Job& job, const Ending& ending) {
+    const double seconds = seconds_since(job.submitted);
+    if (metrics_) metrics_->finished(ending.outcome, seconds);
     if (observer_) {
         std::lock_guard lock(observer_mutex_);
         RequestTimings timings;
         timings.first_token_seconds = job.first_token_seconds.value_or(0);
-        timings.total_seconds = seconds_since(job.submitted);
-        observer_->on_request_finished(outcome, job.usage, timings);
+        timings.total_seconds = seconds;
+        observer_->on_request_finished(request_outcome(job.choices, ending.outcome), job.usage, timings);
     }
     GenerationEvent last;
     last.done = true;
-    last.error = std::move(error);
-    last.error_status = status;
+    last.error = ending.error;
+    last.error_status = ending.status;
+    if (ending.error && (ending.status == 429 || ending.status == 503)) last.retry_after_seconds = job.retry_after;
     last.usage = job.usage;
     job.stream->push(std::move(last));
     std::lock_guard lock(mutex_);
     --running_;
     all_done_.notify_all();
+}
+
+std::optional<std::string> UpstreamGenerator::not_ready() const {
+    std::lock_guard lock(ready_mutex_);
+    const auto now = std::chrono::steady_clock::now();
+    if (now - ready_checked_ < std::chrono::seconds(1)) return not_ready_;
+    const auto timeout = std::min(settings_.timeout, std::chrono::seconds(5));
+    auto listed = first_upstream_model(address_, settings_.api_key, timeout);
+    not_ready_ = listed ? std::nullopt : std::optional<std::string>(listed.error().message);
+    ready_checked_ = std::chrono::steady_clock::now();
+    return not_ready_;
 }
 
 }  // namespace tempered::upstream

@@ -1,4 +1,4 @@
-// Upstream mode's generator (engine/generator.h): each generation is one streamed /v1/completions request
+// Upstream mode's generator (engine/generator.h): each generation is a streamed /v1/completions request
 // to another OpenAI-compatible engine (SGLang, vLLM, llama-server, or another tempered), with the prompt
 // the front rendered as token ids and every sampling value explicit (completion_body.h). The tokens that
 // come back go through each choice's output stages on the front (upstream_choice.h), so the services,
@@ -6,9 +6,10 @@
 //
 // Each request runs on a thread of its own while it streams; a reader that goes away (client disconnect)
 // or choices that all ended here (stop string, the guard's stop) end the upstream request at once, by
-// closing its connection. What needs the draw is refused at submit (SubmitResult::unsupported) rather than
-// silently dropped: a reasoning budget, the guard's resample, a grammar other than the checked tool calls'
-// (response_format), logprobs.
+// closing its connection. A choice whose reasoning the front ended by force (the budget, max_tokens, a loop)
+// then draws its content in a continuation request of its own (upstream_choice.h). What needs the draw is
+// refused at submit (SubmitResult::unsupported) rather than silently dropped: the guard's resample, a
+// grammar other than the checked tool calls' (response_format), logprobs.
 #pragma once
 
 #include <atomic>
@@ -21,6 +22,11 @@
 #include "engine/engine_observer.h"
 #include "engine/generator.h"
 #include "tokenizer/tokenizer.h"
+#include "upstream/upstream_metrics.h"
+
+namespace httplib {
+class Result;
+}
 
 namespace tempered::upstream {
 
@@ -41,9 +47,9 @@ Result<UpstreamAddress> parse_upstream_url(const std::string& url);
 
 class UpstreamGenerator final : public Generator {
 public:
-    // `tokenizer` (the served model's) and `observer` (may be null) outlive the generator.
+    // `tokenizer` (the served model's), `observer` and `metrics` (either may be null) outlive the generator.
     UpstreamGenerator(UpstreamSettings settings, UpstreamAddress address, const Tokenizer& tokenizer,
-                      EngineObserver* observer);
+                      EngineObserver* observer, UpstreamMetrics* metrics = nullptr);
     ~UpstreamGenerator() override;  // ends every upstream request and waits for their threads
 
     SubmitResult submit(GenerationOptions options) override;
@@ -52,22 +58,37 @@ public:
     bool idle() const override { return running_ == 0; }
     // The upstream's cache is the upstream's: nothing to flush here.
     std::optional<CacheFlush> flush_cache(std::chrono::milliseconds) override { return CacheFlush{}; }
+    // Asks the upstream's /v1/models, at most once a second (a keyless /ready must not flood it).
+    std::optional<std::string> not_ready() const override;
 
 private:
     struct Job;
+    // How an upstream request ended; a failure's message and the HTTP status it answers with.
+    struct Ending {
+        UpstreamOutcome outcome;
+        std::optional<std::string> error = std::nullopt;
+        int status = 500;
+    };
     void run(std::shared_ptr<Job> job);
-    void finish(Job& job, RequestOutcome outcome, std::optional<std::string> error = std::nullopt, int status = 500);
+    Ending send_leg(Job& job, const GenerationOptions& leg);
+    bool receive(Job& job, std::string_view data);
+    Ending outcome_of(const Job& job, const httplib::Result& result) const;
+    void finish(Job& job, const Ending& ending);
 
     const UpstreamSettings settings_;
     const UpstreamAddress address_;
     const Tokenizer& tokenizer_;
     EngineObserver* observer_;
+    UpstreamMetrics* metrics_;
     std::mutex observer_mutex_;  // the observer expects one thread (the engine's); here there are many
     std::atomic<bool> draining_{false};
     std::atomic<bool> shutting_down_{false};
     std::atomic<int> running_{0};
     std::mutex mutex_;
     std::condition_variable all_done_;
+    mutable std::mutex ready_mutex_;
+    mutable std::chrono::steady_clock::time_point ready_checked_{};
+    mutable std::optional<std::string> not_ready_;
 };
 
 }  // namespace tempered::upstream

@@ -192,3 +192,38 @@ def test_original_template_leaves_think_to_the_model():
         assert choice["message"]["content"]
         assert len(logprob_tokens(choice)) == 8
         assert body["usage"]["completion_tokens_details"] == {"reasoning_tokens": 0}
+
+
+# ---- Through an upstream (tempered serve --upstream): the front ends reasoning by force and a continuation
+# request (the prompt, the reasoning so far and the forced end) draws the content.
+
+@pytest.fixture(scope="module")
+def r1_front():
+    model = tiny_model("tiny-r1-qwen2.gguf")
+    with running_server(model + ["--sampling-defaults", "openai"], name="tiny-r1-upstream") as upstream:
+        with running_server(model + ["--upstream", upstream.base_url], name="tiny-r1-front") as front:
+            yield front
+
+
+def messages(body):
+    return [(choice["message"].get("reasoning_content"), choice["message"]["content"], choice["finish_reason"],
+             choice["reasoning_budget"]) for choice in body["choices"]]
+
+
+@pytest.mark.parametrize("fields", [{"temperature": 0}, {"n": 2}], ids=["greedy", "seeded-n2"])
+def test_a_budget_through_an_upstream_forces_the_end_and_content_comes(r1_front, r1_server, fields):
+    body = ask(max_tokens=24, thinking_token_budget=5, **fields)
+    through, local = post_ok(r1_front, body), post_ok(r1_server, body)
+    for reasoning, content, _, report in messages(through):
+        assert report == {"tokens": 5, "budget": 5, "forced_end": "budget"}
+        assert content, "the continuation drew the content"
+    # The reasoning is the upstream's first draw, the same as ours; the content is a continuation's own draw.
+    assert [m[0] for m in messages(through)] == [m[0] for m in messages(local)]
+    assert through["usage"]["completion_tokens"] == local["usage"]["completion_tokens"]
+
+
+def test_small_max_tokens_through_an_upstream_still_answers(r1_front):
+    choice = post_ok(r1_front, ask(max_tokens=6))["choices"][0]
+    assert choice["finish_reason"] == "length"
+    assert choice["reasoning_budget"] == {"tokens": 2, "budget": None, "forced_end": "max_tokens"}
+    assert choice["message"]["content"]

@@ -7,12 +7,13 @@ defaults, so only what the front sends decides). The front's answers must equal 
 token, greedy and seeded, chat and completions, streamed and whole, n=2; a request that omits temperature reaches
 the upstream with the front's value (the upstream's own counter says source `request`); what the front cannot do
 over another engine's stream is a 400 naming the field; an unreachable upstream is a 503."""
-import pytest
-
+import os
 import time
 
+import pytest
+
 from helpers import (assert_error, chat_body, completion_body, finish_reasons, first_text_chunk, model_args,
-                     running_server, stream_events, stream_text)
+                     model_path, running_server, stream_events, stream_text)
 
 PROMPTS = ["What is the capital of France?", "Write a haiku about the sea.", "List three primes.",
            "Explain recursion in one sentence.", "Say hello in Spanish.", "What is 12 times 12?",
@@ -103,7 +104,14 @@ def upstream_running(upstream):
     return upstream.metrics().value("vllm:num_requests_running")
 
 
+def upstream_outcomes(front):
+    metrics = front.metrics()
+    return {outcome: metrics.require("tempered:upstream_requests_total", outcome=outcome)
+            for outcome in ("completed", "ended_on_front", "cancelled", "unreachable")}
+
+
 def test_a_client_that_leaves_ends_the_upstream_request_within_a_second(front, upstream):
+    before = upstream_outcomes(front)
     body = completion_body(max_tokens=2000, ignore_eos=True, stream=True)
     with front.client() as client:
         with client.stream("POST", "/v1/completions", json=body) as response:
@@ -115,9 +123,13 @@ def test_a_client_that_leaves_ends_the_upstream_request_within_a_second(front, u
         assert time.monotonic() - left < 1.0, "the upstream still generates for a client that left"
         time.sleep(0.02)
     assert front.metrics().value("vllm:num_requests_running") == 0
+    after = upstream_outcomes(front)
+    assert after["cancelled"] == before["cancelled"] + 1
+    assert front.metrics().require("tempered:upstream_requests_running") == 0
 
 
 def test_a_stop_string_on_the_front_ends_the_upstream_request(front, upstream):
+    before = upstream_outcomes(front)
     # SmolLM2 greedy on this prompt writes " Paris" early; nothing may follow the stop string.
     body = completion_body("The capital of France is", max_tokens=2000, ignore_eos=True, temperature=0, stop=["Paris"])
     response = front.post("/v1/completions", body)
@@ -129,3 +141,132 @@ def test_a_stop_string_on_the_front_ends_the_upstream_request(front, upstream):
     while upstream_running(upstream) != 0:
         assert time.monotonic() - left < 1.0
         time.sleep(0.02)
+    assert upstream_outcomes(front)["ended_on_front"] == before["ended_on_front"] + 1
+
+
+def test_upstream_requests_are_counted_by_outcome_and_timed(front):
+    before = front.metrics()
+    assert front.post("/v1/completions", completion_body(max_tokens=3)).status_code == 200
+    after = front.metrics()
+    moved = {name: after.value(name, **labels) - before.value(name, **labels) for name, labels in (
+        ("tempered:upstream_requests_total", {"outcome": "completed"}),
+        ("tempered:upstream_request_seconds_count", {}), ("tempered:upstream_first_token_seconds_count", {}))}
+    assert moved == {"tempered:upstream_requests_total": 1, "tempered:upstream_request_seconds_count": 1,
+                     "tempered:upstream_first_token_seconds_count": 1}
+    assert after.require("tempered:upstream_requests_running") == 0
+
+
+def mapped_kib(pid, path):
+    """Resident KiB of the process's mappings of `path` (/proc/PID/smaps)."""
+    total, inside = 0, False
+    with open(f"/proc/{pid}/smaps") as smaps:
+        for line in smaps:
+            fields = line.split()
+            if "-" in fields[0] and len(fields) >= 5:  # a mapping's header line
+                inside = len(fields) >= 6 and os.path.realpath(fields[5]) == path
+            elif inside and fields[0] == "Rss:":
+                total += int(fields[1])
+    return total
+
+
+def test_the_front_reads_the_tokenizer_and_template_not_the_weights(front, upstream):
+    gguf = os.path.realpath(model_path())
+    file_kib = os.path.getsize(gguf) / 1024
+    assert front.post("/v1/completions", completion_body(max_tokens=2)).status_code == 200
+    front_kib, upstream_kib = mapped_kib(front.process.pid, gguf), mapped_kib(upstream.process.pid, gguf)
+    # The header (metadata, vocabulary, merges) is a few percent of the file; the weights are the rest.
+    assert front_kib < 0.1 * file_kib, (front_kib, file_kib)
+    assert upstream_kib > 0.5 * file_kib, (upstream_kib, file_kib)
+    assert "loading the tokenizer and chat template of" in front.log()
+
+
+def test_ready_says_whether_the_upstream_answers(front):
+    assert front.get("/ready").json() == {"status": "ready"}
+    with running_server(model_args() + ["--upstream", "http://127.0.0.1:9", "--upstream-model", "m"],
+                        name="front-dead-ready") as dead:
+        assert dead.get("/health").status_code == 200  # liveness: the front itself is up
+        response = dead.get("/ready")
+        assert response.status_code == 503
+        assert response.json()["status"] == "unavailable" and "127.0.0.1:9" in response.json()["reason"]
+        assert_error(dead.post("/v1/completions", completion_body(max_tokens=2)), 503)
+        metrics = dead.metrics()
+        assert metrics.require("tempered:upstream_requests_total", outcome="unreachable") == 1
+        assert metrics.require("tempered:upstream_requests_running") == 0
+
+
+def test_disaggregation_is_the_upstreams_not_the_fronts(upstream):
+    from helpers import Server
+    server = Server(model_args() + ["--upstream", upstream.base_url, "--disaggregation-mode", "prefill"],
+                    name="front-disagg")
+    assert server.wait_exit() == 1
+    assert "--disaggregation-mode needs our own engine" in server.log()
+
+
+KEYS = {"alice": "sk-upstream-alice-1", "bob": "sk-upstream-bob-2"}
+
+
+def test_named_keys_and_a_greedy_client_are_told_apart_at_the_front(upstream, tmp_path):
+    key_file = tmp_path / "keys"
+    key_file.write_text("".join(f"{name} {key}\n" for name, key in KEYS.items()))
+    args = model_args() + ["--upstream", upstream.base_url, "--api-key-file", str(key_file)]
+    with running_server(args, name="front-keys") as keyed:
+        for name, temperature in (("bob", 0), ("alice", 0.7), ("alice", 0.7)):
+            response = keyed.post("/v1/chat/completions", chat_body(max_tokens=2, temperature=temperature),
+                                  headers={"Authorization": f"Bearer {KEYS[name]}"})
+            assert response.status_code == 200, response.text
+        assert_error(keyed.post("/v1/chat/completions", chat_body(max_tokens=2)), 401)
+        metrics = keyed.metrics()
+        assert metrics.value("tempered:greedy_requests_total", client="bob") == 1
+        assert metrics.value("tempered:greedy_requests_total", client="alice") == 0
+        assert metrics.value("tempered:sampling_param_source_total", param="temperature", source="request",
+                             client="alice") == 2
+        assert metrics.require("tempered:upstream_requests_total", outcome="completed") == 3
+        assert KEYS["alice"] not in keyed.log() and KEYS["bob"] not in keyed.log()
+
+
+# ---- The loop guard over the upstream's draw: SmolLM2 greedy on "What is the capital of France?" loops
+# ("la Femme, la Femme, ..."; tests/e2e/test_degeneration_guard.py shows it locally).
+LOOP_QUESTION = [{"role": "user", "content": "What is the capital of France?"}]
+
+
+def loop_answer(server, **extra):
+    body = {"messages": LOOP_QUESTION, "temperature": 0, "max_tokens": 200, **extra}
+    response = server.post("/v1/chat/completions", body)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def test_the_guard_flags_and_stops_the_upstreams_loop(front, upstream, default_server):
+    flagged = loop_answer(front)
+    assert flagged["choices"][0]["degeneration"] == loop_answer(default_server)["choices"][0]["degeneration"]
+    assert flagged["choices"][0]["finish_reason"] == "length"
+    stopped = loop_answer(front, repetition_detection={"max_pattern_size": 8, "min_count": 4})
+    choice = stopped["choices"][0]
+    assert choice["finish_reason"] == "repetition" and choice["degeneration"]["action"] == "stop"
+    assert stopped["usage"]["completion_tokens"] < 64
+    left = time.monotonic()
+    while upstream_running(upstream) != 0:  # the upstream's slot is free again
+        assert time.monotonic() - left < 1.0
+        time.sleep(0.02)
+
+
+def test_resample_continues_upstream_with_the_fallback_sampling(upstream):
+    args = model_args() + ["--upstream", upstream.base_url, "--degeneration-guard", "resample"]
+    with running_server(args, name="front-resample") as front:
+        before = upstream.metrics()
+        body = loop_answer(front, seed=11)
+        choice = body["choices"][0]
+        degeneration = choice["degeneration"]
+        assert degeneration["action"] == "resample"
+        assert degeneration["sampling"]["temperature"] == {"value": 0.7, "source": "guard",
+                                                           "replaced": {"value": 0.0, "source": "request"}}
+        assert body["sampling"]["temperature"]["source"] == "guard"
+        # The first request went up to the loop and was cut there (an abort upstream); a continuation drew the
+        # rest with the fallback sampling, up to max_tokens.
+        after = upstream.metrics()
+        ended = {reason: after.value("vllm:request_success_total", finished_reason=reason) -
+                 before.value("vllm:request_success_total", finished_reason=reason) for reason in ("abort", "length")}
+        assert ended == {"abort": 1, "length": 1}
+        assert body["usage"]["completion_tokens"] >= degeneration["detected_at_token"] + 40
+        tail = choice["message"]["content"][-300:]
+        assert "la Femme, la Femme, la Femme" not in tail, tail

@@ -17,26 +17,9 @@
 namespace tempered {
 namespace {
 
-constexpr int32_t kThinkStart = 257;
-constexpr int32_t kThinkEnd = 258;
-
-// The byte tokenizer plus <think> and </think> as user-defined tokens (their text is shown, as in R1's
-// vocabulary, so the splitter has marker text to drop).
-Tokenizer thinking_tokenizer() {
-    VocabSpec spec;
-    spec.model = TokenizerModel::kBytePairGpt2;
-    spec.pre_tokenizer = "gpt-2";
-    for (int byte = 0; byte < 256; ++byte) spec.tokens.push_back(byte_to_gpt2_char(static_cast<uint8_t>(byte)));
-    spec.tokens.insert(spec.tokens.end(), {"<|endoftext|>", "<think>", "</think>"});
-    spec.token_types.assign(256, static_cast<int32_t>(GgufTokenType::kNormal));
-    spec.token_types.push_back(static_cast<int32_t>(GgufTokenType::kControl));
-    spec.token_types.push_back(static_cast<int32_t>(GgufTokenType::kUserDefined));
-    spec.token_types.push_back(static_cast<int32_t>(GgufTokenType::kUserDefined));
-    spec.eos_id = testing::kEndOfText;
-    auto tokenizer = Tokenizer::from_spec(spec);
-    EXPECT_TRUE(tokenizer.ok());
-    return std::move(*tokenizer);
-}
+using testing::kThinkEnd;
+using testing::kThinkStart;
+using testing::thinking_tokenizer;
 
 struct Answer {
     std::vector<int32_t> tokens;

@@ -25,8 +25,11 @@ namespace tempered::testing {
 
 constexpr int32_t kEndOfText = 256;  // the byte tokens come first
 
+constexpr int32_t kThinkStart = 257;  // thinking_tokenizer()'s <think>
+constexpr int32_t kThinkEnd = 258;    // and </think>
+
 // The 256 byte tokens, then "<|endoftext|>" as end of generation. No merges: a byte is a token.
-inline Tokenizer byte_tokenizer() {
+inline VocabSpec byte_vocabulary() {
     VocabSpec spec;
     spec.model = TokenizerModel::kBytePairGpt2;
     spec.pre_tokenizer = "gpt-2";
@@ -35,9 +38,25 @@ inline Tokenizer byte_tokenizer() {
     spec.token_types.assign(256, static_cast<int32_t>(GgufTokenType::kNormal));
     spec.token_types.push_back(static_cast<int32_t>(GgufTokenType::kControl));
     spec.eos_id = kEndOfText;
+    return spec;
+}
+
+inline Tokenizer tokenizer_of(const VocabSpec& spec) {
     auto tokenizer = Tokenizer::from_spec(spec);
     EXPECT_TRUE(tokenizer.ok()) << (tokenizer.ok() ? "" : tokenizer.error().message);
     return std::move(*tokenizer);
+}
+
+inline Tokenizer byte_tokenizer() { return tokenizer_of(byte_vocabulary()); }
+
+// The byte tokenizer plus <think> and </think> as user-defined tokens (their text is shown, as in R1's
+// vocabulary, so the splitter has marker text to drop).
+inline Tokenizer thinking_tokenizer() {
+    VocabSpec spec = byte_vocabulary();
+    spec.tokens.insert(spec.tokens.end(), {"<think>", "</think>"});
+    spec.token_types.push_back(static_cast<int32_t>(GgufTokenType::kUserDefined));
+    spec.token_types.push_back(static_cast<int32_t>(GgufTokenType::kUserDefined));
+    return tokenizer_of(spec);
 }
 
 // Greedy output of the fake model: each token is followed by the next letter, 'z' by 'a'.

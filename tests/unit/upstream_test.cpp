@@ -3,6 +3,7 @@
 // and a choice fed the upstream's token ids giving what our engine's postprocess gives for the same tokens.
 #include <gtest/gtest.h>
 
+#include "engine/degeneration_guard.h"
 #include "engine_test_support.h"
 #include "upstream/completion_body.h"
 #include "upstream/sse_reader.h"
@@ -93,6 +94,69 @@ TEST(UpstreamChoice, TheUpstreamsEndReleasesWhatWasHeldBack) {
     choice.end(FinishReason::Length, delta);
     EXPECT_EQ(delta.text, "ab ST");
     EXPECT_EQ(*delta.finish, FinishReason::Length);
+}
+
+// A budget the upstream cannot be told about: after exactly `budget` reasoning tokens the choice appends the
+// forced end itself, drops what the upstream draws after it, and asks for a continuation whose prompt is the
+// prompt and every token so far, with what is left of max_tokens.
+TEST(UpstreamChoice, ABudgetAppendsTheForcedEndAndAsksForAContinuation) {
+    const Tokenizer tokenizer = testing::thinking_tokenizer();
+    GenerationOptions options;
+    options.prompt = {'x', testing::kThinkStart};
+    options.max_tokens = 12;
+    options.reasoning.markers = reasoning::ThinkTokens{testing::kThinkStart, testing::kThinkEnd};
+    options.reasoning.prompt_opens_reasoning = true;
+    options.reasoning.budget = 3;
+    options.reasoning.forced_end = {'\n', testing::kThinkEnd, '\n'};
+    UpstreamChoice choice(0, options, tokenizer);
+    ChoiceDelta delta;
+    for (int32_t token : {'a', 'b', 'c', 'd', 'e'}) choice.take_token(token, delta, nullptr);
+    EXPECT_EQ(delta.tokens, (std::vector<int32_t>{'a', 'b', 'c', '\n', testing::kThinkEnd, '\n'}))
+        << "'d' and 'e', drawn past the budget, are dropped";
+    EXPECT_EQ(delta.reasoning_text, "abc\n");
+    EXPECT_TRUE(choice.awaiting_continuation());
+    EXPECT_FALSE(choice.finished());
+    choice.end(FinishReason::Length, delta);  // the upstream's end of the cut leg does not end the choice
+    EXPECT_FALSE(choice.finished());
+
+    const GenerationOptions next = choice.continuation();
+    EXPECT_FALSE(choice.awaiting_continuation());
+    EXPECT_EQ(next.prompt,
+              (std::vector<int32_t>{'x', testing::kThinkStart, 'a', 'b', 'c', '\n', testing::kThinkEnd, '\n'}));
+    EXPECT_EQ(next.max_tokens, 6);
+    EXPECT_EQ(next.n, 1);
+    ChoiceDelta content;
+    for (int32_t token : {'O', 'K'}) choice.take_token(token, content, nullptr);
+    choice.end(FinishReason::Stop, content);
+    EXPECT_EQ(content.text, "OK");
+    ASSERT_TRUE(content.reasoning);
+    EXPECT_EQ(content.reasoning->tokens, 3);
+    EXPECT_EQ(content.reasoning->forced_end, ForcedEnd::Budget);
+}
+
+// The guard's resample: the choice stops taking the upstream's draw at the loop and continues with the
+// guard's fallback sampling.
+TEST(UpstreamChoice, AResampleContinuesWithTheFallbackSampling) {
+    const Tokenizer tokenizer = testing::byte_tokenizer();
+    GenerationOptions options;
+    options.max_tokens = 200;
+    options.sampling.temperature = 0.0f;
+    options.guard = default_degeneration_guard();
+    options.guard.action = DegenerationAction::Resample;
+    UpstreamChoice choice(0, options, tokenizer);
+    ChoiceDelta delta;
+    int taken = 0;
+    while (!choice.awaiting_continuation() && taken < 150) {
+        choice.take_token("ab"[taken % 2], delta, nullptr);
+        ++taken;
+    }
+    ASSERT_TRUE(choice.awaiting_continuation()) << "the guard saw no loop in 150 tokens of \"abab...\"";
+    ASSERT_TRUE(delta.degeneration && delta.degeneration->resampled);
+    const GenerationOptions next = choice.continuation();
+    EXPECT_EQ(next.sampling.temperature, *options.guard.fallback.temperature);
+    EXPECT_EQ(next.dry.multiplier, options.guard.fallback.dry.multiplier);
+    EXPECT_EQ(next.max_tokens, 200 - taken);
+    EXPECT_EQ(next.prompt.size(), static_cast<size_t>(taken));
 }
 
 }  // namespace

@@ -1,0 +1,120 @@
+"""Upstream mode's faults: what the front answers when the upstream misbehaves. A real engine does not send
+malformed events or stall on purpose, so the upstream here is a small HTTP server written for the test, whose
+/v1/completions answers as FAULT says; the front is the real tempered binary over the real SmolLM2 tokenizer.
+
+Each fault ends in a clear answer (502, or the upstream's own 4xx; in a stream an error event and [DONE]), is
+counted by outcome, and leaves nothing running on the front."""
+import http.server
+import json
+import threading
+import time
+
+import pytest
+
+from helpers import assert_error, chat_body, completion_body, model_args, parse_sse_lines, running_server
+
+# One chunk as an OpenAI-compatible engine streams it, without token ids: the front tokenizes the text.
+GOOD_CHUNK = {"id": "cmpl-1", "object": "text_completion", "choices": [{"index": 0, "text": " Paris",
+                                                                         "finish_reason": None}]}
+STALL_S = 4  # longer than the front's --upstream-timeout below
+
+
+class FakeUpstream(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    fault = "malformed"
+
+    def log_message(self, *args):
+        pass
+
+    def reply(self, status, body, headers=()):
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for name, value in headers:
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self):
+        self.reply(200, {"object": "list", "data": [{"id": "fake-model", "object": "model"}]})
+
+    def event(self, payload):
+        self.wfile.write(b"data: " + payload + b"\n\n")
+        self.wfile.flush()
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        fault = FakeUpstream.fault
+        if fault == "rate_limited":
+            return self.reply(429, {"error": {"message": "slow down", "type": "rate_limit_error"}},
+                              [("Retry-After", "7")])
+        if fault == "server_error":
+            return self.reply(500, {"error": {"message": "CUDA out of memory", "type": "internal_error"}})
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.event(json.dumps(GOOD_CHUNK).encode())
+        if fault == "malformed":
+            self.event(b'{"choices": [{"index": 0, "text": "unterminated')
+        elif fault == "stall":
+            time.sleep(STALL_S)
+        # "truncated": the connection closes with no finish_reason and no [DONE]
+        self.close_connection = True
+
+
+@pytest.fixture(scope="module")
+def fake_upstream():
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), FakeUpstream)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+@pytest.fixture(scope="module")
+def front(fake_upstream):
+    with running_server(model_args() + ["--upstream", fake_upstream, "--upstream-timeout", "1"],
+                        name="front-faults") as server:
+        yield server
+
+
+FAULTS = [("malformed", "malformed", "not JSON"), ("truncated", "broken", "ended its stream"),
+          ("stall", "broken", "stopped answering"), ("server_error", "failed", "CUDA out of memory")]
+
+
+@pytest.mark.parametrize("fault,outcome,message", FAULTS)
+def test_a_broken_upstream_is_a_502_counted_by_outcome(front, fault, outcome, message):
+    FakeUpstream.fault = fault
+    before = front.metrics().value("tempered:upstream_requests_total", outcome=outcome)
+    response = front.post("/v1/chat/completions", chat_body(max_tokens=8))
+    assert_error(response, 502, message_contains=message)
+    metrics = front.metrics()
+    assert metrics.value("tempered:upstream_requests_total", outcome=outcome) == before + 1
+    assert metrics.require("tempered:upstream_requests_running") == 0
+    assert metrics.require("vllm:num_requests_running") == 0
+
+
+@pytest.mark.parametrize("fault,message", [("malformed", "not JSON"), ("stall", "stopped answering")])
+def test_a_broken_stream_ends_in_an_error_event_then_done(front, fault, message):
+    FakeUpstream.fault = fault
+    with front.client() as client:
+        with client.stream("POST", "/v1/completions", json=completion_body(max_tokens=8, stream=True)) as response:
+            assert response.status_code == 200
+            events = parse_sse_lines(response.iter_lines())
+    assert events[-1] == "[DONE]"
+    errors = [event for event in events[:-1] if isinstance(event, dict) and "error" in event]
+    assert len(errors) == 1 and message in errors[0]["error"]["message"], events
+    texts = [c["text"] for event in events[:-1] if isinstance(event, dict) for c in event.get("choices", [])]
+    assert "".join(texts) == " Paris"  # what arrived before the fault still reached the client
+    assert front.metrics().require("tempered:upstream_requests_running") == 0
+
+
+def test_an_upstream_429_keeps_its_retry_after(front):
+    FakeUpstream.fault = "rate_limited"
+    response = front.post("/v1/completions", completion_body(max_tokens=4))
+    assert_error(response, 429, message_contains="slow down")
+    assert response.headers["Retry-After"] == "7"
+    assert front.metrics().require("tempered:upstream_requests_total", outcome="rejected") >= 1
