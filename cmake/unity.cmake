@@ -1,15 +1,17 @@
 # tempered_unity(<target>)
 #
-# With TEMPERED_UNITY_BATCH=N (scripts/build.sh), a library's sources are compiled N to a translation
-# unit: the heavy headers (nlohmann/json, httplib, the standard library) are parsed, and their templates
-# instantiated and optimised, once per batch instead of once per file (bench/results/ci-time-2026-12-03.md).
+# With TEMPERED_UNITY_BATCH=N (scripts/build.sh), a target's sources (a library's, or the unit tests') are
+# compiled N to a translation unit: the heavy headers (nlohmann/json, httplib, gtest, the standard library)
+# are parsed, and their templates instantiated and optimised, once per batch instead of once per file
+# (bench/results/ci-time-2026-12-03.md).
 # Developer builds leave it off: a file then compiles alone, so a missing #include still shows, and an edit
 # recompiles one file, not its batch. Unlike CMAKE_UNITY_BUILD's, a batch names its sources by paths
 # relative to its own folder, so in a clone at another path ccache (CCACHE_BASEDIR, scripts/build.sh)
 # still hits in direct mode, without running the preprocessor. Sources with compile options or
-# definitions of their own (the *_avx2 / *_avx512 kernels, toolcalls/arguments_validator.cpp) and generated
-# ones (the web UI) stay on their own, as do those with SKIP_UNITY_BUILD_INCLUSION set. Two files of a batch
-# share one translation unit: their anonymous-namespace names must differ.
+# definitions of their own (the *_avx2 / *_avx512 kernels, toolcalls/arguments_validator.cpp,
+# tests/unit/source_dir.cpp) and generated ones (the web UI) stay on their own, as do those with
+# SKIP_UNITY_BUILD_INCLUSION set. Two files of a batch share one translation unit: their
+# anonymous-namespace names must differ (a unit test file nests its own in a namespace named after it).
 function(tempered_unity target)
   if(NOT TEMPERED_UNITY_BATCH OR NOT TARGET ${target})
     return()

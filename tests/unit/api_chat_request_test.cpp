@@ -7,6 +7,7 @@
 
 namespace tempered::api {
 namespace {
+namespace api_chat_request_test {
 
 // Parses and expects a 400 naming `param`.
 void expect_invalid(const std::string& body, const std::string& param) {
@@ -329,11 +330,13 @@ TEST(ChatRequest, UnknownFieldsAreIgnoredAndCommonFieldsRead) {
     expect_invalid("{" + kHello + R"(,"ignore_eos":"no"})", "ignore_eos");
 }
 
+}  // namespace api_chat_request_test
 }  // namespace
 }  // namespace tempered::api
 
 namespace tempered::api {
 namespace {
+namespace api_chat_request_test {
 
 // Mutated bodies must come back as a value or an ApiError, never as a crash or an exception.
 TEST(ChatRequest, SurvivesMutatedBodies) {
@@ -382,5 +385,6 @@ TEST(ChatRequest, ReasoningBudgetFields) {
     expect_invalid("{" + kHello + R"(,"reasoning_effort":1})", "reasoning_effort");
 }
 
+}  // namespace api_chat_request_test
 }  // namespace
 }  // namespace tempered::api

@@ -4,6 +4,7 @@
 
 namespace tempered::api {
 namespace {
+namespace api_completion_request_test {
 
 void expect_invalid(const std::string& body, const std::string& param) {
     const ApiResult<CompletionRequest> result = parse_completion_request(body);
@@ -98,5 +99,6 @@ TEST(CompletionRequest, SharedFields) {
     expect_invalid(R"({"prompt":"x","temperature":5})", "temperature");
 }
 
+}  // namespace api_completion_request_test
 }  // namespace
 }  // namespace tempered::api

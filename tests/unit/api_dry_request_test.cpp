@@ -8,6 +8,7 @@
 
 namespace tempered::api {
 namespace {
+namespace api_dry_request_test {
 
 const std::string kHello = R"("messages":[{"role":"user","content":"hi"}])";
 
@@ -112,5 +113,6 @@ TEST(ChatTemplateKwargs, KeysThatAreNotTemplateVariablesAreRefused) {
     EXPECT_TRUE(overriding) << overriding.error().message;
 }
 
+}  // namespace api_dry_request_test
 }  // namespace
 }  // namespace tempered::api

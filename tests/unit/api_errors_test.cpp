@@ -6,6 +6,7 @@
 
 namespace tempered::api {
 namespace {
+namespace api_errors_test {
 
 using nlohmann::json;
 
@@ -94,5 +95,6 @@ TEST(ApiResult, HoldsValueOrError) {
     EXPECT_EQ(bad.error().param, "n");
 }
 
+}  // namespace api_errors_test
 }  // namespace
 }  // namespace tempered::api

@@ -7,6 +7,7 @@
 
 namespace tempered::api {
 namespace {
+namespace api_json_numbers_test {
 
 const std::string kHello = R"("messages":[{"role":"user","content":"hi"}])";
 
@@ -92,5 +93,6 @@ TEST(JsonNumbers, LargeButFiniteAndNegativeZero) {
     }
 }
 
+}  // namespace api_json_numbers_test
 }  // namespace
 }  // namespace tempered::api

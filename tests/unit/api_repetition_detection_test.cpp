@@ -10,6 +10,7 @@
 
 namespace tempered::api {
 namespace {
+namespace api_repetition_detection_test {
 
 ApiResult<std::optional<RepetitionDetectionParams>> parse(const std::string& field_json) {
     const Json body = Json::parse(R"({"repetition_detection":)" + field_json + "}");
@@ -80,5 +81,6 @@ TEST(RepetitionDetectionField, ChatAndCompletionsBothReadIt) {
     EXPECT_FALSE(absent->generation.repetition_detection.has_value());
 }
 
+}  // namespace api_repetition_detection_test
 }  // namespace
 }  // namespace tempered::api

@@ -10,6 +10,7 @@
 
 namespace tempered::api {
 namespace {
+namespace api_response_format_test {
 
 ApiResult<ResponseFormat> parse(const std::string& field_json) {
     const Json body = Json::parse(R"({"response_format":)" + field_json + "}");
@@ -75,5 +76,6 @@ TEST(ResponseFormat, ChatAndCompletionsBothReadIt) {
     EXPECT_EQ(absent->generation.response_format.kind, ResponseFormat::Kind::Text);
 }
 
+}  // namespace api_response_format_test
 }  // namespace
 }  // namespace tempered::api

@@ -12,6 +12,7 @@
 
 namespace tempered::api {
 namespace {
+namespace api_responses_test {
 
 using nlohmann::json;
 
@@ -243,5 +244,6 @@ TEST(Responses, ReasoningUnderBothNamesWithItsBudgetAndUsage) {
     EXPECT_EQ(streamed["reasoning_budget"]["forced_end"], "max_tokens");
 }
 
+}  // namespace api_responses_test
 }  // namespace
 }  // namespace tempered::api

@@ -18,6 +18,7 @@
 
 namespace tempered::api {
 namespace {
+namespace api_sse_stream_test {
 
 using namespace std::chrono_literals;
 
@@ -148,5 +149,6 @@ TEST(SseStream, ClientGoneCancelsTheGeneration) {
     EXPECT_TRUE(generation.cancelled);
 }
 
+}  // namespace api_sse_stream_test
 }  // namespace
 }  // namespace tempered::api

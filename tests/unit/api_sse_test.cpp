@@ -4,6 +4,7 @@
 
 namespace tempered::api {
 namespace {
+namespace api_sse_test {
 
 TEST(Sse, DataEventFraming) {
     EXPECT_EQ(sse_data("{\"a\":1}"), "data: {\"a\":1}\n\n");
@@ -41,5 +42,6 @@ TEST(Sse, ResponseHeaders) {
     EXPECT_EQ(response.headers.find("X-Accel-Buffering")->second, "no");
 }
 
+}  // namespace api_sse_test
 }  // namespace
 }  // namespace tempered::api

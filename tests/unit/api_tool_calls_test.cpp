@@ -7,6 +7,7 @@
 
 namespace tempered::api {
 namespace {
+namespace api_tool_calls_test {
 
 TEST(ApiToolCalls, AnyToolChoiceWithoutToolsIsRefusedNamingIt) {
     for (const std::string choice :
@@ -41,5 +42,6 @@ TEST(ApiToolCalls, ViolationsRenderBesideTheMessageOnlyWhenThereAreAny) {
     EXPECT_EQ(chat_chunk_json(meta, {chunk}, false)["choices"][0]["tool_call_violations"][0]["index"], 1);
 }
 
+}  // namespace api_tool_calls_test
 }  // namespace
 }  // namespace tempered::api

@@ -18,6 +18,7 @@
 
 namespace tempered {
 namespace {
+namespace attention_test {
 
 TEST(Attention, CanonicalExpIsWithinTwoUlpOfExp) {
     for (float x = -86.99f; x <= 10.0f; x += 0.01234f) {
@@ -293,5 +294,6 @@ TEST(Attention, AttendHeadsReadsFp8AsTheRunDoes) {
     }
 }
 
+}  // namespace attention_test
 }  // namespace
 }  // namespace tempered

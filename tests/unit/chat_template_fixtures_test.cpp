@@ -12,6 +12,7 @@
 
 namespace tempered {
 namespace {
+namespace chat_template_fixtures_test {
 
 const std::filesystem::path kFixtures = std::filesystem::path(TEMPERED_SOURCE_DIR) / "tests/fixtures/chat_templates";
 
@@ -107,5 +108,6 @@ TEST(ChatTemplateFixtures, Qwen25FixtureIsQwen25CodersTemplate) {
     expect_model_template_is_fixture("qwen2.5-coder-0.5b-instruct-q4_k_m.gguf", "Qwen-Qwen2.5-7B-Instruct.jinja");
 }
 
+}  // namespace chat_template_fixtures_test
 }  // namespace
 }  // namespace tempered

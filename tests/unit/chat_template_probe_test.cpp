@@ -11,6 +11,7 @@
 
 namespace tempered {
 namespace {
+namespace chat_template_probe_test {
 
 Result<std::string> probe(const std::string& source) {
     auto parsed = ChatTemplate::parse(source);
@@ -93,5 +94,6 @@ TEST(ChatTemplateProbe, ToolsAreProbedWhenTheTemplateMentionsThem) {
     EXPECT_EQ(*clean, "");
 }
 
+}  // namespace chat_template_probe_test
 }  // namespace
 }  // namespace tempered

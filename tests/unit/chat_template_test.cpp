@@ -9,6 +9,7 @@
 
 namespace tempered {
 namespace {
+namespace chat_template_test {
 
 // SmolLM2-135M-Instruct's template, as stored in the model file.
 constexpr std::string_view kSmolLM2 =
@@ -133,5 +134,6 @@ TEST(ChatTemplate, ToolsKeepTheirKeyOrderThroughTojson) {
         "|name,parameters,description,");
 }
 
+}  // namespace chat_template_test
 }  // namespace
 }  // namespace tempered

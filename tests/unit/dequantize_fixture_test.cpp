@@ -15,13 +15,14 @@
 
 namespace tempered {
 namespace {
+namespace dequantize_fixture_test {
 
 std::vector<char> read_fixture(const std::string& name) {
     std::ifstream file(std::string(TEMPERED_SOURCE_DIR) + "/tests/fixtures/dequant/" + name, std::ios::binary);
     return {std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
 }
 
-class DequantizeFixture : public testing::TestWithParam<DType> {};
+class DequantizeFixture : public ::testing::TestWithParam<DType> {};
 
 TEST_P(DequantizeFixture, MatchesGgufPackageBitExactly) {
     const DType type = GetParam();
@@ -48,10 +49,13 @@ TEST_P(DequantizeFixture, MatchesGgufPackageBitExactly) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, DequantizeFixture,
-                         testing::Values(DType::F32, DType::F16, DType::BF16, DType::Q4_0, DType::Q4_1, DType::Q5_0,
-                                         DType::Q5_1, DType::Q8_0, DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K,
-                                         DType::Q6_K),
-                         [](const testing::TestParamInfo<DType>& info) { return std::string(dtype_name(info.param)); });
+                         ::testing::Values(DType::F32, DType::F16, DType::BF16, DType::Q4_0, DType::Q4_1, DType::Q5_0,
+                                           DType::Q5_1, DType::Q8_0, DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K,
+                                           DType::Q6_K),
+                         [](const ::testing::TestParamInfo<DType>& info) {
+                             return std::string(dtype_name(info.param));
+                         });
 
+}  // namespace dequantize_fixture_test
 }  // namespace
 }  // namespace tempered

@@ -10,6 +10,7 @@
 
 namespace tempered {
 namespace {
+namespace disagg_frames_test {
 
 KvLayout sample_layout() {
     KvCacheShape shape;
@@ -196,5 +197,6 @@ TEST(DisaggConfig, FaultAndPathStrings) {
     EXPECT_FALSE(parse_transfer_path("rdma").ok());
 }
 
+}  // namespace disagg_frames_test
 }  // namespace
 }  // namespace tempered

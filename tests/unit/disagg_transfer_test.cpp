@@ -19,6 +19,7 @@
 
 namespace tempered {
 namespace {
+namespace disagg_transfer_test {
 
 using namespace std::chrono_literals;
 
@@ -361,11 +362,13 @@ TEST_F(DisaggTransfer, StoppingTheServerFailsItsOpenRooms) {
     EXPECT_NE(exported->error().message.find("stopped"), std::string::npos);
 }
 
+}  // namespace disagg_transfer_test
 }  // namespace
 }  // namespace tempered
 
 namespace tempered {
 namespace {
+namespace disagg_transfer_test {
 
 TEST_F(DisaggTransfer, AClaimAfterTheExportEndedHearsWhyAtOnce) {
     start_server();
@@ -423,11 +426,13 @@ TEST_F(DisaggTransfer, AHostileFrameIsRefusedWithAReject) {
     EXPECT_EQ(metrics.failures(TransferRole::Prefill, TransferFailureReason::Protocol), 1);
 }
 
+}  // namespace disagg_transfer_test
 }  // namespace
 }  // namespace tempered
 
 namespace tempered {
 namespace {
+namespace disagg_transfer_test {
 
 TEST_F(DisaggTransfer, CachedPositionsInsideABlockAreRefused) {
     start_server();
@@ -435,11 +440,13 @@ TEST_F(DisaggTransfer, CachedPositionsInsideABlockAreRefused) {
     expect_both_fail(outcome.imported, outcome.exported, "not a multiple of the block size 16");
 }
 
+}  // namespace disagg_transfer_test
 }  // namespace
 }  // namespace tempered
 
 namespace tempered {
 namespace {
+namespace disagg_transfer_test {
 
 // A first frame announcing a large KV_BLOCKS payload: refused from its header, before anything is
 // allocated for it, so 1024 such connections cost nothing.
@@ -462,5 +469,6 @@ TEST_F(DisaggTransfer, AFirstFrameLargerThanAClaimIsRefusedFromItsHeader) {
     EXPECT_EQ(metrics.failures(TransferRole::Prefill, TransferFailureReason::Protocol), 1);
 }
 
+}  // namespace disagg_transfer_test
 }  // namespace
 }  // namespace tempered

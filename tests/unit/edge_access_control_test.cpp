@@ -13,6 +13,7 @@
 
 namespace tempered {
 namespace {
+namespace edge_access_control_test {
 
 http::HttpRequest with_authorization(const std::string& value) {
     http::HttpRequest request;
@@ -221,5 +222,6 @@ TEST(ClientLabels, BoundHoldsUnderConcurrentClients) {
     EXPECT_TRUE(seen.count("other"));
 }
 
+}  // namespace edge_access_control_test
 }  // namespace
 }  // namespace tempered

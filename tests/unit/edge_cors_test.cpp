@@ -9,6 +9,7 @@
 
 namespace tempered {
 namespace {
+namespace edge_cors_test {
 
 http::HttpRequest from_origin(const std::string& origin) {
     http::HttpRequest request;
@@ -149,5 +150,6 @@ TEST_F(GuardedRoutesTest, PreflightNeedsNoKeyAndRefusalsCarryCors) {
     EXPECT_EQ(calls_, 0);
 }
 
+}  // namespace edge_cors_test
 }  // namespace
 }  // namespace tempered

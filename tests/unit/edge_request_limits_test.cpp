@@ -6,6 +6,7 @@
 
 namespace tempered {
 namespace {
+namespace edge_request_limits_test {
 
 api::GenerationRequest asking(std::optional<int64_t> max_tokens, int n = 1, std::string param = "max_tokens") {
     api::GenerationRequest generation;
@@ -69,5 +70,6 @@ TEST(RequestLimits, LongPromptIsContextLengthExceededNamingIt) {
     EXPECT_NE(error->message.find("--max-prompt-tokens"), std::string::npos);
 }
 
+}  // namespace edge_request_limits_test
 }  // namespace
 }  // namespace tempered

@@ -14,6 +14,7 @@
 
 namespace tempered {
 namespace {
+namespace engine_cache_flush_test {
 
 using namespace std::chrono_literals;
 
@@ -72,5 +73,6 @@ TEST_F(EngineCacheFlush, IsRefusedWhileARequestRunsAndUnansweredWhileAStepHangs)
     EXPECT_GT(testing::collect(*engine.submit(greedy(kPrompt, 1)).stream).usage.cached_tokens, 0);
 }
 
+}  // namespace engine_cache_flush_test
 }  // namespace
 }  // namespace tempered

@@ -18,6 +18,7 @@
 
 namespace tempered {
 namespace {
+namespace engine_constrained_test {
 
 constexpr const char* kSchema = R"({"type":"object","properties":{"name":{"type":"string","maxLength":5},
     "ok":{"type":"boolean"}},"required":["name","ok"]})";
@@ -219,5 +220,6 @@ TEST_F(EngineUnderGrammar, AGrammarTheVocabularyCannotSpellEndsTheChoiceWithoutA
     EXPECT_EQ(observer_.outcomes, std::vector<RequestOutcome>{RequestOutcome::Stop});
 }
 
+}  // namespace engine_constrained_test
 }  // namespace
 }  // namespace tempered

@@ -18,6 +18,7 @@
 
 namespace tempered {
 namespace {
+namespace engine_degeneration_guard_test {
 
 DegenerationGuard guard_with(DegenerationAction action, int32_t max_pattern_size = 8, int32_t min_count = 3) {
     DegenerationGuard guard;
@@ -363,5 +364,6 @@ TEST_F(EngineDegenerationGuard, EachChoiceHasItsOwnDetector) {
     EXPECT_EQ(observer_.loops.size(), 3u);
 }
 
+}  // namespace engine_degeneration_guard_test
 }  // namespace
 }  // namespace tempered

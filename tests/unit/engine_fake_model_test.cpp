@@ -14,6 +14,7 @@
 
 namespace tempered {
 namespace {
+namespace engine_fake_model_test {
 
 using testing::collect;
 using testing::Collected;
@@ -180,5 +181,6 @@ TEST_F(EngineFakeModel, CancelledRequestsAreReportedAsAbortedAndFreeTheirBlocks)
     EXPECT_EQ(observer_.outcomes(), std::vector<RequestOutcome>(3, RequestOutcome::Abort));
 }
 
+}  // namespace engine_fake_model_test
 }  // namespace
 }  // namespace tempered

@@ -6,6 +6,7 @@
 
 namespace tempered {
 namespace {
+namespace engine_generation_stream_test {
 
 using namespace std::chrono_literals;
 
@@ -63,5 +64,6 @@ TEST(GenerationStream, TheLastEventIsKeptEvenAtTheBound) {
     EXPECT_FALSE(last->error);
 }
 
+}  // namespace engine_generation_stream_test
 }  // namespace
 }  // namespace tempered

@@ -21,6 +21,7 @@
 
 namespace tempered {
 namespace {
+namespace engine_kv_transfer_test {
 
 using namespace std::chrono_literals;
 
@@ -240,11 +241,13 @@ TEST_F(EngineKvTransfer, AReaderThatLeavesWhileTheKvIsOnItsWayCancelsTheTransfer
     EXPECT_EQ(decode_pool_->used_block_count(), 0);
 }
 
+}  // namespace engine_kv_transfer_test
 }  // namespace
 }  // namespace tempered
 
 namespace tempered {
 namespace {
+namespace engine_kv_transfer_test {
 
 // A sliding-window model whose prompt the prefill engine computes in chunks: its window layers have handed
 // back their early blocks, and the decode engine must neither ask for them nor fall back to computing the
@@ -278,11 +281,13 @@ TEST(EngineKvTransferWindow, ADecodeEngineTakesTheKvOfAWindowModelWithoutRecompu
     EXPECT_EQ(decode_model.forward_tokens, 1 + 3);  // no fallback to a local prefill
 }
 
+}  // namespace engine_kv_transfer_test
 }  // namespace
 }  // namespace tempered
 
 namespace tempered {
 namespace {
+namespace engine_kv_transfer_test {
 
 bool claimed(Mailbox& box) {
     std::lock_guard lock(box.mutex);
@@ -325,11 +330,13 @@ TEST(EngineKvTransferBackPressure, AnImportWaitsToClaimWhileThePoolIsPromisedToA
     EXPECT_TRUE(claimed(*second));
 }
 
+}  // namespace engine_kv_transfer_test
 }  // namespace
 }  // namespace tempered
 
 namespace tempered {
 namespace {
+namespace engine_kv_transfer_test {
 
 class DropCounter final : public EngineObserver {
 public:
@@ -361,11 +368,13 @@ TEST(EngineKvTransferFallback, KvThatCannotBePlacedIsCountedAndThePromptComputed
     EXPECT_EQ(observer.dropped, 1);
 }
 
+}  // namespace engine_kv_transfer_test
 }  // namespace
 }  // namespace tempered
 
 namespace tempered {
 namespace {
+namespace engine_kv_transfer_test {
 
 // Prefill side: a request waiting for its KV to be taken holds that KV in memory, so it counts against
 // max_queued: a prefill server whose decode side lags refuses (429) instead of growing without bound.
@@ -389,5 +398,6 @@ TEST(EngineKvTransferQueue, ExportsWaitingForTheirDecodeServerCountAgainstTheQue
     waiting->cancel();
 }
 
+}  // namespace engine_kv_transfer_test
 }  // namespace
 }  // namespace tempered

@@ -18,6 +18,7 @@
 
 namespace tempered {
 namespace {
+namespace engine_real_model_test {
 
 using testing::collect;
 using testing::Collected;
@@ -221,5 +222,6 @@ TEST_F(EngineRealModel, StopStringEndsTheChoiceWithoutEmittingIt) {
     EXPECT_NE(result.text[0].find('7'), std::string::npos);
 }
 
+}  // namespace engine_real_model_test
 }  // namespace
 }  // namespace tempered

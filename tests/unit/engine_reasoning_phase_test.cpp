@@ -12,6 +12,7 @@
 
 namespace tempered {
 namespace {
+namespace engine_reasoning_phase_test {
 
 constexpr int32_t kStart = 100;  // <think>
 constexpr int32_t kEnd = 101;    // </think>
@@ -209,5 +210,6 @@ TEST(ReasoningPhase, AForcedEndWithoutTheClosingMarkerFallsBackToTheMarkerAlone)
     EXPECT_FALSE(phase.in_reasoning());
 }
 
+}  // namespace engine_reasoning_phase_test
 }  // namespace
 }  // namespace tempered

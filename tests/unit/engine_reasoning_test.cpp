@@ -16,6 +16,7 @@
 
 namespace tempered {
 namespace {
+namespace engine_reasoning_test {
 
 using testing::kThinkEnd;
 using testing::kThinkStart;
@@ -213,5 +214,6 @@ TEST_F(EngineReasoning, AFlaggedLoopInsideReasoningChangesNothing) {
     EXPECT_EQ(run.answer.report->tokens, 56);
 }
 
+}  // namespace engine_reasoning_test
 }  // namespace
 }  // namespace tempered

@@ -15,6 +15,7 @@
 
 namespace tempered {
 namespace {
+namespace fp8_test {
 
 // The value of a code by the OCP definition, in double; NaN for S.1111.111.
 double defined_value(int code) {
@@ -123,5 +124,6 @@ TEST(Fp8E4m3, EveryIsaConvertsAsTheScalarFunctions) {
     }
 }
 
+}  // namespace fp8_test
 }  // namespace
 }  // namespace tempered

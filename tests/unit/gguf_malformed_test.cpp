@@ -9,6 +9,7 @@
 
 namespace tempered {
 namespace {
+namespace gguf_malformed_test {
 
 using testing::GgufTensorSpec;
 using testing::GgufWriter;
@@ -200,5 +201,6 @@ TEST(GgufMalformed, AdjacentTensorsDoNotOverlap) {
     ASSERT_TRUE(file.ok()) << file.error().message;
 }
 
+}  // namespace gguf_malformed_test
 }  // namespace
 }  // namespace tempered

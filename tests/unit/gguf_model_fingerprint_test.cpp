@@ -7,6 +7,7 @@
 
 namespace tempered {
 namespace {
+namespace gguf_model_fingerprint_test {
 
 using testing::GgufWriter;
 
@@ -30,5 +31,6 @@ TEST(ModelFingerprint, SameBytesSameFingerprintAnyChangeAnother) {
     EXPECT_NE(fingerprint_of(model_bytes("tiny", 1, 5)), base);  // a tensor's shape
 }
 
+}  // namespace gguf_model_fingerprint_test
 }  // namespace
 }  // namespace tempered

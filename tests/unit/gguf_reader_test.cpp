@@ -11,6 +11,7 @@
 
 namespace tempered {
 namespace {
+namespace gguf_reader_test {
 
 using testing::GgufTensorSpec;
 using testing::GgufWriter;
@@ -236,5 +237,6 @@ TEST(GgufReader, OpenErrorsNameThePath) {
     std::remove(path.c_str());
 }
 
+}  // namespace gguf_reader_test
 }  // namespace
 }  // namespace tempered

@@ -14,6 +14,7 @@
 
 namespace tempered {
 namespace {
+namespace gguf_real_model_test {
 
 std::string model_dir() { return testing::model_dir().string(); }
 using testing::models_required;
@@ -117,5 +118,6 @@ TEST_F(GgufRealModel, TypedGettersSeeTheTokenizer) {
     EXPECT_EQ(file_->get_string_array("tokenizer.ggml.merges")->size(), 48900u);
 }
 
+}  // namespace gguf_real_model_test
 }  // namespace
 }  // namespace tempered

@@ -15,6 +15,7 @@
 
 namespace tempered::grammar {
 namespace {
+namespace grammar_constraint_test {
 
 // Printable ASCII one byte each (ids 0..94), some multi-byte tokens, a token that ends generation, a
 // control token without bytes, and a trigger.
@@ -208,5 +209,6 @@ TEST(Constraint, ChoicesSharingOneConstraintKeepTheirOwnState) {
     EXPECT_TRUE(first.allows(static_cast<int32_t>('"' - 32)));
 }
 
+}  // namespace grammar_constraint_test
 }  // namespace
 }  // namespace tempered::grammar

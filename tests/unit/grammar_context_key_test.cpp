@@ -12,6 +12,7 @@
 
 namespace tempered::grammar {
 namespace {
+namespace grammar_context_key_test {
 
 using testing::schema_grammar;
 
@@ -63,5 +64,6 @@ TEST(GrammarContextKey, OversizedGrammarsHaveNoKey) {
     EXPECT_TRUE(context_key(grammar, context, 1 << 16));
 }
 
+}  // namespace grammar_context_key_test
 }  // namespace
 }  // namespace tempered::grammar

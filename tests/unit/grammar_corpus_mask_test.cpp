@@ -22,6 +22,7 @@
 
 namespace tempered::grammar {
 namespace {
+namespace grammar_corpus_mask_test {
 
 using testing::brute_force_mask;
 using testing::qwen_vocabulary;
@@ -103,5 +104,6 @@ TEST(GrammarCorpusMask, QwenVocabularyMatchesBruteForceAcrossTheCorpus) {
     EXPECT_GE(compared, total * 9 / 10);
 }
 
+}  // namespace grammar_corpus_mask_test
 }  // namespace
 }  // namespace tempered::grammar

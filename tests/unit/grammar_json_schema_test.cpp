@@ -7,6 +7,7 @@
 
 namespace tempered::grammar {
 namespace {
+namespace grammar_json_schema_test {
 
 using testing::is_viable_prefix;
 using testing::matches;
@@ -262,5 +263,6 @@ TEST(GrammarJsonSchema, ViablePrefixesOfToolArguments) {
     EXPECT_FALSE(is_viable_prefix(grammar, R"({"town)"));
 }
 
+}  // namespace grammar_json_schema_test
 }  // namespace
 }  // namespace tempered::grammar

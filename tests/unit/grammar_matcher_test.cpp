@@ -7,6 +7,7 @@
 
 namespace tempered::grammar {
 namespace {
+namespace grammar_matcher_test {
 
 using testing::matches;
 
@@ -130,5 +131,6 @@ TEST(GrammarMatcher, UndefinedRuleIsAnError) {
     EXPECT_FALSE(builder.build(root));
 }
 
+}  // namespace grammar_matcher_test
 }  // namespace
 }  // namespace tempered::grammar

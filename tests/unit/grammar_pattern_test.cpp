@@ -9,6 +9,7 @@
 
 namespace tempered::grammar {
 namespace {
+namespace grammar_pattern_test {
 
 using testing::matches;
 
@@ -108,5 +109,6 @@ TEST(GrammarPattern, UnsupportedConstructsAreErrors) {
     }
 }
 
+}  // namespace grammar_pattern_test
 }  // namespace
 }  // namespace tempered::grammar

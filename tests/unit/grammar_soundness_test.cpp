@@ -10,6 +10,7 @@
 
 namespace tempered::grammar {
 namespace {
+namespace grammar_soundness_test {
 
 using testing::matches;
 using testing::schema_error;
@@ -89,5 +90,6 @@ TEST(GrammarSoundness, SurrogateEscapesAreNotCharacters) {
                         "a\""));
 }
 
+}  // namespace grammar_soundness_test
 }  // namespace
 }  // namespace tempered::grammar

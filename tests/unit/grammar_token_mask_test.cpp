@@ -21,6 +21,7 @@
 
 namespace tempered::grammar {
 namespace {
+namespace grammar_token_mask_test {
 
 using testing::brute_force_mask;
 using testing::qwen_vocabulary;
@@ -173,5 +174,6 @@ TEST(GrammarTokenMask, DISABLED_MaskTimeOnQwenVocabulary) {
                 all_micros[all_micros.size() * 99 / 100]);
 }
 
+}  // namespace grammar_token_mask_test
 }  // namespace
 }  // namespace tempered::grammar

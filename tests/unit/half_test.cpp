@@ -8,6 +8,7 @@
 
 namespace tempered {
 namespace {
+namespace half_test {
 
 TEST(Half, RoundTripsEveryFiniteHalf) {
     for (uint32_t h = 0; h < 0x10000; ++h) {
@@ -32,5 +33,6 @@ TEST(BFloat16, RoundsToNearestEven) {
     EXPECT_EQ(float_to_bf16(std::bit_cast<float>(0x3F818000u)), 0x3F82);
 }
 
+}  // namespace half_test
 }  // namespace
 }  // namespace tempered

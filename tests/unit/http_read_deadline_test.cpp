@@ -6,6 +6,7 @@
 
 namespace tempered::http {
 namespace {
+namespace http_read_deadline_test {
 
 using namespace std::chrono_literals;
 using Clock = ReadDeadline::Clock;
@@ -65,5 +66,6 @@ TEST(ClientConnectionLimit, ZeroIsNoLimit) {
     limit.close("127.0.0.1");  // harmless
 }
 
+}  // namespace http_read_deadline_test
 }  // namespace
 }  // namespace tempered::http

@@ -4,6 +4,7 @@
 
 namespace tempered::http {
 namespace {
+namespace http_router_test {
 
 HttpHandler reply(int status) {
     return [status](const HttpRequest&) { return HttpResponse::json(status, "{}"); };
@@ -63,5 +64,6 @@ TEST(HttpHeaders, CaseInsensitive) {
     EXPECT_EQ(request.header("accept"), "");
 }
 
+}  // namespace http_router_test
 }  // namespace
 }  // namespace tempered::http

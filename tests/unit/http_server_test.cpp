@@ -19,6 +19,7 @@
 
 namespace tempered::http {
 namespace {
+namespace http_server_test {
 
 using namespace std::chrono_literals;
 
@@ -466,5 +467,6 @@ TEST(HttpServer, PortInUseIsAnError) {
     EXPECT_FALSE(second.start().ok());
 }
 
+}  // namespace http_server_test
 }  // namespace
 }  // namespace tempered::http

@@ -20,6 +20,7 @@
 
 namespace tempered::http {
 namespace {
+namespace http_slow_clients_test {
 
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
@@ -286,5 +287,6 @@ TEST(HttpSlowClients, AStreamWhoseClientTakesNothingFailsLongBeforeTheSendBuffer
     EXPECT_LT(failed, 4.0);  // ~200 KB/s for 20 s would fit in a send buffer of 4 MB
 }
 
+}  // namespace http_slow_clients_test
 }  // namespace
 }  // namespace tempered::http

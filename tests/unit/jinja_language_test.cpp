@@ -8,6 +8,7 @@
 
 namespace tempered {
 namespace {
+namespace jinja_language_test {
 
 const nlohmann::ordered_json& context() {
     static const auto ctx = nlohmann::ordered_json::parse(R"({
@@ -371,5 +372,6 @@ TEST(JinjaLanguage, PythonQuirks) {
     expect_error("{{ l|select|last }}");
 }
 
+}  // namespace jinja_language_test
 }  // namespace
 }  // namespace tempered

@@ -8,6 +8,7 @@
 
 namespace tempered {
 namespace {
+namespace jinja_limits_test {
 
 std::string repeat(std::string_view piece, size_t n) {
     std::string out;
@@ -430,5 +431,6 @@ TEST(JinjaLimits, MutatedTemplatesNeverCrash) {
     }
 }
 
+}  // namespace jinja_limits_test
 }  // namespace
 }  // namespace tempered

@@ -28,6 +28,7 @@
 
 namespace tempered {
 namespace {
+namespace kernels_matmul_test {
 
 struct Shape {
     int64_t rows, cols;
@@ -36,7 +37,7 @@ struct Shape {
 // SmolLM2's hidden size for the 32-element types; K-quants need whole 256-element super-blocks.
 int64_t hidden_cols(DType type) { return dtype_traits(type).block_elements == 256 ? 768 : 576; }
 
-class IntegerMatmul : public testing::TestWithParam<DType> {};
+class IntegerMatmul : public ::testing::TestWithParam<DType> {};
 
 TEST_P(IntegerMatmul, EveryIsaEqualsScalarDefinitionBitExactly) {
     const DType type = GetParam();
@@ -154,8 +155,10 @@ TEST_P(IntegerMatmul, EqualsDequantizedWeightsTimesQuantizedActivations) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, IntegerMatmul,
-                         testing::Values(DType::Q4_1, DType::Q8_0, DType::Q4_K, DType::Q5_K, DType::Q6_K),
-                         [](const testing::TestParamInfo<DType>& info) { return std::string(dtype_name(info.param)); });
+                         ::testing::Values(DType::Q4_1, DType::Q8_0, DType::Q4_K, DType::Q5_K, DType::Q6_K),
+                         [](const ::testing::TestParamInfo<DType>& info) {
+                             return std::string(dtype_name(info.param));
+                         });
 
 // Other types: the AVX2 float kernel equals its scalar twin bit for bit and the sequential float
 // reference within float rounding (1e-5 of sum |w * x|: only the summation order differs).
@@ -241,11 +244,13 @@ TEST(CpuDispatch, NamesRoundTripAndScalarIsAlwaysThere) {
     EXPECT_TRUE(cpu_supports(active_cpu_isa()));
 }
 
+}  // namespace kernels_matmul_test
 }  // namespace
 }  // namespace tempered
 
 namespace tempered {
 namespace {
+namespace kernels_matmul_test {
 
 TEST(ThreadPool, RunsEveryRangeOnceAcrossManyCalls) {
     for (int threads : {1, 2, 4}) {
@@ -312,5 +317,6 @@ TEST(WholeItemsPerThread, RunsEachItemOnceWithItsThreadsOwnOneThreadPool) {
     }
 }
 
+}  // namespace kernels_matmul_test
 }  // namespace
 }  // namespace tempered

@@ -17,6 +17,7 @@
 
 namespace tempered {
 namespace {
+namespace kernels_packed_matmul_test {
 
 struct PackedCase {
     std::vector<uint8_t> gguf_bytes;
@@ -40,7 +41,7 @@ int64_t tile_cols(DType type, int64_t cols) {
     return (cols + unit - 1) / unit * unit;
 }
 
-class PackedMatmul : public testing::TestWithParam<DType> {};
+class PackedMatmul : public ::testing::TestWithParam<DType> {};
 
 TEST_P(PackedMatmul, PackingSupportsOnlyWholeRowGroupsOfItsTypes) {
     const DType type = GetParam();
@@ -177,8 +178,11 @@ TEST_P(PackedMatmul, StaysWithinActivationQuantizationBoundOfFloatReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, PackedMatmul,
-                         testing::Values(DType::Q4_1, DType::Q8_0, DType::Q5_0, DType::Q6_K, DType::Q4_K),
-                         [](const testing::TestParamInfo<DType>& info) { return std::string(dtype_name(info.param)); });
+                         ::testing::Values(DType::Q4_1, DType::Q8_0, DType::Q5_0, DType::Q6_K, DType::Q4_K),
+                         [](const ::testing::TestParamInfo<DType>& info) {
+                             return std::string(dtype_name(info.param));
+                         });
 
+}  // namespace kernels_packed_matmul_test
 }  // namespace
 }  // namespace tempered

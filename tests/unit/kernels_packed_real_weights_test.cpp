@@ -19,6 +19,7 @@
 
 namespace tempered {
 namespace {
+namespace kernels_packed_real_weights_test {
 
 constexpr const char* kQwenFile = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf";
 
@@ -90,5 +91,6 @@ TEST(PackedRealWeights, QwenQ6_KMatrixPacksAndMultipliesLikeTheScalarDefinition)
     check_first_qwen_matrix(DType::Q6_K);
 }
 
+}  // namespace kernels_packed_real_weights_test
 }  // namespace
 }  // namespace tempered

@@ -7,6 +7,7 @@
 
 namespace tempered {
 namespace {
+namespace kv_block_pool_test {
 
 KvCacheShape small_shape() { return KvCacheShape{2, 1, 4, 4, DType::F32}; }
 
@@ -140,5 +141,6 @@ TEST(KvBlockPool, ForkSharesFullBlocksAndCopiesThePartialOne) {
     EXPECT_EQ(pool->used_block_count(), 0);
 }
 
+}  // namespace kv_block_pool_test
 }  // namespace
 }  // namespace tempered

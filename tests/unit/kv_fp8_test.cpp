@@ -16,6 +16,7 @@
 
 namespace tempered {
 namespace {
+namespace kv_fp8_test {
 
 constexpr int64_t kKvHeads = 3, kHeadDim = 64, kBlockSize = 16;
 
@@ -156,5 +157,6 @@ TEST(KvFp8, BytesPerTokenCountKeysValuesAndScales) {
     EXPECT_TRUE(kv_type_supported(DType::F8_E4M3));
 }
 
+}  // namespace kv_fp8_test
 }  // namespace
 }  // namespace tempered

@@ -10,6 +10,7 @@
 
 namespace tempered {
 namespace {
+namespace kv_latent_layout_test {
 
 constexpr int64_t kLayers = 3, kWidth = 80, kBlock = 16;
 
@@ -90,5 +91,6 @@ TEST(KvLatentLayout, BlocksMoveBetweenPoolsByteForByte) {
         EXPECT_EQ(rows_of(*receiver, 5, layer, 32), rows_of(*sender, 0, layer, 32));
 }
 
+}  // namespace kv_latent_layout_test
 }  // namespace
 }  // namespace tempered

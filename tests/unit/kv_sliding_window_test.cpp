@@ -13,6 +13,7 @@
 
 namespace tempered {
 namespace {
+namespace kv_sliding_window_test {
 
 // Gemma 3's pattern: every sixth layer global, the others a window of `window` positions.
 std::vector<int64_t> gemma3_windows(int64_t layers, int64_t window) {
@@ -270,5 +271,6 @@ TEST(KvSlidingWindow, Gemma3SequenceOf2000TokensHoldsItsWindowNotItsLength) {
         100.0 * static_cast<double>(held_at_length) / static_cast<double>(global_in_group_blocks));
 }
 
+}  // namespace kv_sliding_window_test
 }  // namespace
 }  // namespace tempered

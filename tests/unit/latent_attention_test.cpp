@@ -19,6 +19,7 @@
 
 namespace tempered {
 namespace {
+namespace latent_attention_test {
 
 std::vector<float> random_floats(size_t n, std::mt19937& rng, float scale = 1.0f) {
     std::normal_distribution<float> normal(0.0f, scale);
@@ -344,5 +345,6 @@ TEST(LatentAttentionLayer, AbsorbedEqualsExpandedOnFp8Cache) {
     EXPECT_LT(max_fp8_error, 0.1f * max_abs);
 }
 
+}  // namespace latent_attention_test
 }  // namespace
 }  // namespace tempered

@@ -9,6 +9,7 @@
 
 namespace tempered::loadgen {
 namespace {
+namespace loadgen_prompt_set_test {
 
 using namespace std::chrono_literals;
 
@@ -89,5 +90,6 @@ TEST(LoadgenPromptSet, WithoutTokenizeWordsStandForTokens) {
     EXPECT_NE(notes[0].find("no POST /tokenize"), std::string::npos);
 }
 
+}  // namespace loadgen_prompt_set_test
 }  // namespace
 }  // namespace tempered::loadgen

@@ -14,6 +14,7 @@
 
 namespace tempered::loadgen {
 namespace {
+namespace loadgen_request_runner_test {
 
 using namespace std::chrono_literals;
 
@@ -249,5 +250,6 @@ TEST(LoadgenRequestRunner, SendsTheApiKeyAsABearerToken) {
     EXPECT_EQ(seen, "Bearer sk-test");
 }
 
+}  // namespace loadgen_request_runner_test
 }  // namespace
 }  // namespace tempered::loadgen

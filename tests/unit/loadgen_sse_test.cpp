@@ -7,6 +7,7 @@
 
 namespace tempered::loadgen {
 namespace {
+namespace loadgen_sse_test {
 
 std::vector<std::string> feed_all(SseParser& parser, std::initializer_list<std::string_view> reads) {
     std::vector<std::string> events;
@@ -108,5 +109,6 @@ TEST(LoadgenPayload, DescribeHttpError) {
     EXPECT_EQ(describe_http_error(500, long_body), "HTTP 500: " + std::string(200, 'x') + "...");
 }
 
+}  // namespace loadgen_sse_test
 }  // namespace
 }  // namespace tempered::loadgen

@@ -6,6 +6,7 @@
 
 namespace tempered::loadgen {
 namespace {
+namespace loadgen_stats_test {
 
 using std::chrono::milliseconds;
 
@@ -147,5 +148,6 @@ TEST(LoadgenSummary, AllFailed) {
     EXPECT_DOUBLE_EQ(s.output_token_throughput, 0);
 }
 
+}  // namespace loadgen_stats_test
 }  // namespace
 }  // namespace tempered::loadgen

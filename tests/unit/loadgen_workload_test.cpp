@@ -16,6 +16,7 @@
 
 namespace tempered::loadgen {
 namespace {
+namespace loadgen_workload_test {
 
 TEST(LoadgenBaseUrl, AcceptsTheRootOrTheV1BaseUrl) {
     for (const char* text : {"http://127.0.0.1:8000", "http://127.0.0.1:8000/", "http://127.0.0.1:8000/v1",
@@ -108,7 +109,7 @@ TEST(LoadgenCalibration, CounterFailureIsReturned) {
 class PromptsFile : public ::testing::Test {
 protected:
     std::string write(const std::string& contents) {
-        path_ = testing::TempDir() + "loadgen_prompts_" + std::to_string(getpid()) + ".jsonl";
+        path_ = ::testing::TempDir() + "loadgen_prompts_" + std::to_string(getpid()) + ".jsonl";
         std::ofstream(path_) << contents;
         return path_;
     }
@@ -197,5 +198,6 @@ TEST(LoadgenReport, AbsentValuesAreNullAndDashes) {
     EXPECT_NE(table.find("need --stream"), std::string::npos) << table;
 }
 
+}  // namespace loadgen_workload_test
 }  // namespace
 }  // namespace tempered::loadgen

@@ -14,6 +14,7 @@
 
 namespace tempered::metrics {
 namespace {
+namespace metrics_test {
 
 TEST(Metrics, CounterAndGaugeText) {
     Registry registry;
@@ -182,5 +183,6 @@ TEST(Metrics, PromtoolAcceptsTheOutput) {
     }
 }
 
+}  // namespace metrics_test
 }  // namespace
 }  // namespace tempered::metrics

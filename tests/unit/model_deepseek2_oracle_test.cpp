@@ -25,6 +25,7 @@
 
 namespace tempered {
 namespace {
+namespace model_deepseek2_oracle_test {
 
 struct DeepseekFixture {
     const char* fixture;  // tests/fixtures/model/deepseek2/<fixture>
@@ -333,5 +334,6 @@ INSTANTIATE_TEST_SUITE_P(Tiny, Deepseek2Oracle, ::testing::ValuesIn(kFixtures),
                              return name;
                          });
 
+}  // namespace model_deepseek2_oracle_test
 }  // namespace
 }  // namespace tempered

@@ -13,6 +13,7 @@
 
 namespace tempered {
 namespace {
+namespace model_expert_traffic_test {
 
 std::filesystem::path moe_model_path() {
     const char* dir = std::getenv("TEMPERED_TINY_MODEL_DIR");
@@ -99,5 +100,6 @@ TEST(DistinctExperts, CountsEachExpertOnceWhateverItsWeight) {
     EXPECT_EQ(distinct_experts({}, 8), 0);
 }
 
+}  // namespace model_expert_traffic_test
 }  // namespace
 }  // namespace tempered

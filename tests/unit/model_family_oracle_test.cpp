@@ -30,6 +30,7 @@
 
 namespace tempered {
 namespace {
+namespace model_family_oracle_test {
 
 // Largest |our logit - llama.cpp's| on the float32 copy (the bound). Measured over the 22 prompts:
 // 0.0088 on Qwen2.5, 0.027 on Gemma 3 (whose GELU llama.cpp reads from a float16 table).
@@ -334,5 +335,6 @@ INSTANTIATE_TEST_SUITE_P(Qwen2, FamilyOracle, ::testing::Values(kQwen2),
 INSTANTIATE_TEST_SUITE_P(Gemma3, FamilyOracle, ::testing::Values(kGemma3),
                          [](const auto& info) { return std::string(info.param.name); });
 
+}  // namespace model_family_oracle_test
 }  // namespace
 }  // namespace tempered

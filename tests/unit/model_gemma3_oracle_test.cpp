@@ -21,6 +21,7 @@
 
 namespace tempered {
 namespace {
+namespace model_gemma3_oracle_test {
 
 constexpr const char* kModelFile = "gemma-3-270m-Q4_K_M.gguf";
 constexpr int64_t kLongContext = 2048;
@@ -149,5 +150,6 @@ TEST_F(Gemma3Oracle, TopTwentyAfterTwoThousandTokensMatchLlamaCpp) {
     }
 }
 
+}  // namespace model_gemma3_oracle_test
 }  // namespace
 }  // namespace tempered

@@ -20,6 +20,7 @@
 
 namespace tempered {
 namespace {
+namespace model_llama_oracle_test {
 
 constexpr const char* kModelFile = "SmolLM2-135M-Instruct.Q4_1.gguf";
 // Largest |our logit - llama.cpp's logit| allowed at the last prompt position. Both engines quantize
@@ -272,5 +273,6 @@ TEST_F(LlamaOracle, MixedBatchMatchesSeparateRuns) {
     EXPECT_EQ(max_delta, 0.0f);
 }
 
+}  // namespace model_llama_oracle_test
 }  // namespace
 }  // namespace tempered

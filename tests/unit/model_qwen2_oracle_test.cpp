@@ -17,6 +17,7 @@
 
 namespace tempered {
 namespace {
+namespace model_qwen2_oracle_test {
 
 constexpr const char* kModelFile = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf";
 // Our greedy token may differ from llama.cpp's only where llama.cpp's top-2 margin (log p1 - log p2, the
@@ -86,5 +87,6 @@ TEST_F(Qwen2Oracle, GreedyContinuationsDivergeOnlyAfterNearTies) {
     EXPECT_GE(identical, 1);  // a forward pass that is wrong everywhere cannot hide behind near-ties alone
 }
 
+}  // namespace model_qwen2_oracle_test
 }  // namespace
 }  // namespace tempered

@@ -23,6 +23,7 @@
 
 namespace tempered {
 namespace {
+namespace model_tiny_families_test {
 
 // What one tiny file is held to.
 struct TinyFamily {
@@ -185,5 +186,6 @@ INSTANTIATE_TEST_SUITE_P(Tiny, TinyFamilies, ::testing::ValuesIn(kFamilies),
                              return name;
                          });
 
+}  // namespace model_tiny_families_test
 }  // namespace
 }  // namespace tempered

@@ -18,6 +18,7 @@
 
 namespace tempered {
 namespace {
+namespace model_tiny_llama_test {
 
 using testing::GgufTensorSpec;
 using testing::GgufWriter;
@@ -565,5 +566,6 @@ TEST(TinyLlamaErrors, SpecFieldsNeedingTensorsTheFileLacksAreRefused) {
               std::string::npos);
 }
 
+}  // namespace model_tiny_llama_test
 }  // namespace
 }  // namespace tempered

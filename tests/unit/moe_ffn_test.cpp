@@ -19,6 +19,7 @@
 
 namespace tempered {
 namespace {
+namespace moe_ffn_test {
 
 using testing::GgufTensorSpec;
 using testing::GgufWriter;
@@ -365,5 +366,6 @@ TEST(MoeRealFile, LoadsAndRunsTheTinyDeepseek2Experts) {
     }
 }
 
+}  // namespace moe_ffn_test
 }  // namespace
 }  // namespace tempered

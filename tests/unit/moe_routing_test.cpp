@@ -14,6 +14,7 @@
 
 namespace tempered {
 namespace {
+namespace moe_routing_test {
 
 MoeConfig config_from_json(const nlohmann::json& j) {
     MoeConfig config;
@@ -247,5 +248,6 @@ TEST(MoeConfigRead, ModelConfigCarriesTheExperts) {
     EXPECT_NE(mixtral_config.error().message.find("llama with experts"), std::string::npos);
 }
 
+}  // namespace moe_routing_test
 }  // namespace
 }  // namespace tempered

@@ -18,6 +18,7 @@
 
 namespace tempered {
 namespace {
+namespace ops_test {
 
 std::vector<float> random_vector(size_t n, uint32_t seed, float scale = 1.0f) {
     std::mt19937 rng(seed);
@@ -373,5 +374,6 @@ TEST(Ops, GegluTanhIsTanhApproximatedGeluOfGateTimesUp) {
     EXPECT_EQ(x[2], 0.0f);
 }
 
+}  // namespace ops_test
 }  // namespace
 }  // namespace tempered

@@ -14,6 +14,7 @@
 
 namespace tempered {
 namespace {
+namespace output_processor_test {
 
 struct Collected {
     std::string reasoning;
@@ -224,5 +225,6 @@ TEST(TokenReasoningSplit, SplitsOnMarkerIdsAndLeavesASpelledOutMarkerAsText) {
     EXPECT_EQ(content, "Paris");
 }
 
+}  // namespace output_processor_test
 }  // namespace
 }  // namespace tempered

@@ -8,6 +8,7 @@
 
 namespace tempered {
 namespace {
+namespace perf_test {
 
 using testing::GgufTensorSpec;
 using testing::GgufWriter;
@@ -109,5 +110,6 @@ TEST(WeightTraffic, ADenseModelHasNoExpertShare) {
     EXPECT_EQ(traffic.bytes_per_token, 3200u + 512u);
 }
 
+}  // namespace perf_test
 }  // namespace
 }  // namespace tempered

@@ -18,6 +18,7 @@
 
 namespace tempered::reasoning {
 namespace {
+namespace reasoning_parser_test {
 
 constexpr int32_t kThink = 3, kEndThink = 4;
 // 11 and 12 are the two bytes of "é": a character split over two tokens.
@@ -240,5 +241,6 @@ TEST_F(R1Vocabulary, StreamedThroughTheDetokenizer) {
     EXPECT_FALSE(splitter.in_reasoning());
 }
 
+}  // namespace reasoning_parser_test
 }  // namespace
 }  // namespace tempered::reasoning

@@ -10,6 +10,7 @@
 
 namespace tempered {
 namespace {
+namespace repetition_detector_test {
 
 RepetitionDetectionParams params(int32_t min_size, int32_t max_size, int32_t min_count) {
     auto valid = validate_repetition_detection({max_size, min_size, min_count});
@@ -348,5 +349,6 @@ TEST(RepetitionDetector, HugeMinCountIsUnreachableRatherThanWrapping) {
     EXPECT_EQ(detector.current_repeats(1), 1000);
 }
 
+}  // namespace repetition_detector_test
 }  // namespace
 }  // namespace tempered

@@ -9,6 +9,7 @@
 
 namespace tempered {
 namespace {
+namespace sampler_test {
 
 // Draws `n` tokens and counts them.
 std::map<int32_t, int> histogram(const std::vector<float>& logits, const SamplingParams& params, int n,
@@ -138,5 +139,6 @@ TEST(Sampler, NanLogitsAreNeverChosen) {
     EXPECT_EQ(counts.count(1), 1u);
 }
 
+}  // namespace sampler_test
 }  // namespace
 }  // namespace tempered

@@ -12,6 +12,7 @@
 
 namespace tempered {
 namespace {
+namespace sampler_typical_test {
 
 using Candidate = SamplerWorkspace::Candidate;
 
@@ -154,5 +155,6 @@ TEST(TypicalSampling, IgnoresTokensTheGrammarDisallows) {
     EXPECT_EQ(tokens, (std::set<int32_t>{2}));
 }
 
+}  // namespace sampler_typical_test
 }  // namespace
 }  // namespace tempered

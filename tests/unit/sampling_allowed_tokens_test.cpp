@@ -14,6 +14,7 @@
 
 namespace tempered {
 namespace {
+namespace sampling_allowed_tokens_test {
 
 std::vector<uint64_t> allowing(size_t vocab, const std::set<int32_t>& tokens) {
     std::vector<uint64_t> bits((vocab + 63) / 64, 0);
@@ -142,5 +143,6 @@ TEST(AllowedTokens, NextTokenMasksButReportsLogprobsFromTheRawLogits) {
     EXPECT_NEAR(drawn.logprob->logprob, std::log(0.1f), 1e-4);  // what it was, not 0
 }
 
+}  // namespace sampling_allowed_tokens_test
 }  // namespace
 }  // namespace tempered

@@ -7,6 +7,7 @@
 
 namespace tempered {
 namespace {
+namespace sampling_dry_resolution_test {
 
 SamplingDefaultsConfig config_with(SamplingValues preferred, std::optional<SamplingPolicy> policy = std::nullopt) {
     return {std::move(preferred), {}, std::move(policy)};
@@ -144,5 +145,6 @@ TEST(DryValuesParse, ReadsTheFiveKeysAndNamesTheBadOne) {
     }
 }
 
+}  // namespace sampling_dry_resolution_test
 }  // namespace
 }  // namespace tempered

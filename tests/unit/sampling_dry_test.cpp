@@ -22,6 +22,7 @@
 
 namespace tempered {
 namespace {
+namespace sampling_dry_test {
 
 // The fixture's logits: float32((t * 7919) % 2001 - 1000) / 128, exact in float32.
 std::vector<float> synthetic_logits(size_t vocab) {
@@ -204,5 +205,6 @@ TEST(DryStage, RunsInsideNextTokenAndIsOffByDefault) {
     EXPECT_EQ(next_token(raised, {sampling, penalties, -1, dry}, history, rng, workspace).token, 3);
 }
 
+}  // namespace sampling_dry_test
 }  // namespace
 }  // namespace tempered

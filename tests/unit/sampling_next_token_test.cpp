@@ -7,6 +7,7 @@
 
 namespace tempered {
 namespace {
+namespace sampling_next_token_test {
 
 TokenHistory masking(std::span<const int32_t> masked) {
     TokenHistory history;
@@ -64,5 +65,6 @@ TEST_F(NextTokenTest, LogprobsComeFromTheRawLogitsAndLeaveThemUnchanged) {
     EXPECT_FALSE(draw(logits, {}).logprob);
 }
 
+}  // namespace sampling_next_token_test
 }  // namespace
 }  // namespace tempered

@@ -8,6 +8,7 @@
 
 namespace tempered {
 namespace {
+namespace sampling_penalties_test {
 
 TEST(Penalties, RepetitionDividesPositiveAndMultipliesNegativeLogits) {
     std::vector<float> logits = {2.0f, -2.0f, 1.0f, 1.0f};
@@ -39,5 +40,6 @@ TEST(Logprobs, MatchLogSoftmaxAndRankTopTokens) {
     EXPECT_EQ(result.top[2].first, 2);
 }
 
+}  // namespace sampling_penalties_test
 }  // namespace
 }  // namespace tempered

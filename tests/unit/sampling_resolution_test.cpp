@@ -5,6 +5,7 @@
 
 namespace tempered {
 namespace {
+namespace sampling_resolution_test {
 
 SamplingDefaultsConfig config_with(SamplingValues preferred, SamplingValues model,
                                    std::optional<SamplingPolicy> policy = std::nullopt) {
@@ -138,5 +139,6 @@ TEST(SamplingDefaultsTable, ListsEveryParameterWithItsSource) {
     EXPECT_EQ(table["seed"]["value"], "random");
 }
 
+}  // namespace sampling_resolution_test
 }  // namespace
 }  // namespace tempered

@@ -13,6 +13,7 @@
 
 namespace tempered {
 namespace {
+namespace sampling_typical_resolution_test {
 
 const std::string kHello = R"("messages":[{"role":"user","content":"hi"}])";
 
@@ -119,5 +120,6 @@ TEST(TypicalRequest, ChatAndCompletionsReadItAndRangesMatchTheSamplingModule) {
     }
 }
 
+}  // namespace sampling_typical_resolution_test
 }  // namespace
 }  // namespace tempered

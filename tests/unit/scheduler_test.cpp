@@ -16,6 +16,7 @@
 
 namespace tempered {
 namespace {
+namespace scheduler_test {
 
 using testing::CountingObserver;
 using testing::FakeModel;
@@ -530,5 +531,6 @@ TEST_F(SchedulerTest, AWindowModelReusesACachedPrefixWithItsWindow) {
     EXPECT_EQ(drain(*b.stream).tokens[0], expected_greedy('Z', 2));
 }
 
+}  // namespace scheduler_test
 }  // namespace
 }  // namespace tempered

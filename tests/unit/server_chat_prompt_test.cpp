@@ -6,6 +6,7 @@
 
 namespace tempered {
 namespace {
+namespace server_chat_prompt_test {
 
 api::ChatRequest parse(const std::string& body) {
     auto parsed = api::parse_chat_request(body);
@@ -49,5 +50,6 @@ TEST(ChatPrompt, MessagesCarryRoleContentNameAndToolCalls) {
     EXPECT_TRUE(inputs.extra_context.is_null());
 }
 
+}  // namespace server_chat_prompt_test
 }  // namespace
 }  // namespace tempered

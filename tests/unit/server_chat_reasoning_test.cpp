@@ -14,6 +14,7 @@
 
 namespace tempered {
 namespace {
+namespace server_chat_reasoning_test {
 
 const Tokenizer& tokenizer() {
     static const Tokenizer instance = testing::byte_tokenizer();
@@ -147,5 +148,6 @@ TEST(ChatReasoning, ACallWrittenWhileReasoningIsNotACall) {
     EXPECT_EQ(metric(metrics, "tempered:empty_content_total"), 1) << "nothing but reasoning came";
 }
 
+}  // namespace server_chat_reasoning_test
 }  // namespace
 }  // namespace tempered

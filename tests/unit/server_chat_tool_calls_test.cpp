@@ -12,6 +12,7 @@
 
 namespace tempered {
 namespace {
+namespace server_chat_tool_calls_test {
 
 const std::string kTools = R"("tools": [
     {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object",
@@ -213,5 +214,6 @@ TEST(ChatToolCalls, SchemaTheCompilerRefusesIsA400NamingParameterAndKeyword) {
     EXPECT_NE(setup.error().message.find("'not'"), std::string::npos) << setup.error().message;
 }
 
+}  // namespace server_chat_tool_calls_test
 }  // namespace
 }  // namespace tempered

@@ -15,6 +15,7 @@
 
 namespace tempered {
 namespace {
+namespace server_degeneration_guard_test {
 
 DegenerationGuardSettings parsed(const std::string& flag) {
     auto settings = choose_degeneration_guard(flag, std::nullopt);
@@ -317,5 +318,6 @@ TEST(DegenerationMetrics, EachLoopCountsOnceByActionAndPhaseWithItsPeriod) {
     EXPECT_EQ(sample(metrics, "vllm:request_success_total{model_name=\"m\",finished_reason=\"repetition\"}"), 1);
 }
 
+}  // namespace server_degeneration_guard_test
 }  // namespace
 }  // namespace tempered

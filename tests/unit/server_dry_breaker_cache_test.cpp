@@ -8,6 +8,7 @@
 
 namespace tempered {
 namespace {
+namespace server_dry_breaker_cache_test {
 
 // A vocabulary of single characters plus "a:"; text tokenizes one character per token.
 const std::vector<std::string> kTexts = {"a", "b", "\n", ":", "a:"};
@@ -72,5 +73,6 @@ TEST(DryBreakerCache, ConcurrentRequestsForOneListShareOneResult) {
     EXPECT_EQ(scans.load(), 1);
 }
 
+}  // namespace server_dry_breaker_cache_test
 }  // namespace
 }  // namespace tempered

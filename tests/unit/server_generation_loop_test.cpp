@@ -9,6 +9,7 @@
 
 namespace tempered {
 namespace {
+namespace server_generation_loop_test {
 
 using namespace std::chrono_literals;
 
@@ -109,9 +110,9 @@ TEST(GenerationLoop, StreamsOpeningDeltasUsageThenDoneAndLogsOnce) {
     const http::HttpResponse response = run_generation(fixture.job(true, true), request, fixture.metrics, fixture.log);
     ASSERT_TRUE(response.is_streaming());
     FakeWriter writer(100);
-    testing::internal::CaptureStderr();
+    ::testing::internal::CaptureStderr();
     response.producer(writer);
-    const nlohmann::json entry = log_line(testing::internal::GetCapturedStderr());
+    const nlohmann::json entry = log_line(::testing::internal::GetCapturedStderr());
     ASSERT_EQ(writer.written.size(), 5u);
     EXPECT_EQ(writer.written[0], R"(data: {"open":0,"sampling":{"temperature":0.5}})"
                                  "\n\n");
@@ -130,9 +131,9 @@ TEST(GenerationLoop, ClientLeavingMidStreamCancelsCountsAndLogsWhatWasSpent) {
     http::HttpRequest request;
     const http::HttpResponse response = run_generation(fixture.job(true), request, fixture.metrics, fixture.log);
     FakeWriter writer(3);  // the opening chunk and two deltas, then the client is gone
-    testing::internal::CaptureStderr();
+    ::testing::internal::CaptureStderr();
     response.producer(writer);
-    const nlohmann::json entry = log_line(testing::internal::GetCapturedStderr());
+    const nlohmann::json entry = log_line(::testing::internal::GetCapturedStderr());
     EXPECT_TRUE(fixture.engine->cancelled());
     EXPECT_EQ(fixture.aborted(), 1);
     EXPECT_EQ(entry["outcome"], "aborted");
@@ -151,9 +152,9 @@ TEST(GenerationLoop, WholeResponseGathersTheBodyAndReportsSampling) {
     done.usage = {5, 0, 1};
     fixture.engine->push(done);
     http::HttpRequest request;
-    testing::internal::CaptureStderr();
+    ::testing::internal::CaptureStderr();
     const http::HttpResponse response = run_generation(fixture.job(false), request, fixture.metrics, fixture.log);
-    const nlohmann::json entry = log_line(testing::internal::GetCapturedStderr());
+    const nlohmann::json entry = log_line(::testing::internal::GetCapturedStderr());
     ASSERT_FALSE(response.is_streaming());
     EXPECT_EQ(response.status, 200);
     EXPECT_EQ(response.body, R"({"prompt_tokens":5,"sampling":{"temperature":0.5},"text":"Hi"})");
@@ -165,9 +166,9 @@ TEST(GenerationLoop, WholeResponseWhoseClientLeftIsCancelled) {
     Fixture fixture;  // the engine says nothing; the client is gone at the first look
     http::HttpRequest request;
     request.connection_probe = [] { return false; };
-    testing::internal::CaptureStderr();
+    ::testing::internal::CaptureStderr();
     const http::HttpResponse response = run_generation(fixture.job(false), request, fixture.metrics, fixture.log);
-    const nlohmann::json entry = log_line(testing::internal::GetCapturedStderr());
+    const nlohmann::json entry = log_line(::testing::internal::GetCapturedStderr());
     EXPECT_EQ(response.status, 400);
     EXPECT_TRUE(fixture.engine->cancelled());
     EXPECT_EQ(fixture.aborted(), 1);
@@ -184,9 +185,9 @@ TEST(GenerationLoop, EngineErrorMidStreamIsAnErrorEventThenDone) {
     http::HttpRequest request;
     const http::HttpResponse response = run_generation(fixture.job(true, true), request, fixture.metrics, fixture.log);
     FakeWriter writer(100);
-    testing::internal::CaptureStderr();
+    ::testing::internal::CaptureStderr();
     response.producer(writer);
-    const nlohmann::json entry = log_line(testing::internal::GetCapturedStderr());
+    const nlohmann::json entry = log_line(::testing::internal::GetCapturedStderr());
     ASSERT_EQ(writer.written.size(), 3u);  // opening, error, [DONE]: no usage chunk
     EXPECT_NE(writer.written[1].find("out of KV blocks"), std::string::npos);
     EXPECT_EQ(writer.written[2], "data: [DONE]\n\n");
@@ -206,9 +207,9 @@ TEST(GenerationLoop, PastItsDeadlineAStreamGetsATimeoutEventThenDone) {
     http::HttpRequest request;
     const http::HttpResponse response = run_generation(std::move(job), request, fixture.metrics, fixture.log);
     FakeWriter writer(100);
-    testing::internal::CaptureStderr();
+    ::testing::internal::CaptureStderr();
     response.producer(writer);
-    const nlohmann::json entry = log_line(testing::internal::GetCapturedStderr());
+    const nlohmann::json entry = log_line(::testing::internal::GetCapturedStderr());
     ASSERT_EQ(writer.written.size(), 3u);  // opening, the timeout error, [DONE]: no usage chunk
     const nlohmann::json error = nlohmann::json::parse(writer.written[1].substr(6))["error"];
     EXPECT_EQ(error["code"], "request_timeout");
@@ -226,9 +227,9 @@ TEST(GenerationLoop, WholeResponsePastItsDeadlineIs408) {
     job.timeout_seconds = 0.2;
     job.deadline = job.received + 200ms;
     http::HttpRequest request;
-    testing::internal::CaptureStderr();
+    ::testing::internal::CaptureStderr();
     const http::HttpResponse response = run_generation(std::move(job), request, fixture.metrics, fixture.log);
-    const nlohmann::json entry = log_line(testing::internal::GetCapturedStderr());
+    const nlohmann::json entry = log_line(::testing::internal::GetCapturedStderr());
     EXPECT_EQ(response.status, 408);
     EXPECT_EQ(nlohmann::json::parse(response.body)["error"]["code"], "request_timeout");
     EXPECT_TRUE(fixture.engine->cancelled());
@@ -236,5 +237,6 @@ TEST(GenerationLoop, WholeResponsePastItsDeadlineIs408) {
     EXPECT_EQ(fixture.counter("tempered:request_timeouts_total"), 1);
 }
 
+}  // namespace server_generation_loop_test
 }  // namespace
 }  // namespace tempered

@@ -17,6 +17,7 @@
 
 namespace tempered {
 namespace {
+namespace server_reasoning_settings_test {
 
 TEST(ReasoningEffortBudgets, DefaultsAndOverrides) {
     auto defaults = parse_effort_budgets("");
@@ -107,5 +108,6 @@ TEST_F(R1Setup, ARequestBudgetWinsOverEffortWhichWinsOverTheServerDefault) {
     EXPECT_FALSE(reasoning_options(setup, settings, request, {1, 2}).prompt_opens_reasoning);
 }
 
+}  // namespace server_reasoning_settings_test
 }  // namespace
 }  // namespace tempered

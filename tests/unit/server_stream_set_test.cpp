@@ -5,6 +5,7 @@
 
 namespace tempered {
 namespace {
+namespace server_stream_set_test {
 
 using namespace std::chrono_literals;
 
@@ -71,5 +72,6 @@ TEST(StreamSet, UsageCountsPromptsAndSeenTokensUntilTheEngineReportsItsOwn) {
     EXPECT_TRUE(second->cancelled());
 }
 
+}  // namespace server_stream_set_test
 }  // namespace
 }  // namespace tempered

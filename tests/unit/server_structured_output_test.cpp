@@ -10,6 +10,7 @@
 
 namespace tempered {
 namespace {
+namespace server_structured_output_test {
 
 api::ResponseFormat schema_format(const std::string& schema) {
     api::ResponseFormat format;
@@ -84,5 +85,6 @@ TEST(StructuredOutput, TheVocabularyHasNoBytesForControlOrEndTokens) {
     EXPECT_EQ(vocabulary.token_bytes.back(), "");
 }
 
+}  // namespace server_structured_output_test
 }  // namespace
 }  // namespace tempered

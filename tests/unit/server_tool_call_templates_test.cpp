@@ -13,6 +13,7 @@
 
 namespace tempered {
 namespace {
+namespace server_tool_call_templates_test {
 
 using toolcalls::ToolCallFamily;
 
@@ -61,5 +62,6 @@ TEST(ToolCallTemplates, QwenRendersCallHistoryWithObjectArgumentsAndToolResponse
     EXPECT_NE(rendered->find("\"name\": \"get_weather\""), std::string::npos);  // the tools in the system turn
 }
 
+}  // namespace server_tool_call_templates_test
 }  // namespace
 }  // namespace tempered

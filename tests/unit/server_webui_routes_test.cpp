@@ -7,6 +7,7 @@
 
 namespace tempered {
 namespace {
+namespace server_webui_routes_test {
 
 const EmbeddedFile& file_named(std::string_view name) {
     for (const EmbeddedFile& file : webui_files())
@@ -64,5 +65,6 @@ TEST(WebUiFiles, ThePageForbidsInlineScriptAndForeignOrigins) {
     EXPECT_EQ(policy.find("unsafe-inline"), std::string::npos);
 }
 
+}  // namespace server_webui_routes_test
 }  // namespace
 }  // namespace tempered

@@ -8,6 +8,7 @@
 
 namespace tempered {
 namespace {
+namespace serving_metrics_expert_traffic_test {
 
 double series_value(const ServingMetrics& metrics, const std::string& series) {
     const std::string text = metrics.render();
@@ -24,5 +25,6 @@ TEST(ServingMetricsExpertTraffic, SumsBytesAndCountsSteps) {
     EXPECT_EQ(series_value(metrics, "tempered:moe_steps_total{model_name=\"ds2\"}"), 2);
 }
 
+}  // namespace serving_metrics_expert_traffic_test
 }  // namespace
 }  // namespace tempered

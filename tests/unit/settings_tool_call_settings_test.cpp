@@ -7,6 +7,7 @@
 
 namespace tempered {
 namespace {
+namespace settings_tool_call_settings_test {
 
 TEST(ToolCallSettings, FlagThenConfigFileThenDefault) {
     auto defaults = tool_call_settings("", "", "", "");
@@ -35,5 +36,6 @@ TEST(ToolCallSettings, UnknownValuesNameTheFlagAndWhatIsLegal) {
     EXPECT_EQ(validation.error().message, "--tool-call-validation must be off, flag or constrain (got 'strict')");
 }
 
+}  // namespace settings_tool_call_settings_test
 }  // namespace
 }  // namespace tempered

@@ -11,6 +11,7 @@
 
 namespace tempered {
 namespace {
+namespace staged_kv_test {
 
 std::vector<uint8_t> block_bytes(const KvBlockPool& pool, int32_t block) {
     std::vector<uint8_t> bytes(static_cast<size_t>(KvBlockPool::pool_block_bytes(pool.shape())));
@@ -91,5 +92,6 @@ TEST_P(StagedKvTest, AStagedSetLackingANeededBlockWritesNothing) {
 INSTANTIATE_TEST_SUITE_P(Shapes, StagedKvTest, ::testing::Values(false, true),
                          [](const auto& info) { return info.param ? "WindowGroups" : "OneGroup"; });
 
+}  // namespace staged_kv_test
 }  // namespace
 }  // namespace tempered

@@ -4,6 +4,7 @@
 
 namespace tempered {
 namespace {
+namespace stop_matcher_test {
 
 TEST(StopMatcher, StopStringSplitAcrossPiecesIsNeverEmitted) {
     StopMatcher matcher({"</end>"});
@@ -39,5 +40,6 @@ TEST(StopMatcher, NoStopsPassesEverythingThrough) {
     EXPECT_EQ(matcher.flush(), "");
 }
 
+}  // namespace stop_matcher_test
 }  // namespace
 }  // namespace tempered

@@ -26,6 +26,7 @@
 
 namespace tempered {
 namespace {
+namespace tokenizer_llama_oracle_test {
 
 const std::string kFixtureDir = std::string(TEMPERED_SOURCE_DIR) + "/tests/fixtures/tokenizer/";
 
@@ -282,5 +283,6 @@ TEST(TokenizerPreTokenizerOracle, SmolLm2VocabularyUnderOtherPreTokenizers) {
     }
 }
 
+}  // namespace tokenizer_llama_oracle_test
 }  // namespace
 }  // namespace tempered

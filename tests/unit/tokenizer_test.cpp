@@ -13,6 +13,7 @@
 
 namespace tempered {
 namespace {
+namespace tokenizer_test {
 
 using Ids = std::vector<int32_t>;
 
@@ -386,5 +387,6 @@ TEST(TokenizerStreaming, RandomBytesAlwaysComeOutValid) {
     }
 }
 
+}  // namespace tokenizer_test
 }  // namespace
 }  // namespace tempered

@@ -8,6 +8,7 @@
 
 namespace tempered::toolcalls {
 namespace {
+namespace toolcalls_family_test {
 
 std::string joined(const std::vector<std::string_view>& markers) {
     std::string text;
@@ -52,5 +53,6 @@ TEST(ToolCallFamilies, WhatTheSyntaxWritesTheParserReads) {
     }
 }
 
+}  // namespace toolcalls_family_test
 }  // namespace
 }  // namespace tempered::toolcalls

@@ -8,6 +8,7 @@
 
 namespace tempered::toolcalls {
 namespace {
+namespace toolcalls_grammar_test {
 
 using json = nlohmann::ordered_json;
 
@@ -125,5 +126,6 @@ TEST(ToolCallGrammar, NoDeclaredToolIsAnError) {
     EXPECT_FALSE(build_tool_call_grammar({ToolCallFamily::Hermes, &*tools, true}));
 }
 
+}  // namespace toolcalls_grammar_test
 }  // namespace
 }  // namespace tempered::toolcalls

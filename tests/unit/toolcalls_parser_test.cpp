@@ -8,6 +8,7 @@
 
 namespace tempered::toolcalls {
 namespace {
+namespace toolcalls_parser_test {
 
 const std::string kWeatherCall =
     "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"days\": 2}}\n</tool_call>";
@@ -242,5 +243,6 @@ TEST(ToolCallFamilies, ChosenFromTheTemplatesMarkers) {
     EXPECT_EQ(family_from_name("qwen"), std::nullopt);
 }
 
+}  // namespace toolcalls_parser_test
 }  // namespace
 }  // namespace tempered::toolcalls

@@ -8,6 +8,7 @@
 
 namespace tempered::toolcalls {
 namespace {
+namespace toolcalls_validator_test {
 
 using json = nlohmann::ordered_json;
 
@@ -144,5 +145,6 @@ TEST(DeclaredTools, SchemaTheCompilerRefusesIsAnErrorNamingParamAndKeyword) {
     EXPECT_NE(tools.error().message.find("allOf"), std::string::npos) << tools.error().message;
 }
 
+}  // namespace toolcalls_validator_test
 }  // namespace
 }  // namespace tempered::toolcalls

@@ -12,6 +12,7 @@
 
 namespace tempered::upstream {
 namespace {
+namespace upstream_test {
 
 TEST(UpstreamBody, EverySamplingValueIsExplicitAndThePromptIsIds) {
     GenerationOptions options;
@@ -159,5 +160,6 @@ TEST(UpstreamChoice, AResampleContinuesWithTheFallbackSampling) {
     EXPECT_EQ(next.prompt.size(), static_cast<size_t>(taken));
 }
 
+}  // namespace upstream_test
 }  // namespace
 }  // namespace tempered::upstream
