@@ -81,6 +81,10 @@ ApiResult<CompletionRequest> parse_completion_request(std::string_view body) {
     RequestedValue<bool> return_token_ids;
     if (auto e = read_bool(find_field(json, "return_token_ids"), "return_token_ids", return_token_ids)) return *e;
     request.return_token_ids = return_token_ids.value_or(false);
+    RequestedValue<bool> as_ids;
+    if (auto e = read_bool(find_field(json, "return_tokens_as_token_ids"), "return_tokens_as_token_ids", as_ids))
+        return *e;
+    request.return_tokens_as_token_ids = as_ids.value_or(false);
     return request;
 }
 

@@ -29,6 +29,9 @@ struct CompletionRequest {
     // every stream chunk the ones since the last), end of generation included, so that a front that
     // rendered the prompt (tempered --upstream) reads exactly the tokens this server drew.
     bool return_token_ids = false;
+    // vLLM's return_tokens_as_token_ids: logprobs name each token "token_id:<id>" instead of its text,
+    // so that tokens with the same text (and partial UTF-8 bytes) stay apart.
+    bool return_tokens_as_token_ids = false;
 };
 
 inline constexpr int kMaxCompletionLogprobs = 20;

@@ -39,6 +39,7 @@
 #include "settings/degeneration_settings.h"
 #include "settings/sampling_settings.h"
 #include "settings/tool_call_settings.h"
+#include "upstream/kind_detection.h"
 #include "upstream/model_list.h"
 #include "upstream/upstream_generator.h"
 
@@ -101,6 +102,7 @@ struct ServeOptions {
     std::string upstream_model;     // "" = the upstream's first /v1/models id
     std::string upstream_api_key;   // "" = TEMPERED_UPSTREAM_API_KEY, else none
     double upstream_timeout = 600;  // seconds
+    std::string upstream_kind = "auto";
 };
 
 // --upstream and its flags: the generator that drives the upstream, its model named in the log (never
@@ -127,7 +129,16 @@ Result<std::unique_ptr<upstream::UpstreamGenerator>> start_upstream(const ServeO
         if (!model) return model.error();
         settings.model = *model;
     }
-    log.info("upstream: " + address->scheme_host_port + address->path_prefix + ", model " + settings.model +
+    if (options.upstream_kind == "auto") {
+        settings.kind = upstream::detect_upstream_kind(*address, settings.api_key,
+                                                       std::min(settings.timeout, std::chrono::seconds(5)));
+    } else {
+        auto kind = upstream::parse_upstream_kind(options.upstream_kind);
+        if (!kind) return kind.error();
+        settings.kind = *kind;
+    }
+    log.info("upstream: " + address->scheme_host_port + address->path_prefix + ", model " + settings.model + ", kind " +
+             upstream::upstream_kind_name(settings.kind) + (options.upstream_kind == "auto" ? " (detected)" : "") +
              (settings.api_key.empty() ? "" : ", with an API key"));
     return std::make_unique<upstream::UpstreamGenerator>(std::move(settings), std::move(*address), tokenizer, &observer,
                                                          &metrics);
@@ -436,6 +447,11 @@ void add_serve_command(CLI::App& app, int& exit_code) {
                         "the model name sent upstream (default: the upstream's first /v1/models id)");
     command->add_option("--upstream-api-key", options->upstream_api_key,
                         "the bearer key sent upstream (also TEMPERED_UPSTREAM_API_KEY); never logged");
+    command
+        ->add_option("--upstream-kind", options->upstream_kind,
+                     "auto, tempered, vllm, sglang, llamacpp or openai: which fields the upstream takes "
+                     "(auto asks each engine's own info endpoint)")
+        ->capture_default_str();
     command
         ->add_option("--upstream-timeout", options->upstream_timeout,
                      "seconds to connect to the upstream, and the longest wait for its next bytes")

@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "engine/generation.h"
 
@@ -63,6 +64,9 @@ public:
     // Why it could not take a request now (/ready), or nullopt when it can. Our engine always can while it
     // runs; an upstream generator asks the upstream.
     virtual std::optional<std::string> not_ready() const { return std::nullopt; }
+    // The `sampling` report's names of the values in `options` that would change the draw and that this
+    // generator cannot apply (upstream mode: an engine that does not take them); reported "applied": false.
+    virtual std::vector<std::string> unapplied(const GenerationOptions&) const { return {}; }
 };
 
 }  // namespace tempered

@@ -33,12 +33,15 @@ std::vector<nlohmann::json> CompletionResponseBuilder::opening_chunks() {
 api::CompletionLogprobs CompletionResponseBuilder::append_logprobs(ChoiceText& choice,
                                                                    const std::vector<TokenLogprob>& logprobs) const {
     api::CompletionLogprobs part;
+    const auto name = [this](int32_t token) {
+        return shape_.tokens_as_ids ? "token_id:" + std::to_string(token) : tokenizer_.token_bytes(token);
+    };
     for (const auto& logprob : logprobs) {
-        const std::string& bytes = tokenizer_.token_bytes(logprob.token);
+        const std::string bytes = tokenizer_.token_bytes(logprob.token);
         std::vector<std::pair<std::string, double>> top;
-        for (const auto& [token, value] : logprob.top) top.emplace_back(tokenizer_.token_bytes(token), value);
+        for (const auto& [token, value] : logprob.top) top.emplace_back(name(token), value);
         for (auto* target : {&choice.logprobs, &part}) {
-            target->tokens.push_back(bytes);
+            target->tokens.push_back(name(logprob.token));
             target->token_logprobs.push_back(logprob.logprob);
             target->top_logprobs.push_back(top);
             target->text_offset.push_back(choice.token_offset);

@@ -22,6 +22,7 @@ public:
         bool stream = false;
         bool include_usage = false;  // streams: "usage": null on every chunk, totals on the last
         bool token_ids = false;      // return_token_ids: each choice's generated token ids too
+        bool tokens_as_ids = false;  // return_tokens_as_token_ids: logprobs name tokens "token_id:<id>"
     };
     CompletionResponseBuilder(const Tokenizer& tokenizer, api::ResponseMeta meta,
                               const std::vector<std::string>& prompt_texts, Shape shape);

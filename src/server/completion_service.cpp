@@ -100,7 +100,8 @@ http::HttpResponse CompletionService::completions(const http::HttpRequest& http_
                                          .score_only = score_only,
                                          .stream = job.stream,
                                          .include_usage = job.include_usage,
-                                         .token_ids = request.return_token_ids});
+                                         .token_ids = request.return_token_ids,
+                                         .tokens_as_ids = request.return_tokens_as_token_ids});
     return path_.answer(std::move(job), http_request);
 }
 

@@ -134,6 +134,19 @@ api::ApiResult<std::shared_ptr<const grammar::Constraint>> GenerationPath::outpu
     return constraint;
 }
 
+// Values the generator cannot apply (upstream mode) say so in the report, and are counted: never silently
+// dropped.
+void GenerationPath::mark_unapplied(const ResolvedSampling& sampling, nlohmann::json& report) const {
+    GenerationOptions sent;
+    sent.sampling = sampling.sampler_params();
+    sent.penalties = sampling.penalty_params();
+    sent.dry = sampling.dry_params();
+    for (const std::string& param : generator_.unapplied(sent)) {
+        if (report.contains(param)) report[param]["applied"] = false;
+        metrics_.count_unapplied(param);
+    }
+}
+
 GenerationJob GenerationPath::generation_job(const char* endpoint, const http::HttpRequest& http_request,
                                              const api::GenerationRequest& generation, const ResolvedSampling& sampling,
                                              const std::string& response_id,
@@ -144,6 +157,7 @@ GenerationJob GenerationPath::generation_job(const char* endpoint, const http::H
     job.include_usage = generation.stream && generation.stream_options.include_usage;
     job.report_sampling = settings_.report_sampling;
     job.sampling = sampling.to_json();
+    mark_unapplied(sampling, job.sampling);
     // A grammar shapes the draw as the sampling values do, so it is reported beside them.
     if (generation.response_format.kind != api::ResponseFormat::Kind::Text)
         job.sampling["response_format"] = {{"value", api::response_format_kind_name(generation.response_format.kind)},

@@ -90,6 +90,8 @@ public:
     }
 
 private:
+    void mark_unapplied(const ResolvedSampling& sampling, nlohmann::json& report) const;
+
     ServedModel model_;
     Generator& generator_;
     ServingMetrics& metrics_;

@@ -73,6 +73,10 @@ ServingMetrics::ServingMetrics(std::string model_name, std::string kv_cache_dtyp
                                           {"param", "source", "client"})),
       greedy_requests_(registry_.counter("tempered:greedy_requests_total",
                                          "Requests whose resolved temperature is 0 (greedy), by client.", {"client"})),
+      sampling_unapplied_(registry_.counter("tempered:sampling_unapplied_total",
+                                            "Resolved sampling values the upstream engine does not take, so they "
+                                            "were not applied, by parameter.",
+                                            {"param"})),
       kv_dtype_info_(
           registry_.gauge("tempered:kv_cache_dtype_info", "The KV cache element type (value 1).", {"dtype"})),
       kv_blocks_in_use_(registry_.gauge("tempered:kv_blocks_in_use", "KV blocks held by running sequences.")),

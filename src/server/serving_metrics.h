@@ -35,6 +35,8 @@ public:
     // A request whose resolved temperature is 0, wherever the 0 came from (request, preferred, model,
     // policy): what the operator needs is who gets greedy answers; the source counter tells who asked.
     void count_greedy(const std::string& client) { greedy_requests_.with({client}).inc(); }
+    // A resolved value the generator could not apply (upstream mode: an engine that does not take it).
+    void count_unapplied(const std::string& param) { sampling_unapplied_.with({param}).inc(); }
     void count_rejected() { rejected_.get().inc(); }
     void count_aborted() { aborted_.get().inc(); }
     void count_timeout() { timeouts_.get().inc(); }
@@ -85,6 +87,7 @@ private:
     metrics::CounterFamily& failed_;
     metrics::CounterFamily& sampling_sources_;
     metrics::CounterFamily& greedy_requests_;
+    metrics::CounterFamily& sampling_unapplied_;
     metrics::GaugeFamily& kv_dtype_info_;
     metrics::GaugeFamily& kv_blocks_in_use_;
     metrics::CounterFamily& tool_calls_;

@@ -24,8 +24,10 @@ void UpstreamChoice::add_output(OutputDelta out, ChoiceDelta& delta) {
 
 // As the engine's postprocess takes a drawn token (engine/postprocess.cpp): end of generation ends the
 // choice without text; any other token's text goes through the output stages, then the guard sees it.
-void UpstreamChoice::take_token(int32_t token, ChoiceDelta& delta, EngineObserver* observer) {
+void UpstreamChoice::take_token(int32_t token, ChoiceDelta& delta, EngineObserver* observer,
+                                std::optional<TokenLogprob> logprob) {
     if (sequence_.finished || awaiting_continuation_) return;
+    if (logprob) delta.logprobs.push_back(std::move(*logprob));
     delta.tokens.push_back(token);
     sequence_.tokens.push_back(token);
     if (tokenizer_.is_end_of_generation(token) && !options_.ignore_eos) {

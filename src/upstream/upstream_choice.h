@@ -26,9 +26,11 @@ class UpstreamChoice {
 public:
     UpstreamChoice(int index, const GenerationOptions& options, const Tokenizer& tokenizer);
 
-    // One token the upstream drew, into `delta`: its id, its text through the output stages, and the end
-    // of the choice if it ends it (end of generation, a stop string, the guard's stop).
-    void take_token(int32_t token, ChoiceDelta& delta, EngineObserver* observer);
+    // One token the upstream drew, into `delta`: its id (and its logprobs, when asked for), its text through
+    // the output stages, and the end of the choice if it ends it (end of generation, a stop string, the
+    // guard's stop).
+    void take_token(int32_t token, ChoiceDelta& delta, EngineObserver* observer,
+                    std::optional<TokenLogprob> logprob = std::nullopt);
     // Text without token ids (an upstream that cannot return them): the output stages over the text alone.
     void take_text(std::string_view text, ChoiceDelta& delta);
     // The upstream ended the choice: what the detokenizer and the output stages held back comes out. Not

@@ -4,7 +4,9 @@
 #include <vector>
 
 #include "http/httplib_include.h"
+#include "upstream/chunk_reader.h"
 #include "upstream/completion_body.h"
+#include "upstream/llamacpp_native.h"
 #include "upstream/model_list.h"
 #include "upstream/sse_reader.h"
 #include "upstream/upstream_choice.h"
@@ -17,17 +19,20 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-std::optional<FinishReason> finish_reason_from(const nlohmann::json& value) {
-    if (!value.is_string()) return std::nullopt;
-    if (value == "length") return FinishReason::Length;
-    return FinishReason::Stop;  // "stop", and an engine's own names for an ended answer
-}
-
-// What the front cannot do over another engine's stream yet: the draw's logprobs, and a grammar the upstream
+// What the front cannot do over another engine's stream yet: logprobs where the front may append the
+// reasoning's forced end (the upstream gives none for tokens it did not draw), and a grammar the upstream
 // would have to apply. Tool calls are still read and checked on the front (validation `flag` at least), so
 // their grammar is left out instead.
-std::optional<Unsupported> unsupported_by_upstream(const GenerationOptions& options) {
-    if (options.top_logprobs >= 0) return Unsupported{"logprobs", "logprobs are not available in upstream mode yet"};
+std::optional<Unsupported> unsupported_by_upstream(const GenerationOptions& options,
+                                                   const UpstreamCapabilities& capabilities) {
+    if (options.top_logprobs >= 0 && !capabilities.logprobs_by_id)
+        return Unsupported{"logprobs",
+                           "this upstream cannot name its logprobs' tokens by id "
+                           "(return_tokens_as_token_ids); see --upstream-kind"};
+    if (options.top_logprobs >= 0 && options.reasoning.enabled())
+        return Unsupported{"logprobs",
+                           "logprobs of a reasoning model's answers are not available in upstream mode "
+                           "yet: the tokens of a forced end of reasoning would have none"};
     if (options.constraint && !options.tool_calls)
         return Unsupported{"response_format", "response_format is not applied in upstream mode yet"};
     return std::nullopt;
@@ -102,6 +107,7 @@ UpstreamGenerator::UpstreamGenerator(UpstreamSettings settings, UpstreamAddress 
                                      EngineObserver* observer, UpstreamMetrics* metrics)
     : settings_(std::move(settings)),
       address_(std::move(address)),
+      capabilities_(capabilities_of(settings_.kind)),
       tokenizer_(tokenizer),
       observer_(observer),
       metrics_(metrics) {}
@@ -114,7 +120,8 @@ UpstreamGenerator::~UpstreamGenerator() {
 
 SubmitResult UpstreamGenerator::submit(GenerationOptions options) {
     if (draining_) return {nullptr, SubmitRefusal::Draining, std::nullopt};
-    if (auto unsupported = unsupported_by_upstream(options)) return {nullptr, std::nullopt, std::move(unsupported)};
+    if (auto unsupported = unsupported_by_upstream(options, capabilities_))
+        return {nullptr, std::nullopt, std::move(unsupported)};
     if (running_ >= settings_.max_running) return {nullptr, SubmitRefusal::QueueFull, std::nullopt};
     options.constraint = nullptr;  // tool calls: checked on the front (see unsupported_by_upstream)
     auto job = std::make_shared<Job>();
@@ -135,56 +142,12 @@ EngineStats UpstreamGenerator::stats() const {
 
 namespace {
 
-// One streamed chunk's choices into the reader's event: each choice's tokens (or, without ids, its text)
-// through its output stages, then the upstream's finish.
-// `ended_here` is set when a choice ended on the front before the upstream ended it (a stop string, the guard).
-GenerationEvent read_chunk(const nlohmann::json& chunk, std::vector<std::unique_ptr<UpstreamChoice>>& choices,
-                           const std::vector<int>& leg_choices, GenerationUsage& usage, EngineObserver* observer,
-                           bool& ended_here) {
-    GenerationEvent event;
-    const auto found = chunk.find("choices");
-    if (found == chunk.end() || !found->is_array()) return event;
-    for (const nlohmann::json& upstream : *found) {
-        const auto upstream_index = upstream.find("index");
-        const int64_t leg_index = upstream_index != upstream.end() && upstream_index->is_number_integer()
-                                      ? upstream_index->get<int64_t>()
-                                      : 0;
-        if (leg_index < 0 || leg_index >= static_cast<int64_t>(leg_choices.size())) continue;
-        const int index = leg_choices[static_cast<size_t>(leg_index)];
-        UpstreamChoice& choice = *choices[static_cast<size_t>(index)];
-        ChoiceDelta delta;
-        delta.index = index;
-        const auto ids = upstream.find("token_ids");
-        if (ids != upstream.end() && ids->is_array()) {
-            for (const nlohmann::json& id : *ids)
-                if (id.is_number_integer()) choice.take_token(id.get<int32_t>(), delta, observer);
-        } else if (upstream.contains("text") && upstream["text"].is_string()) {
-            choice.take_text(upstream["text"].get<std::string>(), delta);
-        }
-        usage.completion_tokens += static_cast<int64_t>(delta.tokens.size());
-        const auto reason = finish_reason_from(upstream.value("finish_reason", nlohmann::json()));
-        if (choice.finished() && delta.finish && !reason) ended_here = true;
-        if (reason) choice.end(*reason, delta);
-        event.deltas.push_back(std::move(delta));
-    }
-    return event;
-}
-
 // An upstream's Retry-After in seconds (the HTTP-date form is not used by the engines this fronts).
 std::optional<int> retry_after_of(const httplib::Response& response) {
     const std::string value = response.get_header_value("Retry-After");
     if (value.empty() || value.size() > 9 || value.find_first_not_of("0123456789") != std::string::npos)
         return std::nullopt;
     return std::stoi(value);
-}
-
-void read_usage(const nlohmann::json& chunk, GenerationUsage& usage) {
-    const auto found = chunk.find("usage");
-    if (found == chunk.end() || !found->is_object()) return;
-    const auto details = found->find("prompt_tokens_details");
-    if (details != found->end() && details->is_object() && details->contains("cached_tokens") &&
-        (*details)["cached_tokens"].is_number_integer())
-        usage.cached_tokens = (*details)["cached_tokens"].get<int64_t>();
 }
 
 bool succeeded(UpstreamOutcome outcome) {
@@ -239,9 +202,12 @@ UpstreamGenerator::Ending UpstreamGenerator::send_leg(Job& job, const Generation
     if (!settings_.api_key.empty()) client.set_bearer_token_auth(settings_.api_key);
     httplib::Request request;
     request.method = "POST";
-    request.path = address_.path_prefix + "/v1/completions";
+    request.path = address_.path_prefix + (capabilities_.llamacpp_native ? "/completion" : "/v1/completions");
     request.headers = {{"Content-Type", "application/json"}, {"Accept", "text/event-stream"}};
-    request.body = completion_body(leg, settings_.model).dump();
+    nlohmann::json body = capabilities_.llamacpp_native ? llamacpp_completion_body(leg)
+                                                        : completion_body(leg, settings_.model, capabilities_);
+    if (!capabilities_.prompt_ids) body["prompt"] = tokenizer_.decode(leg.prompt);  // special tokens written out
+    request.body = body.dump();
     request.response_handler = [&job](const httplib::Response& response) {
         job.status = response.status;
         job.retry_after = retry_after_of(response);
@@ -267,11 +233,12 @@ bool UpstreamGenerator::receive(Job& job, std::string_view data) {
             job.saw_done = true;
             continue;
         }
-        const nlohmann::json chunk = nlohmann::json::parse(payload, nullptr, /*allow_exceptions=*/false);
+        nlohmann::json chunk = nlohmann::json::parse(payload, nullptr, /*allow_exceptions=*/false);
         if (!chunk.is_object()) {
             job.malformed = true;
             return false;
         }
+        if (capabilities_.llamacpp_native) chunk = from_llamacpp_chunk(chunk);
         read_usage(chunk, job.usage);
         GenerationEvent event;
         {

@@ -22,6 +22,7 @@
 #include "engine/engine_observer.h"
 #include "engine/generator.h"
 #include "tokenizer/tokenizer.h"
+#include "upstream/upstream_kind.h"
 #include "upstream/upstream_metrics.h"
 
 namespace httplib {
@@ -31,11 +32,12 @@ class Result;
 namespace tempered::upstream {
 
 struct UpstreamSettings {
-    std::string url;                    // base URL: scheme://host[:port][/prefix], with or without a trailing /v1
-    std::string api_key;                // sent as a bearer token; "" for none
-    std::string model;                  // the name sent upstream
-    std::chrono::seconds timeout{600};  // connecting, and the longest wait for the next bytes
-    int max_running = 256;              // requests streaming at once; past it submit() refuses (QueueFull)
+    std::string url;      // base URL: scheme://host[:port][/prefix], with or without a trailing /v1
+    std::string api_key;  // sent as a bearer token; "" for none
+    std::string model;    // the name sent upstream
+    UpstreamKind kind = UpstreamKind::Tempered;  // what it takes (upstream_kind.h)
+    std::chrono::seconds timeout{600};           // connecting, and the longest wait for the next bytes
+    int max_running = 256;                       // requests streaming at once; past it submit() refuses (QueueFull)
 };
 
 // The base URL split for the HTTP client; an error names what is wrong with it.
@@ -60,6 +62,9 @@ public:
     std::optional<CacheFlush> flush_cache(std::chrono::milliseconds) override { return CacheFlush{}; }
     // Asks the upstream's /v1/models, at most once a second (a keyless /ready must not flood it).
     std::optional<std::string> not_ready() const override;
+    std::vector<std::string> unapplied(const GenerationOptions& options) const override {
+        return unapplied_sampling(options, capabilities_);
+    }
 
 private:
     struct Job;
@@ -77,6 +82,7 @@ private:
 
     const UpstreamSettings settings_;
     const UpstreamAddress address_;
+    const UpstreamCapabilities capabilities_;
     const Tokenizer& tokenizer_;
     EngineObserver* observer_;
     UpstreamMetrics* metrics_;

@@ -76,6 +76,33 @@ def test_the_gateways_flush_cache_empties_every_workers_cache(cluster):
     assert chat(cluster, "After the flush.").usage.prompt_tokens_details.cached_tokens == 0
 
 
+def temperature_from_requests(cluster):
+    """Requests whose temperature the workers took from the request (all of the front's: it sends every value)."""
+    return sum(value for worker in cluster.workers for name, labels, value in worker.metrics()
+               if name == "tempered:sampling_param_source_total" and labels.get("param") == "temperature"
+               and labels.get("source") == "request")
+
+
+def test_a_tempered_front_governs_through_the_gateway(cluster):
+    """tempered serve --upstream <gateway>: the front renders and governs, the gateway routes its
+    /v1/completions (token-id prompts) to the workers; the answer is the one the gateway gives directly."""
+    from helpers import chat_body, running_server
+    with running_server(model_args() + ["--upstream", cluster.gateway.url], name="front-gateway") as front:
+        direct = chat(cluster, "Name a colour.", max_tokens=12)
+        body = chat_body("Name a colour.", max_tokens=12, temperature=0,
+                         messages=[{"role": "system", "content": SYSTEM_PROMPT},
+                                   {"role": "user", "content": "Name a colour."}])
+        response = front.post("/v1/chat/completions", body)
+        assert response.status_code == 200, response.text
+        assert response.json()["choices"][0]["message"]["content"] == direct.choices[0].message.content
+        before = temperature_from_requests(cluster)
+        omitted = front.post("/v1/chat/completions", chat_body("Hello.", max_tokens=4))
+        assert omitted.status_code == 200, omitted.text
+        assert omitted.json()["sampling"]["temperature"]["source"] != "request"  # the front filled it in
+        assert temperature_from_requests(cluster) == before + 1, "the worker drew with the value the front sent"
+        assert front.metrics().require("tempered:upstream_requests_total", outcome="completed") == 2
+
+
 def test_a_killed_worker_costs_no_request(cluster):
     # Kill the worker that holds the system prompt's cache: cache_aware would send the next ones there.
     counts = served_counts(cluster)

@@ -227,3 +227,8 @@ def test_small_max_tokens_through_an_upstream_still_answers(r1_front):
     assert choice["finish_reason"] == "length"
     assert choice["reasoning_budget"] == {"tokens": 2, "budget": None, "forced_end": "max_tokens"}
     assert choice["message"]["content"]
+
+
+def test_logprobs_through_an_upstream_are_refused_for_a_reasoning_model(r1_front):
+    response = r1_front.post("/v1/chat/completions", ask(max_tokens=8, logprobs=True))
+    assert response.status_code == 400 and response.json()["error"]["param"] == "logprobs", response.text

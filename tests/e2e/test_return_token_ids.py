@@ -37,3 +37,20 @@ def test_without_it_no_choice_has_the_field(default_server):
 
 def test_it_must_be_a_boolean(default_server):
     assert_error(default_server.post("/v1/completions", body(return_token_ids="yes")), 400, param="return_token_ids")
+
+
+def test_return_tokens_as_token_ids_names_logprobs_by_id(default_server):
+    plain = default_server.post("/v1/completions", body(logprobs=3, return_token_ids=True)).json()["choices"][0]
+    named = default_server.post("/v1/completions",
+                                body(logprobs=3, return_token_ids=True, return_tokens_as_token_ids=True)).json()
+    choice = named["choices"][0]
+    assert choice["logprobs"]["tokens"] == [f"token_id:{token}" for token in choice["token_ids"]]
+    assert choice["logprobs"]["token_logprobs"] == plain["logprobs"]["token_logprobs"]
+    assert choice["logprobs"]["text_offset"] == plain["logprobs"]["text_offset"]  # offsets stay in the text
+    for by_id, by_text in zip(choice["logprobs"]["top_logprobs"], plain["logprobs"]["top_logprobs"]):
+        assert len(by_id) == 3 and all(name.startswith("token_id:") for name in by_id)
+        spelled = {default_server.post("/detokenize", {"tokens": [int(name[9:])]}).json()["prompt"]: value
+                   for name, value in by_id.items()}
+        assert spelled == by_text
+    assert_error(default_server.post("/v1/completions", body(return_tokens_as_token_ids=1)), 400,
+                 param="return_tokens_as_token_ids")

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from helpers import (assert_error, chat_body, completion_body, finish_reasons, first_text_chunk, model_args,
-                     model_path, running_server, stream_events, stream_text)
+                     model_path, running_server, stream_events, stream_text, wait_for_metric)
 
 PROMPTS = ["What is the capital of France?", "Write a haiku about the sea.", "List three primes.",
            "Explain recursion in one sentence.", "Say hello in Spanish.", "What is 12 times 12?",
@@ -66,6 +66,24 @@ def test_completions_equal_local_whole_and_streamed(front, default_server, promp
     assert [(stream_text(events, chat=False), finish_reasons(events)[0])] == local[0]
 
 
+@pytest.mark.parametrize("fields", [{"temperature": 0}, {"temperature": 0.9, "seed": 11, "n": 2}],
+                         ids=["greedy", "seeded-n2"])
+def test_logprobs_equal_locals(front, default_server, fields):
+    """The upstream's logprobs, named by id (return_tokens_as_token_ids), rendered by the front."""
+    chat = chat_body(PROMPTS[1], max_tokens=24, logprobs=True, top_logprobs=3, **fields)
+    completion = completion_body(PROMPTS[2], max_tokens=24, logprobs=2, echo=False, **fields)
+    for path, body in (("/v1/chat/completions", chat), ("/v1/completions", completion)):
+        through, local = front.post(path, body), default_server.post(path, body)
+        assert through.status_code == 200, through.text
+        assert [c["logprobs"] for c in through.json()["choices"]] == [c["logprobs"] for c in local.json()["choices"]]
+    with front.client() as client:
+        status, _, events = stream_events(client, "/v1/completions", dict(completion, stream=True))
+    assert status == 200
+    streamed = [value for event in events if event != "[DONE]" for choice in event["choices"] if choice["index"] == 0
+                for value in (choice.get("logprobs") or {}).get("token_logprobs", [])]
+    assert streamed == local.json()["choices"][0]["logprobs"]["token_logprobs"]
+
+
 def test_streamed_chat_equals_local(front, default_server):
     body = chat_body(PROMPTS[0], max_tokens=40, temperature=0.8, seed=3, stream=True)
     texts = []
@@ -87,7 +105,6 @@ def test_an_omitted_temperature_reaches_the_upstream_as_a_request_value(front, u
 
 
 def test_what_needs_the_draw_is_refused_naming_the_field(front):
-    assert_error(front.post("/v1/completions", completion_body(max_tokens=4, logprobs=2)), 400, param="logprobs")
     schema = {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object"}}}
     assert_error(front.post("/v1/chat/completions", chat_body(max_tokens=4, response_format=schema)), 400,
                  param="response_format")
@@ -117,7 +134,8 @@ def test_a_client_that_leaves_ends_the_upstream_request_within_a_second(front, u
         with client.stream("POST", "/v1/completions", json=body) as response:
             assert response.status_code == 200
             assert first_text_chunk(response.iter_lines())
-            assert upstream_running(upstream) == 1
+            # The upstream publishes its gauges after each step, just after the token went out.
+            assert wait_for_metric(upstream, "vllm:num_requests_running", lambda running: running == 1, timeout=2) == 1
     left = time.monotonic()
     while upstream_running(upstream) != 0:
         assert time.monotonic() - left < 1.0, "the upstream still generates for a client that left"
@@ -270,3 +288,35 @@ def test_resample_continues_upstream_with_the_fallback_sampling(upstream):
         assert body["usage"]["completion_tokens"] >= degeneration["detected_at_token"] + 40
         tail = choice["message"]["content"][-300:]
         assert "la Femme, la Femme, la Femme" not in tail, tail
+
+
+# ---- The upstream's kind: what it takes (src/upstream/upstream_kind.h's table)
+
+def test_auto_detects_a_tempered_upstream(front):
+    assert ", kind tempered (detected)" in front.log()
+
+
+def test_a_value_the_upstream_does_not_take_is_reported_unapplied(upstream, default_server):
+    args = model_args() + ["--upstream", upstream.base_url, "--upstream-kind", "openai"]
+    with running_server(args, name="front-openai-kind") as front:
+        before = upstream.metrics().value("tempered:sampling_param_source_total", param="top_k", source="request")
+        body = chat_body(PROMPTS[0], max_tokens=16, temperature=0, top_k=5)
+        response = front.post("/v1/chat/completions", body)
+        assert response.status_code == 200, response.text
+        sampling = response.json()["sampling"]
+        assert sampling["top_k"] == {"value": 5, "source": "request", "applied": False}
+        assert "applied" not in sampling["temperature"]
+        assert front.metrics().value("tempered:sampling_unapplied_total", param="top_k") == 1
+        after = upstream.metrics().value("tempered:sampling_param_source_total", param="top_k", source="request")
+        assert after == before, "top_k was not sent"
+        # No ids from this kind: the front tokenizes the text again, and a greedy answer still reads the same.
+        local = default_server.post("/v1/chat/completions", body).json()
+        assert response.json()["choices"][0]["message"]["content"] == local["choices"][0]["message"]["content"]
+        assert_error(front.post("/v1/completions", completion_body(max_tokens=4, logprobs=2)), 400, param="logprobs")
+
+
+def test_a_bad_kind_stops_the_server(upstream):
+    from helpers import Server
+    server = Server(model_args() + ["--upstream", upstream.base_url, "--upstream-kind", "triton"], name="front-bad")
+    assert server.wait_exit() == 1
+    assert "--upstream-kind must be auto, tempered, vllm, sglang, llamacpp or openai" in server.log()

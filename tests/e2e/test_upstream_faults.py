@@ -76,7 +76,8 @@ def fake_upstream():
 
 @pytest.fixture(scope="module")
 def front(fake_upstream):
-    with running_server(model_args() + ["--upstream", fake_upstream, "--upstream-timeout", "1"],
+    with running_server(model_args() + ["--upstream", fake_upstream, "--upstream-timeout", "1",
+                                        "--upstream-kind", "openai"],
                         name="front-faults") as server:
         yield server
 

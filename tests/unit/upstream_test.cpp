@@ -5,7 +5,9 @@
 
 #include "engine/degeneration_guard.h"
 #include "engine_test_support.h"
+#include "upstream/chunk_reader.h"
 #include "upstream/completion_body.h"
+#include "upstream/llamacpp_native.h"
 #include "upstream/sse_reader.h"
 #include "upstream/upstream_choice.h"
 #include "upstream/upstream_generator.h"
@@ -23,7 +25,7 @@ TEST(UpstreamBody, EverySamplingValueIsExplicitAndThePromptIsIds) {
     options.sampling.temperature = 0.0f;
     options.sampling.logit_bias = {{7, -100.0f}};
     options.penalties.repetition = 1.1f;
-    const nlohmann::json body = completion_body(options, "m");
+    const nlohmann::json body = completion_body(options, "m", capabilities_of(UpstreamKind::Tempered));
     EXPECT_EQ(body["prompt"], nlohmann::json::array({1, 2, 3}));
     EXPECT_EQ(body["n"], 2);
     EXPECT_EQ(body["max_tokens"], 9);
@@ -38,6 +40,49 @@ TEST(UpstreamBody, EverySamplingValueIsExplicitAndThePromptIsIds) {
     EXPECT_EQ(body["return_token_ids"], true);
     EXPECT_FALSE(body.contains("stop")) << "stop strings are matched on the front, on content only";
     EXPECT_FALSE(body.contains("dry_multiplier")) << "DRY is sent only when on";
+}
+
+// Each kind gets the fields it takes; a value that would change the draw and is not sent is reported.
+TEST(UpstreamBody, EachKindGetsWhatItTakes) {
+    GenerationOptions options;
+    options.sampling.top_k = 40;
+    options.sampling.typical_p = 0.9f;
+    options.penalties.repetition = 1.1f;
+    const nlohmann::json openai = completion_body(options, "m", capabilities_of(UpstreamKind::OpenAi));
+    for (const char* field : {"top_k", "min_p", "typical_p", "repetition_penalty", "return_token_ids"})
+        EXPECT_FALSE(openai.contains(field)) << field;
+    EXPECT_EQ(unapplied_sampling(options, capabilities_of(UpstreamKind::OpenAi)),
+              (std::vector<std::string>{"top_k", "typical_p", "repetition_penalty"}));
+    const nlohmann::json llamacpp = completion_body(options, "m", capabilities_of(UpstreamKind::LlamaCpp));
+    EXPECT_FLOAT_EQ(llamacpp["repeat_penalty"].get<float>(), 1.1f);
+    EXPECT_FALSE(llamacpp.contains("repetition_penalty"));
+    EXPECT_EQ(unapplied_sampling(options, capabilities_of(UpstreamKind::Vllm)), std::vector<std::string>{"typical_p"});
+    EXPECT_TRUE(unapplied_sampling(options, capabilities_of(UpstreamKind::Tempered)).empty());
+    EXPECT_EQ(parse_upstream_kind("llamacpp").value(), UpstreamKind::LlamaCpp);
+    EXPECT_FALSE(parse_upstream_kind("auto")) << "auto is the caller's: detect_upstream_kind";
+}
+
+// llama-server's native /completion: its names in the body, its chunks read as OpenAI completion chunks.
+TEST(UpstreamLlamaCpp, NativeBodyAndChunks) {
+    GenerationOptions options;
+    options.prompt = {1, 2};
+    options.max_tokens = 7;
+    options.penalties.repetition = 1.2f;
+    options.dry.multiplier = 0.8f;
+    const nlohmann::json body = llamacpp_completion_body(options);
+    EXPECT_EQ(body["n_predict"], 7);
+    EXPECT_EQ(body["return_tokens"], true);
+    EXPECT_FLOAT_EQ(body["repeat_penalty"].get<float>(), 1.2f);
+    EXPECT_EQ(body["dry_sequence_breakers"], nlohmann::json::array()) << "ours are none: llama.cpp's would apply";
+    EXPECT_FALSE(body.contains("model"));
+    const nlohmann::json partial = from_llamacpp_chunk(
+        nlohmann::json::parse(R"({"index": 1, "content": " Paris", "tokens": [7], "stop": false})"));
+    EXPECT_EQ(partial, nlohmann::json::parse(R"({"choices": [{"index": 1, "text": " Paris", "token_ids": [7]}]})"));
+    const nlohmann::json last = from_llamacpp_chunk(
+        nlohmann::json::parse(R"({"content": "", "tokens": [], "stop": true, "stop_type": "limit"})"));
+    EXPECT_EQ(last["choices"][0]["finish_reason"], "length");
+    const nlohmann::json odd = from_llamacpp_chunk(nlohmann::json::parse(R"({"index": "x", "content": 3, "stop": 1})"));
+    EXPECT_EQ(odd, nlohmann::json::parse(R"({"choices": [{"index": 0}]})")) << "wrong types read as absent";
 }
 
 TEST(UpstreamSse, DataLinesComeOutWhateverTheCut) {
@@ -65,6 +110,23 @@ TEST(UpstreamUrl, SchemeHostPortAndAPrefixWithoutV1) {
     EXPECT_FALSE(parse_upstream_url("127.0.0.1:8000"));
     EXPECT_FALSE(parse_upstream_url("ftp://host"));
     EXPECT_FALSE(parse_upstream_url("http://"));
+}
+
+// Logprobs named by id: parsed in token order, each token's alternatives most likely first (ties: lower id),
+// whatever order the JSON object keeps them in; names that are not "token_id:<id>" are skipped.
+TEST(UpstreamLogprobs, NamedByIdAndOrderedAsOurOwn) {
+    const nlohmann::json choice = nlohmann::json::parse(R"({"logprobs": {
+        "tokens": ["token_id:5", "token_id:7", "hello"],
+        "token_logprobs": [-0.5, -1.25, -2.0],
+        "top_logprobs": [{"token_id:9": -2.0, "token_id:5": -0.5, "token_id:3": -2.0}, {"token_id:7": -1.25}, {}]}})");
+    const std::vector<TokenLogprob> logprobs = read_logprobs(choice);
+    ASSERT_EQ(logprobs.size(), 2u);
+    EXPECT_EQ(logprobs[0].token, 5);
+    EXPECT_EQ(logprobs[0].logprob, -0.5f);
+    EXPECT_EQ(logprobs[0].top, (std::vector<std::pair<int32_t, float>>{{5, -0.5f}, {3, -2.0f}, {9, -2.0f}}));
+    EXPECT_EQ(logprobs[1].token, 7);
+    EXPECT_TRUE(read_logprobs(nlohmann::json::parse(R"({"text": "x"})")).empty());
+    EXPECT_TRUE(read_logprobs(nlohmann::json::parse(R"({"logprobs": {"tokens": ["token_id:1"]}})")).empty());
 }
 
 // The upstream's ids, detokenized on the front, stop strings on the front: a stop string in the middle of

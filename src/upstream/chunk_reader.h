@@ -1,0 +1,30 @@
+// One streamed chunk of an upstream's /v1/completions, read into the front's choices: each upstream choice's
+// token ids (with their logprobs, named "token_id:<id>", when asked for) or, from an engine that returns no
+// ids, its text, through the choice's output stages; then the upstream's finish; and the usage.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/engine_observer.h"
+#include "engine/generation.h"
+#include "upstream/upstream_choice.h"
+
+namespace tempered::upstream {
+
+// `leg_choices[i]` is the front's choice that the upstream's choice i feeds (a continuation has one).
+// `ended_here` is set when a choice ended on the front before the upstream ended it (a stop string, the guard).
+GenerationEvent read_chunk(const nlohmann::json& chunk, std::vector<std::unique_ptr<UpstreamChoice>>& choices,
+                           const std::vector<int>& leg_choices, GenerationUsage& usage, EngineObserver* observer,
+                           bool& ended_here);
+
+// The cached prompt tokens the upstream reports (prompt_tokens_details), when the chunk carries usage.
+void read_usage(const nlohmann::json& chunk, GenerationUsage& usage);
+
+// One upstream choice's logprobs, in token order: "token_id:<id>" names (return_tokens_as_token_ids), each
+// token's top alternatives most likely first (ties: lower id first, as our own token_logprob orders them).
+std::vector<TokenLogprob> read_logprobs(const nlohmann::json& upstream_choice);
+
+}  // namespace tempered::upstream
