@@ -36,6 +36,8 @@ load() {
   for side in "${sides[@]}"; do
     local port=$UPSTREAM_PORT
     [[ $side == front ]] && port=$FRONT_PORT
+    # Both sides send the same prompts to the same upstream: without a flush the second finds them cached.
+    curl -sf -X POST "http://127.0.0.1:$UPSTREAM_PORT/flush_cache" > /dev/null
     "$BIN" bench --url "http://127.0.0.1:$port" --concurrency "$concurrency" --requests "$requests" \
       --prompt-tokens 128 --max-tokens 128 --temperature 0.7 --stream --warmup 2 --seed 7 --json > "$OUT/${name}_${side}_$round.json"
     python3 -c 'import json,sys; r=json.load(open(sys.argv[1]));
