@@ -105,6 +105,19 @@ GenerationEvent read_chunk(const nlohmann::json& chunk, std::vector<std::unique_
     return event;
 }
 
+bool names_a_foreign_token(const nlohmann::json& chunk, int64_t vocab_size) {
+    const auto found = chunk.find("choices");
+    if (found == chunk.end() || !found->is_array()) return false;
+    for (const nlohmann::json& upstream : *found) {
+        const auto ids = upstream.find("token_ids");
+        if (ids == upstream.end() || !ids->is_array()) continue;
+        for (const nlohmann::json& id : *ids)
+            if (id.is_number() && !(id.is_number_integer() && id.get<int64_t>() >= 0 && id.get<int64_t>() < vocab_size))
+                return true;
+    }
+    return false;
+}
+
 void read_usage(const nlohmann::json& chunk, GenerationUsage& usage) {
     const auto found = chunk.find("usage");
     if (found == chunk.end() || !found->is_object()) return;

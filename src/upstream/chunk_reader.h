@@ -20,6 +20,10 @@ GenerationEvent read_chunk(const nlohmann::json& chunk, std::vector<std::unique_
                            const std::vector<int>& leg_choices, GenerationUsage& usage, EngineObserver* observer,
                            bool& ended_here);
 
+// Whether a choice of the chunk names a token id outside [0, vocab_size): the upstream runs another model (or
+// answers nonsense), and the front must not index its vocabulary with it.
+bool names_a_foreign_token(const nlohmann::json& chunk, int64_t vocab_size);
+
 // The cached prompt tokens the upstream reports (prompt_tokens_details), when the chunk carries usage.
 void read_usage(const nlohmann::json& chunk, GenerationUsage& usage);
 

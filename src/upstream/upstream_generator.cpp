@@ -239,6 +239,10 @@ bool UpstreamGenerator::receive(Job& job, std::string_view data) {
             return false;
         }
         if (capabilities_.llamacpp_native) chunk = from_llamacpp_chunk(chunk);
+        if (names_a_foreign_token(chunk, tokenizer_.vocab_size())) {
+            job.malformed = true;
+            return false;
+        }
         read_usage(chunk, job.usage);
         GenerationEvent event;
         {
@@ -269,7 +273,12 @@ UpstreamGenerator::Ending UpstreamGenerator::outcome_of(const Job& job, const ht
         return {client_error ? UpstreamOutcome::Rejected : UpstreamOutcome::Failed,
                 upstream_error_message(job.status, job.error_body), client_error ? job.status : 502};
     }
-    if (job.malformed) return {UpstreamOutcome::Malformed, upstream + " sent an event that is not JSON", 502};
+    if (job.malformed)
+        return {UpstreamOutcome::Malformed,
+                upstream +
+                    " sent an event that is not JSON, or a token id outside the model's vocabulary (is it "
+                    "serving another model?)",
+                502};
     const std::string why =
         result ? "ended its stream" : "stopped answering (" + httplib::to_string(result.error()) + ")";
     return {UpstreamOutcome::Broken, upstream + " " + why + " before every choice did", 502};

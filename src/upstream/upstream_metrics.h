@@ -17,7 +17,7 @@ enum class UpstreamOutcome {
     Unreachable,   // no connection (answered 503)
     Rejected,      // the upstream answered 4xx (passed on)
     Failed,        // the upstream answered 5xx or another status (502)
-    Malformed,     // an event that is not JSON (502)
+    Malformed,     // an event that is not JSON, or a token id outside the vocabulary (502)
     Broken,        // the stream ended early or stalled past --upstream-timeout (502)
 };
 const char* upstream_outcome_name(UpstreamOutcome outcome);

@@ -58,6 +58,8 @@ class FakeUpstream(http.server.BaseHTTPRequestHandler):
         self.event(json.dumps(GOOD_CHUNK).encode())
         if fault == "malformed":
             self.event(b'{"choices": [{"index": 0, "text": "unterminated')
+        elif fault == "foreign_token":  # an id past SmolLM2's 49,152 tokens: another model's, or nonsense
+            self.event(b'{"choices": [{"index": 0, "text": "x", "token_ids": [4000000]}]}')
         elif fault == "stall":
             time.sleep(STALL_S)
         # "truncated": the connection closes with no finish_reason and no [DONE]
@@ -82,7 +84,8 @@ def front(fake_upstream):
         yield server
 
 
-FAULTS = [("malformed", "malformed", "not JSON"), ("truncated", "broken", "ended its stream"),
+FAULTS = [("malformed", "malformed", "not JSON"), ("foreign_token", "malformed", "outside the model's vocabulary"),
+          ("truncated", "broken", "ended its stream"),
           ("stall", "broken", "stopped answering"), ("server_error", "failed", "CUDA out of memory")]
 
 

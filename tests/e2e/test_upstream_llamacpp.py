@@ -1,0 +1,106 @@
+"""Upstream mode over a real llama-server (llama.cpp, built outside this repository; LLAMA_CPP_BIN names the
+directory holding llama-server). Skipped without it: CI has no llama.cpp, and bench/results records the runs.
+
+The front drives llama-server's own /completion (--upstream-kind llamacpp: the endpoint that returns the drawn
+token ids) with SmolLM2 rendered and tokenized on the front. Shown: the kind is detected; a greedy answer reads
+as llama-server's own; an omitted temperature reaches llama-server as the front's value (its response settings
+say so); the guard flags SmolLM2's "capital of France" loop, `stop` ends it with finish_reason "repetition" and
+frees the slot, `resample` continues without a loop."""
+import json
+import os
+import pathlib
+import subprocess
+import time
+
+import pytest
+
+from helpers import REQUEST_TIMEOUT_S, free_port, httpx, model_args, model_path, running_server
+
+LLAMA_CPP_BIN = os.environ.get("LLAMA_CPP_BIN")
+pytestmark = pytest.mark.skipif(not LLAMA_CPP_BIN or not (pathlib.Path(LLAMA_CPP_BIN) / "llama-server").is_file(),
+                                reason="LLAMA_CPP_BIN does not hold llama-server")
+LOOP_QUESTION = [{"role": "user", "content": "What is the capital of France?"}]
+
+
+@pytest.fixture(scope="module")
+def llama_server():
+    port = free_port()
+    log = open(f"/tmp/llama-server-{port}.log", "w")
+    # --no-repack: llama.cpp's AMX path faults on some hosts that advertise it.
+    process = subprocess.Popen([str(pathlib.Path(LLAMA_CPP_BIN) / "llama-server"), "-m", str(model_path()),
+                                "--host", "127.0.0.1", "--port", str(port), "-np", "2", "-c", "4096", "-t", "2",
+                                "--no-repack"], stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        assert process.poll() is None, open(log.name).read()[-3000:]
+        try:
+            if httpx.get(url + "/health", timeout=2).status_code == 200:
+                break
+        except httpx.TransportError:
+            pass
+        time.sleep(0.2)
+    yield url
+    process.terminate()
+    process.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def front(llama_server):
+    with running_server(model_args() + ["--upstream", llama_server, "--upstream-model", "smollm2"],
+                        name="front-llamacpp") as server:
+        yield server
+
+
+def loop_answer(server, **extra):
+    body = {"messages": LOOP_QUESTION, "temperature": 0, "max_tokens": 200, **extra}
+    response = server.post("/v1/chat/completions", body, timeout=REQUEST_TIMEOUT_S)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def slots_busy(llama_server):
+    return sum(slot["is_processing"] for slot in httpx.get(llama_server + "/slots", timeout=5).json())
+
+
+def test_the_kind_is_detected(front):
+    assert ", kind llamacpp (detected)" in front.log()
+
+
+def test_a_greedy_answer_reads_as_llama_servers_own(front, llama_server):
+    body = {"messages": [{"role": "user", "content": "Name three colours."}], "temperature": 0, "max_tokens": 24}
+    through = front.post("/v1/chat/completions", body).json()
+    direct = httpx.post(llama_server + "/v1/chat/completions", json=body, timeout=REQUEST_TIMEOUT_S).json()
+    assert through["choices"][0]["message"]["content"] == direct["choices"][0]["message"]["content"]
+
+
+def test_an_omitted_temperature_reaches_llama_server_as_the_fronts_value(front, llama_server):
+    answer = front.post("/v1/chat/completions", {"messages": LOOP_QUESTION, "max_tokens": 4}).json()
+    sent = answer["sampling"]["temperature"]["value"]
+    # llama-server's /slots shows the last task's sampling parameters.
+    params = [slot["params"] for slot in httpx.get(llama_server + "/slots", timeout=5).json() if "params" in slot]
+    assert any(abs(p["temperature"] - sent) < 1e-6 for p in params), (sent, json.dumps(params)[:2000])
+
+
+def test_the_guard_flags_and_stops_llama_servers_loop(front, llama_server):
+    flagged = loop_answer(front)["choices"][0]
+    assert flagged["degeneration"]["action"] == "flag" and flagged["finish_reason"] == "length"
+    assert "la Femme, la Femme, la Femme" in flagged["message"]["content"]
+    stopped = loop_answer(front, repetition_detection={"max_pattern_size": 8, "min_count": 4})
+    assert stopped["choices"][0]["finish_reason"] == "repetition"
+    assert stopped["usage"]["completion_tokens"] < 64
+    left = time.monotonic()
+    while slots_busy(llama_server):  # the front closed the request: llama-server's slot is free again
+        assert time.monotonic() - left < 2.0
+        time.sleep(0.05)
+
+
+def test_resample_continues_llama_server_without_a_loop(llama_server):
+    args = model_args() + ["--upstream", llama_server, "--upstream-model", "smollm2", "--degeneration-guard",
+                           "resample"]
+    with running_server(args, name="front-llamacpp-resample") as front:
+        body = loop_answer(front, seed=11)
+        choice = body["choices"][0]
+        assert choice["degeneration"]["action"] == "resample"
+        assert body["usage"]["completion_tokens"] >= choice["degeneration"]["detected_at_token"] + 40
+        assert "la Femme, la Femme, la Femme" not in choice["message"]["content"][-300:]
