@@ -4,12 +4,13 @@ namespace tempered::upstream {
 
 namespace {
 
-void add_dry(const DryParams& dry, nlohmann::json& body) {
+// `history`: every token so far and to come, for our -1 ("the whole history"), which llama-server refuses.
+void add_dry(const DryParams& dry, int64_t history, nlohmann::json& body) {
     if (!dry.active()) return;
     body["dry_multiplier"] = dry.multiplier;
     body["dry_base"] = dry.base;
     body["dry_allowed_length"] = dry.allowed_length;
-    body["dry_penalty_last_n"] = dry.penalty_last_n;
+    body["dry_penalty_last_n"] = dry.penalty_last_n < 0 ? history : int64_t{dry.penalty_last_n};
     // llama.cpp's default breakers ("\n", ":", "\"", "*") would apply; ours are none unless a request named
     // some (whose strings the front no longer holds: then llama.cpp's defaults stand).
     if (!dry.breakers) body["dry_sequence_breakers"] = nlohmann::json::array();
@@ -19,6 +20,7 @@ void add_dry(const DryParams& dry, nlohmann::json& body) {
 
 nlohmann::json llamacpp_completion_body(const GenerationOptions& options) {
     const SamplingParams& sampling = options.sampling;
+    const int64_t history = static_cast<int64_t>(options.prompt.size()) + options.max_tokens;
     nlohmann::json body = {{"prompt", options.prompt},
                            {"n_cmpl", options.n},
                            {"n_predict", options.max_tokens},
@@ -31,7 +33,8 @@ nlohmann::json llamacpp_completion_body(const GenerationOptions& options) {
                            {"min_p", sampling.min_p},
                            {"typical_p", sampling.typical_p},
                            {"repeat_penalty", options.penalties.repetition},
-                           {"repeat_last_n", -1},  // ours penalizes every token so far, prompt included
+                           // ours penalizes every token so far, prompt included (llama-server refuses -1)
+                           {"repeat_last_n", history},
                            {"presence_penalty", options.penalties.presence},
                            {"frequency_penalty", options.penalties.frequency},
                            {"seed", options.seed}};
@@ -41,7 +44,7 @@ nlohmann::json llamacpp_completion_body(const GenerationOptions& options) {
         for (const auto& [token, value] : sampling.logit_bias) bias.push_back({token, value});
         body["logit_bias"] = std::move(bias);
     }
-    add_dry(options.dry, body);
+    add_dry(options.dry, history, body);
     return body;
 }
 

@@ -3,9 +3,13 @@ directory holding llama-server). Skipped without it: CI has no llama.cpp, and be
 
 The front drives llama-server's own /completion (--upstream-kind llamacpp: the endpoint that returns the drawn
 token ids) with SmolLM2 rendered and tokenized on the front. Shown: the kind is detected; a greedy answer reads
-as llama-server's own; an omitted temperature reaches llama-server as the front's value (its response settings
-say so); the guard flags SmolLM2's "capital of France" loop, `stop` ends it with finish_reason "repetition" and
-frees the slot, `resample` continues without a loop."""
+as llama-server's own; an omitted temperature reaches llama-server as the front's value (its /slots say so);
+the guard flags a SmolLM2 loop that llama.cpp draws, `stop` ends it with finish_reason "repetition" and frees
+the slot, `resample` continues without a loop.
+
+The loop: llama.cpp's greedy SmolLM2 answers "What is the capital of France?" with "The capital of France is
+Paris." (tempered's own greedy loops there, "la Femme, la Femme, ...": the two part at a near-tie of the first
+tokens), but loops on Italy: "... il Coriobella, il Coriobella, ..." (period 6) until max_tokens."""
 import json
 import os
 import pathlib
@@ -19,7 +23,8 @@ from helpers import REQUEST_TIMEOUT_S, free_port, httpx, model_args, model_path,
 LLAMA_CPP_BIN = os.environ.get("LLAMA_CPP_BIN")
 pytestmark = pytest.mark.skipif(not LLAMA_CPP_BIN or not (pathlib.Path(LLAMA_CPP_BIN) / "llama-server").is_file(),
                                 reason="LLAMA_CPP_BIN does not hold llama-server")
-LOOP_QUESTION = [{"role": "user", "content": "What is the capital of France?"}]
+LOOP_QUESTION = [{"role": "user", "content": "What is the capital of Italy?"}]
+LOOP_TEXT = "il Coriobella, il Coriobella, il Coriobella"
 
 
 @pytest.fixture(scope="module")
@@ -83,12 +88,13 @@ def test_an_omitted_temperature_reaches_llama_server_as_the_fronts_value(front, 
 
 
 def test_the_guard_flags_and_stops_llama_servers_loop(front, llama_server):
-    flagged = loop_answer(front)["choices"][0]
+    flagged_body = loop_answer(front)
+    flagged, flagged_tokens = flagged_body["choices"][0], flagged_body["usage"]["completion_tokens"]
     assert flagged["degeneration"]["action"] == "flag" and flagged["finish_reason"] == "length"
-    assert "la Femme, la Femme, la Femme" in flagged["message"]["content"]
+    assert LOOP_TEXT in flagged["message"]["content"]
     stopped = loop_answer(front, repetition_detection={"max_pattern_size": 8, "min_count": 4})
     assert stopped["choices"][0]["finish_reason"] == "repetition"
-    assert stopped["usage"]["completion_tokens"] < 64
+    assert stopped["usage"]["completion_tokens"] < flagged_tokens
     left = time.monotonic()
     while slots_busy(llama_server):  # the front closed the request: llama-server's slot is free again
         assert time.monotonic() - left < 2.0
@@ -102,5 +108,9 @@ def test_resample_continues_llama_server_without_a_loop(llama_server):
         body = loop_answer(front, seed=11)
         choice = body["choices"][0]
         assert choice["degeneration"]["action"] == "resample"
-        assert body["usage"]["completion_tokens"] >= choice["degeneration"]["detected_at_token"] + 40
-        assert "la Femme, la Femme, la Femme" not in choice["message"]["content"][-300:]
+        # The continuation drew on with the fallback sampling (in the recorded run it ended the answer itself
+        # 31 tokens later; the loop had run to max_tokens).
+        assert body["usage"]["completion_tokens"] > choice["degeneration"]["detected_at_token"] + 1
+        assert choice["finish_reason"] in ("stop", "length")
+        tail = choice["message"]["content"][-120:]
+        assert LOOP_TEXT not in tail, tail
