@@ -11,6 +11,8 @@ namespace tempered {
 
 enum class RequestOutcome { Stop, Length, Abort, Error, Repetition };
 const char* request_outcome_name(RequestOutcome outcome);
+// How a request that ended without an error is counted: by its first choice's finish reason.
+RequestOutcome finished_outcome(std::optional<FinishReason> first_choice);
 
 struct RequestTimings {
     double queue_seconds = 0;        // submit -> first scheduled

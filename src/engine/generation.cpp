@@ -24,6 +24,12 @@ const char* request_outcome_name(RequestOutcome outcome) {
     return "error";
 }
 
+RequestOutcome finished_outcome(std::optional<FinishReason> first_choice) {
+    if (first_choice == FinishReason::Length) return RequestOutcome::Length;
+    if (first_choice == FinishReason::Repetition) return RequestOutcome::Repetition;
+    return RequestOutcome::Stop;
+}
+
 std::optional<GenerationEvent> GenerationStream::next(std::chrono::milliseconds timeout) {
     std::unique_lock lock(mutex_);
     if (!ready_.wait_for(lock, timeout, [&] { return !events_.empty(); })) return std::nullopt;

@@ -233,14 +233,8 @@ void Postprocessor::abandon(Request& request) {
 void Postprocessor::finish(Request& request, std::optional<std::string> error) {
     for (auto& sequence : request.sequences) kv_.release(sequence->id);
     cancel_kv_transfer(request);
-    RequestOutcome outcome = RequestOutcome::Error;
-    if (!error) {
-        const auto reason = request.sequences.front()->finish_reason;
-        outcome = reason == FinishReason::Length       ? RequestOutcome::Length
-                  : reason == FinishReason::Repetition ? RequestOutcome::Repetition
-                                                       : RequestOutcome::Stop;
-    }
-    report_finished(request, outcome);
+    report_finished(request,
+                    error ? RequestOutcome::Error : finished_outcome(request.sequences.front()->finish_reason));
     GenerationEvent event;
     event.done = true;
     event.error = std::move(error);

@@ -72,9 +72,8 @@ struct UpstreamGenerator::Job {
     int status = 0;
     std::optional<int> retry_after;  // the upstream's Retry-After, in seconds
     std::string error_body;          // an answer other than 200: its body
-    bool saw_done = false;
-    bool malformed = false;   // an event that did not parse
-    bool ended_here = false;  // a choice ended on the front first: the upstream's rest is not wanted
+    bool malformed = false;          // an event that did not parse
+    bool ended_here = false;         // a choice ended on the front first: the upstream's rest is not wanted
 
     bool all_finished() const {
         for (const auto& choice : choices)
@@ -98,7 +97,6 @@ struct UpstreamGenerator::Job {
         status = 0;
         retry_after.reset();
         error_body.clear();
-        saw_done = false;
         malformed = false;
     }
 };
@@ -154,17 +152,12 @@ bool succeeded(UpstreamOutcome outcome) {
     return outcome == UpstreamOutcome::Completed || outcome == UpstreamOutcome::EndedOnFront;
 }
 
-// What the serving metrics count: a completed request by its choices' finish reasons (a repetition first,
-// then a length), one that failed as an error, one the client or the server ended as an abort.
+// What the serving metrics count, as for our own engine's requests: a completed one by its first choice's
+// finish reason, one that failed as an error, one the client or the server ended as an abort.
 RequestOutcome request_outcome(const std::vector<std::unique_ptr<UpstreamChoice>>& choices, UpstreamOutcome ended) {
     if (ended == UpstreamOutcome::Cancelled) return RequestOutcome::Abort;
     if (!succeeded(ended)) return RequestOutcome::Error;
-    bool length = false, repetition = false;
-    for (const auto& choice : choices) {
-        length |= choice->finish_reason() == FinishReason::Length;
-        repetition |= choice->finish_reason() == FinishReason::Repetition;
-    }
-    return repetition ? RequestOutcome::Repetition : length ? RequestOutcome::Length : RequestOutcome::Stop;
+    return finished_outcome(choices.front()->finish_reason());
 }
 
 std::string upstream_error_message(int status, const std::string& body) {
@@ -229,10 +222,7 @@ bool UpstreamGenerator::receive(Job& job, std::string_view data) {
         return job.error_body.size() < 65536;
     }
     for (const std::string& payload : job.sse.feed(data)) {
-        if (payload == "[DONE]") {
-            job.saw_done = true;
-            continue;
-        }
+        if (payload == "[DONE]") continue;
         nlohmann::json chunk = nlohmann::json::parse(payload, nullptr, /*allow_exceptions=*/false);
         if (!chunk.is_object()) {
             job.malformed = true;
