@@ -2,13 +2,15 @@
 // parse_completion_request as a request or an ApiError, never crash or throw (an escaping exception is a
 // bug, so nothing here catches). A parsed request is also validated against a small vocabulary, and a
 // response_format json_schema is compiled into a grammar as the server does (src/grammar); a schema the
-// compiler refuses must do so with a SchemaError, never by crashing.
+// compiler refuses must do so with a SchemaError, never by crashing; a structured_outputs GBNF grammar is read
+// (grammar/gbnf.h) and, when it reads, written back and read again.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
 
 #include "api/chat_request.h"
 #include "api/completion_request.h"
+#include "grammar/gbnf.h"
 #include "grammar/json_schema.h"
 
 namespace {
@@ -18,6 +20,14 @@ constexpr tempered::api::ModelLimits kLimits{.vocab_size = 49152};
 // What the server does with a parsed response_format before generating.
 void compile_response_format(const tempered::api::ResponseFormat& format) {
     using Kind = tempered::api::ResponseFormat::Kind;
+    if (format.kind == Kind::Grammar) {
+        auto grammar = tempered::grammar::read_gbnf(format.grammar);
+        if (!grammar) return;
+        auto written = tempered::grammar::write_gbnf(*grammar);
+        const bool readable_size = written && written->size() <= tempered::grammar::kMaxGbnfBytes;
+        if (readable_size && !tempered::grammar::read_gbnf(*written)) __builtin_trap();  // what we write, we read
+        return;
+    }
     if (format.kind != Kind::JsonSchema) return;
     auto grammar = tempered::grammar::compile_json_schema(format.schema);
     if (grammar && grammar->rule_alternatives.empty()) __builtin_trap();  // a grammar has its root rule

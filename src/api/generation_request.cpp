@@ -200,7 +200,8 @@ FieldError parse_generation_fields(const Json& body, int64_t max_tokens_min, Gen
         return e;
     }
     if (auto e = parse_bootstrap(body, out.bootstrap)) return e;
-    return parse_response_format(find_field(body, "response_format"), out.response_format);
+    if (auto e = parse_response_format(find_field(body, "response_format"), out.response_format)) return e;
+    return parse_structured_outputs(find_field(body, "structured_outputs"), out.response_format);
 }
 
 SamplingValues to_sampling_values(const SamplingRequest& request) {

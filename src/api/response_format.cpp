@@ -35,6 +35,7 @@ const char* response_format_kind_name(ResponseFormat::Kind kind) {
     switch (kind) {
         case ResponseFormat::Kind::JsonObject: return "json_object";
         case ResponseFormat::Kind::JsonSchema: return "json_schema";
+        case ResponseFormat::Kind::Grammar: return "grammar";
         case ResponseFormat::Kind::Text: return "text";
     }
     return "text";
@@ -58,6 +59,40 @@ FieldError parse_response_format(const Json* field, ResponseFormat& out) {
         return invalid_request("Invalid value for 'response_format.type': '" + name +
                                    "'. Supported values are: 'text', 'json_object' and 'json_schema'.",
                                "response_format.type", "invalid_value");
+    }
+    return std::nullopt;
+}
+
+FieldError parse_structured_outputs(const Json* field, ResponseFormat& out) {
+    const std::string param = "structured_outputs";
+    if (field == nullptr || field->is_null()) return std::nullopt;
+    if (!field->is_object()) return wrong_type(param, "an object", *field);
+    if (out.kind != ResponseFormat::Kind::Text)
+        return invalid_request("Give 'response_format' or 'structured_outputs', not both.", param, "invalid_value");
+    if (field->size() != 1)
+        return invalid_request("'structured_outputs' takes exactly one of 'json', 'json_object' and 'grammar'.", param,
+                               "invalid_value");
+    const auto only = field->begin();
+    const std::string key = only.key();
+    const Json& value = only.value();
+    const std::string path = param_path(param, key);
+    if (key == "json") {
+        if (!value.is_object() && !value.is_boolean()) return wrong_type(path, "an object", value);
+        out.kind = ResponseFormat::Kind::JsonSchema;
+        out.name = "structured_outputs";
+        out.schema = value;
+    } else if (key == "json_object") {
+        if (value != true) return invalid_request("'" + path + "' must be true.", path, "invalid_value");
+        out.kind = ResponseFormat::Kind::JsonObject;
+    } else if (key == "grammar") {
+        if (!value.is_string()) return wrong_type(path, "a string", value);
+        out.kind = ResponseFormat::Kind::Grammar;
+        out.grammar = value.get<std::string>();
+    } else {
+        return invalid_request("'" + path +
+                                   "' is not supported; 'structured_outputs' takes 'json', 'json_object' or "
+                                   "'grammar' (GBNF).",
+                               path, "invalid_value");
     }
     return std::nullopt;
 }

@@ -117,7 +117,7 @@ ServingMetrics::ServingMetrics(std::string model_name, std::string kv_cache_dtyp
     timeouts_.get();
     failed_.get();
     grammar_mask_.get();
-    for (const char* kind : {"json_object", "json_schema", "tool_call"}) structured_requests_.with({kind});
+    for (const char* kind : {"json_object", "json_schema", "grammar", "tool_call"}) structured_requests_.with({kind});
     for (const char* reason : {"stop", "length", "abort", "error", "repetition"})
         request_success_.with({model_name_, reason});
     for (auto action : {DegenerationAction::Flag, DegenerationAction::Stop, DegenerationAction::Resample})

@@ -1,5 +1,6 @@
 #include "server/structured_output.h"
 
+#include "grammar/gbnf.h"
 #include "grammar/json_schema.h"
 #include "grammar/position_masks.h"
 #include "toolcalls/tool_call_grammar.h"
@@ -30,6 +31,28 @@ std::shared_ptr<const grammar::GrammarVocabulary> StructuredOutput::vocabulary()
     return vocabulary_;
 }
 
+namespace {
+
+api::ApiResult<grammar::Grammar> compile_schema(const nlohmann::ordered_json& schema) {
+    auto grammar = grammar::compile_json_schema(schema);
+    if (!grammar) {
+        return api::invalid_request("Invalid 'response_format.json_schema.schema': " + grammar.error().message,
+                                    "response_format", "invalid_json_schema");
+    }
+    return std::move(grammar).value();
+}
+
+api::ApiResult<grammar::Grammar> read_grammar(const std::string& text) {
+    auto grammar = grammar::read_gbnf(text);
+    if (!grammar) {
+        return api::invalid_request("Invalid 'structured_outputs.grammar': " + grammar.error().message,
+                                    "structured_outputs.grammar", "invalid_grammar");
+    }
+    return std::move(grammar).value();
+}
+
+}  // namespace
+
 api::ApiResult<std::shared_ptr<const grammar::Constraint>> StructuredOutput::constraint_for(
     const api::ResponseFormat& format) {
     using Kind = api::ResponseFormat::Kind;
@@ -40,16 +63,15 @@ api::ApiResult<std::shared_ptr<const grammar::Constraint>> StructuredOutput::con
         });
         return json_object_;
     }
-    const std::string schema_text = format.schema.dump();
-    if (auto known = cached(schema_text)) return known;
-    auto grammar = grammar::compile_json_schema(format.schema);
-    if (!grammar) {
-        return api::invalid_request("Invalid 'response_format.json_schema.schema': " + grammar.error().message,
-                                    "response_format", "invalid_json_schema");
-    }
+    // Schemas and grammars share the cache, each under its own prefix.
+    const bool is_grammar = format.kind == Kind::Grammar;
+    const std::string key = is_grammar ? "gbnf:" + format.grammar : "schema:" + format.schema.dump();
+    if (auto known = cached(key)) return known;
+    auto grammar = is_grammar ? read_grammar(format.grammar) : compile_schema(format.schema);
+    if (!grammar) return grammar.error();
     auto constraint = std::make_shared<const grammar::Constraint>(std::move(grammar).value(), vocabulary());
     const std::lock_guard lock(schema_cache_mutex_);
-    schema_cache_.emplace_front(schema_text, constraint);
+    schema_cache_.emplace_front(key, constraint);
     if (schema_cache_.size() > kCachedSchemas) schema_cache_.pop_back();
     return std::shared_ptr<const grammar::Constraint>(std::move(constraint));
 }

@@ -49,9 +49,9 @@ private:
     std::once_flag json_object_built_;
     std::shared_ptr<const grammar::Constraint> json_object_;
 
-    using CachedSchema = std::pair<std::string, std::shared_ptr<const grammar::Constraint>>;  // (schema text, ...)
+    using CachedSchema = std::pair<std::string, std::shared_ptr<const grammar::Constraint>>;  // (cache key, ...)
     static constexpr size_t kCachedSchemas = 32;
-    std::shared_ptr<const grammar::Constraint> cached(const std::string& schema_text);
+    std::shared_ptr<const grammar::Constraint> cached(const std::string& key);
     std::optional<int32_t> opening_tag_token(toolcalls::ToolCallFamily family);
     std::mutex schema_cache_mutex_;
     std::list<CachedSchema> schema_cache_;  // most recently used first

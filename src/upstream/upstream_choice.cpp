@@ -4,10 +4,14 @@
 
 namespace tempered::upstream {
 
-UpstreamChoice::UpstreamChoice(int index, const GenerationOptions& options, const Tokenizer& tokenizer)
+UpstreamChoice::UpstreamChoice(int index, const GenerationOptions& options, const Tokenizer& tokenizer,
+                               bool grammar_goes_upstream)
     : options_(options),
       tokenizer_(tokenizer),
-      sequence_(index, index, options.prompt, static_cast<int64_t>(options.prompt.size()), options, tokenizer) {}
+      sequence_(index, index, options.prompt, static_cast<int64_t>(options.prompt.size()), options, tokenizer),
+      grammar_goes_upstream_(grammar_goes_upstream && options.constraint) {}
+
+bool UpstreamChoice::leg_takes_grammar() const { return grammar_goes_upstream_ && in_answer(); }
 
 void UpstreamChoice::add_output(OutputDelta out, ChoiceDelta& delta) {
     delta.reasoning_text += out.reasoning;
@@ -27,6 +31,11 @@ void UpstreamChoice::add_output(OutputDelta out, ChoiceDelta& delta) {
 void UpstreamChoice::take_token(int32_t token, ChoiceDelta& delta, EngineObserver* observer,
                                 std::optional<TokenLogprob> logprob) {
     if (sequence_.finished || awaiting_continuation_) return;
+    const bool was_in_answer = in_answer();
+    if (grammar_on_leg_ && was_in_answer && !sequence_.constraint->accept(token)) {
+        left_grammar_ = true;
+        return;
+    }
     if (logprob) delta.logprobs.push_back(std::move(*logprob));
     delta.tokens.push_back(token);
     sequence_.tokens.push_back(token);
@@ -43,7 +52,12 @@ void UpstreamChoice::take_token(int32_t token, ChoiceDelta& delta, EngineObserve
     }
     if (sequence_.finished || sequence_.generated() >= options_.max_tokens) return;
     // The guard's resample: the rest is drawn with its fallback sampling, by a continuation.
-    if (resampled() && !had_switched) awaiting_continuation_ = true;
+    if (resampled() && !had_switched) {
+        if (grammar_on_leg_ && was_in_answer) return finish(FinishReason::Repetition, delta);
+        awaiting_continuation_ = true;
+    }
+    // The reasoning ended on this leg, which carries no grammar: the answer comes from one that does.
+    if (grammar_goes_upstream_ && !grammar_on_leg_ && !was_in_answer && in_answer()) awaiting_continuation_ = true;
     append_forced_end(delta);
 }
 

@@ -9,6 +9,13 @@
 // continuation: a new upstream request whose prompt is the prompt and every token so far (the upstream's
 // prefix cache makes it cheap), with what is left of max_tokens and the choice's sampling now
 // (upstream_generator.cpp).
+//
+// A grammar (upstream_grammar.h) goes upstream only on legs that start in the answer: a reasoning model's
+// first leg is cut where its reasoning ends and the answer is drawn by a continuation that carries the
+// grammar. On such a leg the front's own copy of the constraint checks every token; one it refuses means the
+// upstream ignored the grammar (left_grammar(): the request fails as malformed). The guard's resample inside
+// a grammar-bound answer ends the choice as `stop` does (finish_reason "repetition"): a continuation could
+// not resume the grammar mid-sentence.
 #pragma once
 
 #include <cstdint>
@@ -24,7 +31,9 @@ namespace tempered::upstream {
 
 class UpstreamChoice {
 public:
-    UpstreamChoice(int index, const GenerationOptions& options, const Tokenizer& tokenizer);
+    // `grammar_goes_upstream`: the request's constraint can be sent upstream (upstream_grammar.h).
+    UpstreamChoice(int index, const GenerationOptions& options, const Tokenizer& tokenizer,
+                   bool grammar_goes_upstream = false);
 
     // One token the upstream drew, into `delta`: its id (and its logprobs, when asked for), its text through
     // the output stages, and the end of the choice if it ends it (end of generation, a stop string, the
@@ -48,16 +57,27 @@ public:
     // min_tokens. Taking it clears awaiting_continuation().
     GenerationOptions continuation();
 
+    // Whether the leg now starting (the first, or this choice's continuation) carries the grammar: it does
+    // when the grammar can go upstream and the leg starts in the answer.
+    bool leg_takes_grammar() const;
+    void start_leg(bool grammar_sent) { grammar_on_leg_ = grammar_sent; }
+    // The upstream drew a token the grammar it was sent refuses.
+    bool left_grammar() const { return left_grammar_; }
+
 private:
     void add_output(OutputDelta out, ChoiceDelta& delta);
     void append_forced_end(ChoiceDelta& delta);
     void finish(FinishReason reason, ChoiceDelta& delta);  // ends the choice here
     bool resampled() const;                                // the guard switched this choice to its fallback sampling
+    bool in_answer() const { return !sequence_.reasoning || sequence_.reasoning->grammar_applies(); }
 
     const GenerationOptions& options_;
     const Tokenizer& tokenizer_;
     Sequence sequence_;
     bool awaiting_continuation_ = false;
+    bool grammar_goes_upstream_;
+    bool grammar_on_leg_ = false;
+    bool left_grammar_ = false;
 };
 
 }  // namespace tempered::upstream

@@ -10,6 +10,7 @@
 #include "upstream/model_list.h"
 #include "upstream/sse_reader.h"
 #include "upstream/upstream_choice.h"
+#include "upstream/upstream_grammar.h"
 
 namespace tempered::upstream {
 
@@ -20,9 +21,9 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 }
 
 // What the front cannot do over another engine's stream yet: logprobs where the front may append the
-// reasoning's forced end (the upstream gives none for tokens it did not draw), and a grammar the upstream
-// would have to apply. Tool calls are still read and checked on the front (validation `flag` at least), so
-// their grammar is left out instead.
+// reasoning's forced end (the upstream gives none for tokens it did not draw), and a response_format for an
+// upstream that takes no grammar. Tool calls are still read and checked on the front (validation `flag` at
+// least), so a tool-call grammar the upstream cannot take is left out instead.
 std::optional<Unsupported> unsupported_by_upstream(const GenerationOptions& options,
                                                    const UpstreamCapabilities& capabilities) {
     if (options.top_logprobs >= 0 && !capabilities.logprobs_by_id)
@@ -33,8 +34,9 @@ std::optional<Unsupported> unsupported_by_upstream(const GenerationOptions& opti
         return Unsupported{"logprobs",
                            "logprobs of a reasoning model's answers are not available in upstream mode "
                            "yet: the tokens of a forced end of reasoning would have none"};
-    if (options.constraint && !options.tool_calls)
-        return Unsupported{"response_format", "response_format is not applied in upstream mode yet"};
+    if (options.constraint && !options.tool_calls && !capabilities.grammar)
+        return Unsupported{"response_format",
+                           "this upstream takes no grammar, so response_format cannot be applied; see --upstream-kind"};
     return std::nullopt;
 }
 
@@ -61,6 +63,7 @@ struct UpstreamGenerator::Job {
     GenerationOptions options;
     std::shared_ptr<GenerationStream> stream = std::make_shared<GenerationStream>();
     std::vector<std::unique_ptr<UpstreamChoice>> choices;
+    std::optional<UpstreamGrammar> grammar;  // the constraint as this upstream takes it, if it can
     GenerationUsage usage;
     std::chrono::steady_clock::time_point submitted = std::chrono::steady_clock::now();
     std::optional<double> first_token_seconds;
@@ -74,6 +77,7 @@ struct UpstreamGenerator::Job {
     std::string error_body;          // an answer other than 200: its body
     bool malformed = false;          // an event that did not parse
     bool ended_here = false;         // a choice ended on the front first: the upstream's rest is not wanted
+    bool left_grammar = false;       // a choice drew a token outside the grammar this leg sent
 
     bool all_finished() const {
         for (const auto& choice : choices)
@@ -98,6 +102,7 @@ struct UpstreamGenerator::Job {
         retry_after.reset();
         error_body.clear();
         malformed = false;
+        left_grammar = false;
     }
 };
 
@@ -121,12 +126,12 @@ SubmitResult UpstreamGenerator::submit(GenerationOptions options) {
     if (auto unsupported = unsupported_by_upstream(options, capabilities_))
         return {nullptr, std::nullopt, std::move(unsupported)};
     if (running_ >= settings_.max_running) return {nullptr, SubmitRefusal::QueueFull, std::nullopt};
-    options.constraint = nullptr;  // tool calls: checked on the front (see unsupported_by_upstream)
     auto job = std::make_shared<Job>();
     job->options = std::move(options);
+    if (job->options.constraint) job->grammar = upstream_grammar(*job->options.constraint, capabilities_);
     job->usage.prompt_tokens = static_cast<int64_t>(job->options.prompt.size());
     for (int i = 0; i < job->options.n; ++i)
-        job->choices.push_back(std::make_unique<UpstreamChoice>(i, job->options, tokenizer_));
+        job->choices.push_back(std::make_unique<UpstreamChoice>(i, job->options, tokenizer_, job->grammar.has_value()));
     ++running_;
     std::thread([this, job] { run(job); }).detach();
     return {job->stream, std::nullopt, std::nullopt};
@@ -175,20 +180,24 @@ void UpstreamGenerator::run(std::shared_ptr<Job> job) {
     std::vector<int> all(job->choices.size());
     for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);
     job->start_leg(std::move(all));
-    Ending ending = send_leg(*job, job->options);
+    const bool grammar = job->choices.front()->leg_takes_grammar();  // the same for every choice at the start
+    for (auto& choice : job->choices) choice->start_leg(grammar);
+    Ending ending = send_leg(*job, job->options, grammar);
     // A choice whose reasoning was ended by force, or that the guard resampled, draws the rest in a
     // continuation of its own.
     for (size_t i = 0; i < job->choices.size() && succeeded(ending.outcome); ++i) {
         UpstreamChoice& choice = *job->choices[i];
         if (!choice.awaiting_continuation()) continue;
         job->start_leg({static_cast<int>(i)});
-        ending = send_leg(*job, choice.continuation());
+        const bool with_grammar = choice.leg_takes_grammar();
+        choice.start_leg(with_grammar);
+        ending = send_leg(*job, choice.continuation(), with_grammar);
     }
     finish(*job, ending);
 }
 
 // One upstream request (the first, or a continuation) streamed into the job's choices.
-UpstreamGenerator::Ending UpstreamGenerator::send_leg(Job& job, const GenerationOptions& leg) {
+UpstreamGenerator::Ending UpstreamGenerator::send_leg(Job& job, const GenerationOptions& leg, bool with_grammar) {
     httplib::Client client(address_.scheme_host_port);
     client.set_connection_timeout(settings_.timeout);
     client.set_read_timeout(settings_.timeout);
@@ -200,6 +209,7 @@ UpstreamGenerator::Ending UpstreamGenerator::send_leg(Job& job, const Generation
     nlohmann::json body = capabilities_.llamacpp_native ? llamacpp_completion_body(leg)
                                                         : completion_body(leg, settings_.model, capabilities_);
     if (!capabilities_.prompt_ids) body["prompt"] = tokenizer_.decode(leg.prompt);  // special tokens written out
+    if (with_grammar) add_upstream_grammar(*job.grammar, capabilities_, tokenizer_, body);
     request.body = body.dump();
     request.response_handler = [&job](const httplib::Response& response) {
         job.status = response.status;
@@ -244,6 +254,8 @@ bool UpstreamGenerator::receive(Job& job, std::string_view data) {
                 if (metrics_) metrics_->first_token(*job.first_token_seconds);
             }
         }
+        for (const auto& choice : job.choices) job.left_grammar = job.left_grammar || choice->left_grammar();
+        if (job.left_grammar) return false;
         if (!event.deltas.empty()) job.stream->push(std::move(event));
     }
     const bool cut_short = job.leg_settled() && (job.ended_here || job.any_awaiting());
@@ -253,8 +265,13 @@ bool UpstreamGenerator::receive(Job& job, std::string_view data) {
 // How the upstream request ended, and what the reader is told when that is a failure.
 UpstreamGenerator::Ending UpstreamGenerator::outcome_of(const Job& job, const httplib::Result& result) const {
     if (job.stream->cancelled() || (shutting_down_ && !job.all_finished())) return {UpstreamOutcome::Cancelled};
-    if (job.leg_settled()) return {job.ended_here ? UpstreamOutcome::EndedOnFront : UpstreamOutcome::Completed};
     const std::string upstream = "the upstream " + address_.scheme_host_port;
+    if (job.left_grammar)
+        return {UpstreamOutcome::Malformed,
+                upstream + " drew a token outside the grammar it was sent (does it apply '" +
+                    std::string(capabilities_.grammar) + "'? see --upstream-kind)",
+                502};
+    if (job.leg_settled()) return {job.ended_here ? UpstreamOutcome::EndedOnFront : UpstreamOutcome::Completed};
     if (!result && job.status == 0)
         return {UpstreamOutcome::Unreachable, upstream + " is unreachable: " + httplib::to_string(result.error()), 503};
     // Its 4xx is the request's fault, said with its status; anything else of its own is a bad gateway.

@@ -75,7 +75,7 @@ private:
         int status = 500;
     };
     void run(std::shared_ptr<Job> job);
-    Ending send_leg(Job& job, const GenerationOptions& leg);
+    Ending send_leg(Job& job, const GenerationOptions& leg, bool with_grammar);
     bool receive(Job& job, std::string_view data);
     Ending outcome_of(const Job& job, const httplib::Result& result) const;
     void finish(Job& job, const Ending& ending);

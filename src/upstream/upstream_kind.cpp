@@ -38,16 +38,22 @@ UpstreamCapabilities capabilities_of(UpstreamKind kind) {
                     .dry = true,
                     .token_ids = true,
                     .logprobs_by_id = true,
-                    .prompt_ids = true};
+                    .prompt_ids = true,
+                    .grammar = "structured_outputs"};
         case UpstreamKind::Vllm:
             return {.top_k = true,
                     .min_p = true,
                     .repetition_penalty = "repetition_penalty",
                     .token_ids = true,
                     .logprobs_by_id = true,
-                    .prompt_ids = true};
+                    .prompt_ids = true,
+                    .grammar = "structured_outputs"};
         case UpstreamKind::Sglang:
-            return {.top_k = true, .min_p = true, .repetition_penalty = "repetition_penalty", .token_ids = true};
+            return {.top_k = true,
+                    .min_p = true,
+                    .repetition_penalty = "repetition_penalty",
+                    .token_ids = true,
+                    .grammar = "ebnf"};
         case UpstreamKind::LlamaCpp:
             return {.top_k = true,
                     .min_p = true,
@@ -56,7 +62,9 @@ UpstreamCapabilities capabilities_of(UpstreamKind kind) {
                     .dry = true,
                     .token_ids = true,
                     .llamacpp_native = true,
-                    .prompt_ids = true};
+                    .prompt_ids = true,
+                    .grammar = "grammar",
+                    .lazy_grammar = true};
         case UpstreamKind::OpenAi: return {};
     }
     return {};

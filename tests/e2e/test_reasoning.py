@@ -198,11 +198,16 @@ def test_original_template_leaves_think_to_the_model():
 # request (the prompt, the reasoning so far and the forced end) draws the content.
 
 @pytest.fixture(scope="module")
-def r1_front():
+def r1_pair():
     model = tiny_model("tiny-r1-qwen2.gguf")
     with running_server(model + ["--sampling-defaults", "openai"], name="tiny-r1-upstream") as upstream:
         with running_server(model + ["--upstream", upstream.base_url], name="tiny-r1-front") as front:
-            yield front
+            yield front, upstream
+
+
+@pytest.fixture(scope="module")
+def r1_front(r1_pair):
+    return r1_pair[0]
 
 
 def messages(body):
@@ -232,3 +237,15 @@ def test_small_max_tokens_through_an_upstream_still_answers(r1_front):
 def test_logprobs_through_an_upstream_are_refused_for_a_reasoning_model(r1_front):
     response = r1_front.post("/v1/chat/completions", ask(max_tokens=8, logprobs=True))
     assert response.status_code == 400 and response.json()["error"]["param"] == "logprobs", response.text
+
+
+def test_a_grammar_through_an_upstream_applies_to_the_answer_not_the_reasoning(r1_pair, r1_server):
+    """The first leg carries no grammar (it would bind the thinking); the front cuts it where the reasoning ends
+    and the answer is a continuation that carries the grammar: one grammar request upstream, and the greedy
+    answer is local tempered's."""
+    front, upstream = r1_pair
+    body = ask(max_tokens=40, thinking_token_budget=4, temperature=0, response_format={"type": "json_object"})
+    before = upstream.metrics().value("tempered:structured_requests_total", kind="grammar") or 0
+    through, local = post_ok(front, body), post_ok(r1_server, body)
+    assert upstream.metrics().value("tempered:structured_requests_total", kind="grammar") == before + 1
+    assert messages(through) == messages(local)

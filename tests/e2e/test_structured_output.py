@@ -17,7 +17,8 @@ import jsonschema
 import openai
 import pytest
 
-from helpers import finish_reasons, model_args, running_server, stream_events, stream_text
+from helpers import (assert_error, chat_body, completion_body, finish_reasons, model_args, running_server, stream_events,
+                     stream_text)
 from test_qwen2 import QWEN2_NAME, qwen2_args
 
 NAME = {"type": "string", "maxLength": 24}
@@ -276,3 +277,43 @@ def test_the_sixty_seven_schema_corpus_validates_on_qwen(qwen):
     print(f"\ncorpus: {len(CORPUS)} schemas, {len(CORPUS) - cut} answers ended and validated, {cut} cut at "
           f"max_tokens")
     assert len(CORPUS) >= 60 and cut <= 3
+
+
+# vLLM's structured_outputs, as the upstream mode sends a grammar (GBNF) to a tempered upstream.
+YES_NO = 'root ::= answer "."\nanswer ::= "yes" | "no" # one word\n'
+
+
+@pytest.mark.parametrize("path", ["/v1/chat/completions", "/v1/completions"])
+def test_structured_outputs_takes_a_gbnf_grammar(default_server, path):
+    body = (chat_body("Is water wet?") if "chat" in path else completion_body("Is water wet? Answer:"))
+    for fields in ({"temperature": 0}, {"temperature": 1.0, "seed": 3, "n": 3}):
+        response = default_server.post(path, dict(body, max_tokens=8, structured_outputs={"grammar": YES_NO}, **fields))
+        assert response.status_code == 200, response.text
+        for choice in response.json()["choices"]:
+            text = choice["message"]["content"] if "chat" in path else choice["text"]
+            assert text in ("yes.", "no."), text
+            assert choice["finish_reason"] == "stop"
+    assert response.json()["sampling"]["response_format"]["value"] == "grammar"
+
+
+def test_structured_outputs_json_follows_the_schema(default_server):
+    schema = SCHEMAS[0][1]
+    response = default_server.post("/v1/chat/completions", chat_body("A person as JSON.", max_tokens=60, temperature=0,
+                                                                     structured_outputs={"json": schema}))
+    assert response.status_code == 200, response.text
+    choice = response.json()["choices"][0]
+    assert_valid(choice["message"]["content"], choice["finish_reason"], schema)
+
+
+@pytest.mark.parametrize("fields,param,message", [
+    ({"structured_outputs": {"grammar": "root ::= root \"a\" | \"b\""}}, "structured_outputs.grammar",
+     "left recursion"),
+    ({"structured_outputs": {"grammar": "root ::= undefined"}}, "structured_outputs.grammar", "never defined"),
+    ({"structured_outputs": {"regex": "a+"}}, "structured_outputs.regex", "not supported"),
+    ({"structured_outputs": {"grammar": YES_NO, "json": {}}}, "structured_outputs", "exactly one"),
+    ({"structured_outputs": {"grammar": YES_NO}, "response_format": {"type": "json_object"}}, "structured_outputs",
+     "not both"),
+])
+def test_a_bad_structured_outputs_is_a_400_naming_it(default_server, fields, param, message):
+    assert_error(default_server.post("/v1/chat/completions", chat_body(max_tokens=4, **fields)), 400, param=param,
+                 message_contains=message)

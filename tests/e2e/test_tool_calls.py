@@ -341,3 +341,24 @@ def test_constrain_auto_never_returns_an_undeclared_or_invalid_call(constrain_se
     print(f"\nconstrain, auto: {len(UNDECLARED)} prompts inviting an undeclared tool: returned "
           f"{sum(len(r['calls']) for r in answers)} declared valid calls, reported "
           f"{sum(len(r['violations']) for r in answers)} untagged violations")
+
+
+def test_constrain_through_a_tempered_upstream_equals_local(constrain_server):
+    """Upstream mode: a front on Qwen2.5-Coder sends its tool-call grammar (GBNF, structured_outputs) to a tempered
+    upstream that applies it; the calls equal local `constrain` call for call, whole and streamed."""
+    asks = [request_fields(messages_for(q), tool_choice="required") for q in SINGLE[:3] + UNDECLARED[:3]]
+    asks.append(request_fields(messages_for(UNDECLARED[6]),
+                               tool_choice={"type": "function", "function": {"name": "get_time"}}))
+    with running_server(qwen2_args() + ["--sampling-defaults", "openai"], name="tool-calls-upstream") as upstream:
+        with running_server(qwen2_args() + ["--upstream", upstream.base_url], name="tool-calls-front") as front:
+            before = upstream.metrics().value("tempered:structured_requests_total", kind="grammar") or 0
+            through = run_all(lambda fields: ask_whole(front, fields), asks)
+            streamed = run_all(lambda fields: ask_streamed(front, fields), asks)
+            sent = upstream.metrics().value("tempered:structured_requests_total", kind="grammar") - before
+    local = run_all(lambda fields: ask_whole(constrain_server, fields), asks)
+    assert sent == 2 * len(asks)
+    for front_answer, streamed_answer, local_answer in zip(through, streamed, local):
+        check_calls(front_answer)
+        for key in ("content", "calls", "violations", "finish_reason"):
+            assert front_answer[key] == local_answer[key], (key, front_answer, local_answer)
+            assert streamed_answer[key] == local_answer[key], (key, streamed_answer, local_answer)

@@ -104,10 +104,36 @@ def test_an_omitted_temperature_reaches_the_upstream_as_a_request_value(front, u
     assert after == (before or 0) + 1
 
 
-def test_what_needs_the_draw_is_refused_naming_the_field(front):
-    schema = {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object"}}}
-    assert_error(front.post("/v1/chat/completions", chat_body(max_tokens=4, response_format=schema)), 400,
-                 param="response_format")
+SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}, "population": {"type": "integer"}},
+          "required": ["city", "population"]}
+FORMATS = [{"type": "json_schema", "json_schema": {"name": "city", "schema": SCHEMA}}, {"type": "json_object"}]
+
+
+@pytest.mark.parametrize("response_format", FORMATS, ids=["json_schema", "json_object"])
+def test_response_format_goes_upstream_as_a_grammar_and_equals_local(front, upstream, default_server,
+                                                                     response_format):
+    """The front writes its grammar as GBNF into structured_outputs; the upstream applies it (its own count of
+    grammar requests rises) and the answer is local tempered's, token for token, greedy and seeded n=2."""
+    for fields in ({"temperature": 0}, {"temperature": 0.9, "seed": 4, "n": 2}):
+        body = chat_body("Describe Paris as JSON.", max_tokens=48, response_format=response_format, **fields)
+        before = upstream.metrics().value("tempered:structured_requests_total", kind="grammar") or 0
+        through_front = answer(front, "/v1/chat/completions", body)
+        assert upstream.metrics().value("tempered:structured_requests_total", kind="grammar") == before + 1
+        assert through_front == answer(default_server, "/v1/chat/completions", body)
+        stream = dict(body, stream=True, n=1)
+        with front.client() as client:
+            status, _, events = stream_events(client, "/v1/chat/completions", stream)
+        assert status == 200
+        assert [(stream_text(events), finish_reasons(events)[0])] == answer(default_server, "/v1/chat/completions",
+                                                                            stream | {"stream": False})[0]
+
+
+def test_an_upstream_without_grammars_refuses_response_format_naming_it(upstream):
+    with running_server(model_args() + ["--upstream", upstream.base_url, "--upstream-kind", "openai"],
+                        name="front-openai") as front:
+        schema = {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object"}}}
+        assert_error(front.post("/v1/chat/completions", chat_body(max_tokens=4, response_format=schema)), 400,
+                     param="response_format")
 
 
 def test_an_unreachable_upstream_is_a_503_naming_it():

@@ -22,6 +22,8 @@ STALL_S = 4  # longer than the front's --upstream-timeout below
 class FakeUpstream(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     fault = "malformed"
+    token_ids = []  # "ignores_grammar": the ids it answers with, whatever grammar it was sent
+    bodies = []
 
     def log_message(self, *args):
         pass
@@ -44,7 +46,7 @@ class FakeUpstream(http.server.BaseHTTPRequestHandler):
         self.wfile.flush()
 
     def do_POST(self):
-        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        FakeUpstream.bodies.append(json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0)))))
         fault = FakeUpstream.fault
         if fault == "rate_limited":
             return self.reply(429, {"error": {"message": "slow down", "type": "rate_limit_error"}},
@@ -55,6 +57,12 @@ class FakeUpstream(http.server.BaseHTTPRequestHandler):
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Connection", "close")
         self.end_headers()
+        if fault == "ignores_grammar":
+            chunk = {"choices": [{"index": 0, "text": " Paris", "token_ids": FakeUpstream.token_ids,
+                                  "finish_reason": "stop"}]}
+            self.event(json.dumps(chunk).encode())
+            self.event(b"[DONE]")
+            return
         self.event(json.dumps(GOOD_CHUNK).encode())
         if fault == "malformed":
             self.event(b'{"choices": [{"index": 0, "text": "unterminated')
@@ -122,3 +130,18 @@ def test_an_upstream_429_keeps_its_retry_after(front):
     assert_error(response, 429, message_contains="slow down")
     assert response.headers["Retry-After"] == "7"
     assert front.metrics().require("tempered:upstream_requests_total", outcome="rejected") >= 1
+
+
+def test_an_upstream_that_ignores_the_grammar_is_caught_on_the_front(fake_upstream):
+    """The front sends its grammar (here to a 'tempered' kind: structured_outputs.grammar) and checks every token
+    that comes back against its own copy: prose where JSON was required is a 502, never an answer."""
+    with running_server(model_args() + ["--upstream", fake_upstream, "--upstream-kind", "tempered"],
+                        name="front-grammar") as front:
+        FakeUpstream.fault = "ignores_grammar"
+        FakeUpstream.token_ids = front.post("/tokenize", {"prompt": " Paris", "add_special_tokens": False}).json()["tokens"]
+        FakeUpstream.bodies.clear()
+        response = front.post("/v1/chat/completions", chat_body(max_tokens=8, response_format={"type": "json_object"}))
+        assert_error(response, 502, message_contains="outside the grammar")
+        assert "root ::=" in FakeUpstream.bodies[-1]["structured_outputs"]["grammar"]
+        assert front.metrics().value("tempered:upstream_requests_total", outcome="malformed") == 1
+        assert front.metrics().require("tempered:upstream_requests_running") == 0

@@ -7,6 +7,10 @@ as llama-server's own; an omitted temperature reaches llama-server as the front'
 the guard flags a SmolLM2 loop that llama.cpp draws, `stop` ends it with finish_reason "repetition" and frees
 the slot, `resample` continues without a loop.
 
+On Qwen2.5-Coder (tool calls): 20 prompts inviting an undeclared tool under `flag` return no undeclared or invalid
+call; under `constrain` with tool_choice required the front writes its tool-call grammar as GBNF into
+llama-server's `grammar` (its /slots show it) and no call it returns needs rejecting; response_format likewise.
+
 The loop: llama.cpp's greedy SmolLM2 answers "What is the capital of France?" with "The capital of France is
 Paris." (tempered's own greedy loops there, "la Femme, la Femme, ...": the two part at a near-tie of the first
 tokens), but loops on Italy: "... il Coriobella, il Coriobella, ..." (period 6) until max_tokens."""
@@ -27,14 +31,13 @@ LOOP_QUESTION = [{"role": "user", "content": "What is the capital of Italy?"}]
 LOOP_TEXT = "il Coriobella, il Coriobella, il Coriobella"
 
 
-@pytest.fixture(scope="module")
-def llama_server():
+def start_llama_server(model, verbose=False):
     port = free_port()
     log = open(f"/tmp/llama-server-{port}.log", "w")
     # --no-repack: llama.cpp's AMX path faults on some hosts that advertise it.
-    process = subprocess.Popen([str(pathlib.Path(LLAMA_CPP_BIN) / "llama-server"), "-m", str(model_path()),
+    process = subprocess.Popen([str(pathlib.Path(LLAMA_CPP_BIN) / "llama-server"), "-m", str(model),
                                 "--host", "127.0.0.1", "--port", str(port), "-np", "2", "-c", "4096", "-t", "2",
-                                "--no-repack"], stdout=log, stderr=subprocess.STDOUT)
+                                "--no-repack"] + (["--verbose"] if verbose else []), stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -45,6 +48,12 @@ def llama_server():
         except httpx.TransportError:
             pass
         time.sleep(0.2)
+    return process, url, log.name
+
+
+@pytest.fixture(scope="module")
+def llama_server():
+    process, url, _ = start_llama_server(model_path())
     yield url
     process.terminate()
     process.wait(timeout=30)
@@ -114,3 +123,92 @@ def test_resample_continues_llama_server_without_a_loop(llama_server):
         assert choice["finish_reason"] in ("stop", "length")
         tail = choice["message"]["content"][-120:]
         assert LOOP_TEXT not in tail, tail
+
+
+@pytest.fixture(scope="module")
+def qwen_llama_server():
+    from test_qwen2 import QWEN2_FILE, QWEN2_NAME
+    # --verbose: llama-server logs each streamed chunk, the last with the settings it applied.
+    process, url, log = start_llama_server(model_path(QWEN2_FILE, QWEN2_NAME), verbose=True)
+    yield url, log
+    process.terminate()
+    process.wait(timeout=30)
+
+
+def qwen_front(qwen_llama_server, validation):
+    from test_qwen2 import qwen2_args
+    return running_server(qwen2_args() + ["--upstream", qwen_llama_server[0], "--upstream-model", "qwen",
+                                          "--tool-call-validation", validation], name=f"front-llamacpp-{validation}")
+
+
+def sent_grammars(qwen_llama_server, with_settings=False):
+    """The grammar in the generation_settings of each final /completion chunk llama-server logged (--verbose):
+    its own record of what it applied. A request the front ended first has no final chunk."""
+    grammars = []
+    for line in open(qwen_llama_server[1], errors="replace"):
+        marker = "streamed chunk: data: "
+        if marker in line and '"stop":true' in line:
+            chunk = json.loads(line.split(marker, 1)[1])
+            grammars.append(chunk.get("generation_settings", {}))
+    return [settings.get("grammar", "") for settings in grammars] if not with_settings else grammars
+
+
+def test_qwen_flag_returns_no_undeclared_or_invalid_call(qwen_llama_server):
+    from test_tool_calls import SCHEMAS, UNDECLARED, ask_whole, check_calls, messages_for, request_fields, run_all
+    with qwen_front(qwen_llama_server, "flag") as front:
+        answers = run_all(lambda fields: ask_whole(front, fields), [request_fields(messages_for(q)) for q in UNDECLARED])
+    for answer in answers:
+        check_calls(answer)
+        assert all(name in SCHEMAS for name, _ in answer["calls"]), answer
+    print(f"\nllama-server, flag: {len(UNDECLARED)} prompts inviting an undeclared tool: returned "
+          f"{sum(len(a['calls']) for a in answers)} declared valid calls, flagged "
+          f"{sum(len(a['violations']) for a in answers)} violations")
+
+
+def test_qwen_constrain_required_sends_gbnf_and_no_call_needs_rejecting(qwen_llama_server):
+    from test_tool_calls import SINGLE, UNDECLARED, ask_whole, check_calls, messages_for, request_fields, run_all
+    asks = [request_fields(messages_for(q), tool_choice="required") for q in SINGLE[:10] + UNDECLARED[:10]]
+    with qwen_front(qwen_llama_server, "constrain") as front:
+        answers = run_all(lambda fields: ask_whole(front, fields), asks)
+    grammars = sent_grammars(qwen_llama_server)
+    assert sum("root ::=" in grammar and "get_weather" in grammar for grammar in grammars) >= len(asks) // 2
+    for answer in answers:
+        check_calls(answer)
+        assert answer["calls"] and not answer["violations"], answer
+        assert answer["finish_reason"] == "tool_calls", answer
+    print(f"\nllama-server, constrain required: {len(asks)} prompts, {sum(len(a['calls']) for a in answers)} calls, "
+          f"{sum(len(a['violations']) for a in answers)} rejected")
+
+
+def test_qwen_constrain_auto_sends_a_lazy_grammar_triggered_by_the_call_tag(qwen_llama_server):
+    from test_tool_calls import SCHEMAS, UNDECLARED, ask_whole, check_calls, messages_for, request_fields, run_all
+    seen = len(sent_grammars(qwen_llama_server))
+    with qwen_front(qwen_llama_server, "constrain") as front:
+        answers = run_all(lambda fields: ask_whole(front, fields), [request_fields(messages_for(q))
+                                                                    for q in UNDECLARED])
+    for answer in answers:
+        check_calls(answer)
+        assert all(name in SCHEMAS for name, _ in answer["calls"]), answer
+    settings = sent_grammars(qwen_llama_server, with_settings=True)[seen:]
+    assert settings and all(s["grammar_lazy"] and s["grammar_triggers"][0]["value"] == "<tool_call>" for s in settings)
+    print(f"\nllama-server, constrain auto: {len(UNDECLARED)} prompts inviting an undeclared tool: returned "
+          f"{sum(len(a['calls']) for a in answers)} declared valid calls, flagged "
+          f"{sum(len(a['violations']) for a in answers)} untagged violations")
+
+
+def test_qwen_response_format_goes_to_llama_server_as_gbnf(qwen_llama_server):
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = {"type": "object", "properties": {"city": {"type": "string", "maxLength": 20},
+                                               "population": {"type": "integer", "minimum": 0}},
+              "required": ["city", "population"]}
+    with qwen_front(qwen_llama_server, "constrain") as front:
+        for seed in range(4):
+            body = {"messages": [{"role": "user", "content": "Describe Paris as JSON."}], "temperature": 0.8,
+                    "seed": seed, "max_tokens": 60,
+                    "response_format": {"type": "json_schema", "json_schema": {"name": "city", "schema": schema}}}
+            response = front.post("/v1/chat/completions", body, timeout=REQUEST_TIMEOUT_S)
+            assert response.status_code == 200, response.text
+            choice = response.json()["choices"][0]
+            assert choice["finish_reason"] == "stop", choice
+            jsonschema.validate(json.loads(choice["message"]["content"]), schema)
+    assert any('\\x22city\\x22' in grammar for grammar in sent_grammars(qwen_llama_server))
