@@ -103,6 +103,7 @@ struct ServeOptions {
     std::string upstream_api_key;   // "" = TEMPERED_UPSTREAM_API_KEY, else none
     double upstream_timeout = 600;  // seconds
     std::string upstream_kind = "auto";
+    bool upstream_chat = false;  // chat requests pass through to the upstream's /v1/chat/completions
 };
 
 // --upstream and its flags: the generator that drives the upstream, its model named in the log (never
@@ -344,11 +345,18 @@ int serve(const ServeOptions& options) {
     if (!options.chat_template_file.empty()) log.info("chat template: " + options.chat_template_file);
     if (!template_note->empty()) log.info(*template_note);
 
+    if (options.upstream_chat && !upstream_mode) return fail(Error{"--upstream-chat needs --upstream"});
     const ModelConfig& config = bundle.config;
     // An upstream keeps its own KV cache: here its shape is empty (0 bytes a token).
     const KvCacheShape shape = upstream_mode ? KvCacheShape{} : kv_cache_shape(config, *kv_type, options.block_size);
     auto settings = service_settings(options, bundle, access, log);
     if (!settings) return fail(settings.error());
+    // Passthrough (server/chat_passthrough.h): asked for, or the only way when the model has no template.
+    settings->passthrough_chat = upstream_mode && (options.upstream_chat || bundle.chat_template.empty());
+    if (settings->passthrough_chat && settings->degeneration.guard.action == DegenerationAction::Resample)
+        return fail(
+            Error{"--degeneration-guard resample needs the rendered upstream mode (the front continues a "
+                  "prompt it rendered); with passthrough use flag or stop"});
     settings->kv_cache_dtype = options.kv_cache_dtype;
     settings->kv_bytes_per_token = shape.bytes_per_token();
     ServingMetrics metrics(settings->served_model_name, options.kv_cache_dtype);
@@ -456,6 +464,9 @@ void add_serve_command(CLI::App& app, int& exit_code) {
         ->add_option("--upstream-timeout", options->upstream_timeout,
                      "seconds to connect to the upstream, and the longest wait for its next bytes")
         ->capture_default_str();
+    command->add_flag("--upstream-chat", options->upstream_chat,
+                      "chat requests pass through to the upstream's /v1/chat/completions (it renders them); the "
+                      "default when the model has no chat template");
     command->add_option("--served-model-name", options->served_model_name,
                         "the model id clients send (default: the short name or the file stem)");
     command->add_option("--host", options->host)->capture_default_str();

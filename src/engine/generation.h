@@ -54,6 +54,10 @@ struct GenerationOptions {
     // side). At most one of them; both empty when one server does everything.
     std::shared_ptr<KvImport> kv_import;
     std::shared_ptr<KvExport> kv_export;
+    // Upstream passthrough (upstream/upstream_generator.h): the chat request's own fields (messages, tools, ...)
+    // as JSON text, for an upstream that renders the conversation itself; `prompt` is then empty. Our engine
+    // never gets one (only an upstream front builds it).
+    std::string passthrough_chat;
 };
 
 // Repetition: the degeneration guard (action stop, or the request's repetition_detection) ended it.

@@ -1,5 +1,6 @@
 #include "server/chat_service.h"
 
+#include "server/chat_passthrough.h"
 #include "server/chat_prompt.h"
 #include "server/chat_response.h"
 
@@ -39,6 +40,12 @@ ChatService::ChatService(GenerationPath& path)
         path_.log().info("tool calls: not parsed, answers are content" + parser_flag);
     reasoning_ = choose_reasoning(settings.reasoning, model.chat_template, model.tokenizer);
     path_.log().info(reasoning_.why);
+    if (settings.passthrough_chat) {
+        // The upstream parses the calls; a family only switches the checks of the calls it returns on.
+        tool_calls_.family = toolcalls::ToolCallFamily::Hermes;
+        path_.log().info(passthrough_note());
+        return;
+    }
     if (!chat_template_ && !model.chat_template.empty())
         path_.log().info("chat requests will be refused: " + chat_template_.error().message);
 }
@@ -89,6 +96,7 @@ http::HttpResponse ChatService::chat(const http::HttpRequest& http_request) {
     const api::ChatRequest& request = *parsed;
     auto tool_calls = checked_tool_calls(request);
     if (!tool_calls) return api::to_http_response(tool_calls.error());
+    if (path_.settings().passthrough_chat) return passthrough(http_request, request, std::move(*tool_calls), received);
     auto prompt = chat_prompt(request);
     if (!prompt) return api::to_http_response(prompt.error());
 
@@ -96,9 +104,31 @@ http::HttpResponse ChatService::chat(const http::HttpRequest& http_request) {
     const ResolvedSampling sampling = path_.resolve(request.generation, client);
     auto options = chat_options(request, std::move(prompt).value(), sampling, *tool_calls);
     if (!options) return api::to_http_response(options.error());
-    const int choices = options->n;
-    const auto prompt_tokens = static_cast<int64_t>(options->prompt.size());
-    auto stream = path_.submit(std::move(options).value());
+    return answer(http_request, request, std::move(options).value(), sampling, client, std::move(*tool_calls),
+                  received);
+}
+
+// chat_passthrough.h: the request's own fields go upstream; no prompt, grammar or reasoning split here.
+http::HttpResponse ChatService::passthrough(const http::HttpRequest& http_request, const api::ChatRequest& request,
+                                            std::optional<ToolCallSetup> tool_calls,
+                                            std::chrono::steady_clock::time_point received) {
+    if (auto refused = refused_in_passthrough(request)) return api::to_http_response(*refused);
+    const std::optional<std::string> client = path_.client_of(http_request);
+    const ResolvedSampling sampling = path_.resolve(request.generation, client);
+    auto options = path_.passthrough_options(request.generation, sampling);
+    if (!options) return api::to_http_response(options.error());
+    options->passthrough_chat = passthrough_fields(http_request.body);
+    return answer(http_request, request, std::move(options).value(), sampling, client, std::move(tool_calls), received);
+}
+
+http::HttpResponse ChatService::answer(const http::HttpRequest& http_request, const api::ChatRequest& request,
+                                       GenerationOptions options, const ResolvedSampling& sampling,
+                                       const std::optional<std::string>& client,
+                                       std::optional<ToolCallSetup> tool_calls,
+                                       std::chrono::steady_clock::time_point received) {
+    const int choices = options.n;
+    const auto prompt_tokens = static_cast<int64_t>(options.prompt.size());
+    auto stream = path_.submit(std::move(options));
     if (!stream) return api::to_http_response(stream.error());
 
     const api::ResponseMeta meta = api::make_chat_meta(path_.settings().served_model_name, path_.system_fingerprint());
@@ -108,7 +138,7 @@ http::HttpResponse ChatService::chat(const http::HttpRequest& http_request) {
     const ChatResponseBuilder::Shape shape{
         .choices = choices, .logprobs = request.logprobs, .stream = job.stream, .include_usage = job.include_usage};
     auto builder = std::make_unique<ChatResponseBuilder>(path_.model().tokenizer, meta, shape);
-    if (*tool_calls) builder->read_tool_calls(std::move(**tool_calls), path_.metrics());
+    if (tool_calls) builder->read_tool_calls(std::move(*tool_calls), path_.metrics());
     builder->count_answers(path_.metrics());
     job.builder = std::move(builder);
     return path_.answer(std::move(job), http_request);

@@ -1,7 +1,9 @@
 // POST /v1/chat/completions: the messages through the chat template (parsed once, here), the tool calls
-// and the reasoning split chosen for the served model, then the shared generation path.
+// and the reasoning split chosen for the served model, then the shared generation path; in passthrough
+// (chat_passthrough.h) the request's own fields go to the upstream, which renders them.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -25,6 +27,14 @@ public:
 
 private:
     http::HttpResponse chat(const http::HttpRequest& request);
+    http::HttpResponse passthrough(const http::HttpRequest& http_request, const api::ChatRequest& request,
+                                   std::optional<ToolCallSetup> tool_calls,
+                                   std::chrono::steady_clock::time_point received);
+    // Submits the generation and answers with it (the generation loop).
+    http::HttpResponse answer(const http::HttpRequest& http_request, const api::ChatRequest& request,
+                              GenerationOptions options, const ResolvedSampling& sampling,
+                              const std::optional<std::string>& client, std::optional<ToolCallSetup> tool_calls,
+                              std::chrono::steady_clock::time_point received);
     // The model name, the request's own checks and its tools (nullopt: the answer is content only).
     api::ApiResult<std::optional<ToolCallSetup>> checked_tool_calls(const api::ChatRequest& request) const;
     // The engine's options for the chat prompt: limits, grammar, reasoning, the KV transfer's part.

@@ -77,6 +77,19 @@ api::ApiResult<GenerationOptions> GenerationPath::generation_options(const api::
     // Compared without adding: max_tokens may be as large as int64 allows.
     if (prompt_length >= context || max_tokens > context - prompt_length)
         return api::context_length_exceeded(context, prompt_length, max_tokens, prompt_param);
+    return filled_options(generation, std::move(prompt), max_tokens, top_logprobs, sampling);
+}
+
+api::ApiResult<GenerationOptions> GenerationPath::passthrough_options(const api::GenerationRequest& generation,
+                                                                      const ResolvedSampling& sampling) const {
+    auto max_tokens = choice_max_tokens(settings_.limits, generation, model_.config.context_length, 1);
+    if (!max_tokens) return max_tokens.error();
+    return filled_options(generation, {}, *max_tokens, -1, sampling);
+}
+
+GenerationOptions GenerationPath::filled_options(const api::GenerationRequest& generation, std::vector<int32_t> prompt,
+                                                 int64_t max_tokens, int top_logprobs,
+                                                 const ResolvedSampling& sampling) const {
     GenerationOptions options;
     options.prompt = std::move(prompt);
     options.n = generation.n;

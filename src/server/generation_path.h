@@ -64,6 +64,10 @@ public:
                                                          const ResolvedSampling& sampling, const char* prompt_param,
                                                          std::optional<int64_t> default_max_tokens,
                                                          size_t prompts = 1) const;
+    // Passthrough (chat_passthrough.h): the same options with no prompt here (the upstream renders it), so no
+    // prompt or context checks; max_tokens as the request says, else the model's context.
+    api::ApiResult<GenerationOptions> passthrough_options(const api::GenerationRequest& generation,
+                                                          const ResolvedSampling& sampling) const;
     api::ApiResult<std::shared_ptr<GenerationStream>> submit(GenerationOptions options);
     // Prefill/decode disaggregation: prompt `prompt` of `prompts` gets its part of the KV transfer.
     std::optional<api::ApiError> attach_disaggregation(const api::GenerationRequest& generation, size_t prompt,
@@ -90,6 +94,9 @@ public:
     }
 
 private:
+    // The options every generation shares, once its prompt and max_tokens are settled.
+    GenerationOptions filled_options(const api::GenerationRequest& generation, std::vector<int32_t> prompt,
+                                     int64_t max_tokens, int top_logprobs, const ResolvedSampling& sampling) const;
     void mark_unapplied(const ResolvedSampling& sampling, nlohmann::json& report) const;
 
     ServedModel model_;

@@ -28,6 +28,9 @@ struct ServedModel {
 
 struct ServiceSettings {
     std::string served_model_name;
+    // Upstream passthrough (--upstream-chat, or an upstream front whose model has no chat template): chat
+    // requests go to the upstream's /v1/chat/completions as they came, sampling resolved here (chat_passthrough.h).
+    bool passthrough_chat = false;
     SamplingDefaultsConfig sampling;
     bool report_sampling = true;
     int64_t created = 0;                 // Unix time the model was loaded, for /v1/models

@@ -8,12 +8,6 @@ namespace tempered::upstream {
 
 namespace {
 
-std::optional<FinishReason> finish_reason_from(const nlohmann::json& value) {
-    if (!value.is_string()) return std::nullopt;
-    if (value == "length") return FinishReason::Length;
-    return FinishReason::Stop;  // "stop", and an engine's own names for an ended answer
-}
-
 std::optional<int32_t> token_id_of(const nlohmann::json& name) {
     constexpr std::string_view kPrefix = "token_id:";
     if (!name.is_string()) return std::nullopt;
@@ -60,6 +54,13 @@ int front_choice(const nlohmann::json& upstream, const std::vector<int>& leg_cho
 
 }  // namespace
 
+std::optional<FinishReason> upstream_finish_reason(const nlohmann::json& value) {
+    if (!value.is_string()) return std::nullopt;
+    if (value == "length") return FinishReason::Length;
+    // "stop", "tool_calls" (the front says tool_calls itself when it returns calls), an engine's own names
+    return FinishReason::Stop;
+}
+
 std::vector<TokenLogprob> read_logprobs(const nlohmann::json& upstream_choice) {
     std::vector<TokenLogprob> out;
     const auto found = upstream_choice.find("logprobs");
@@ -97,7 +98,7 @@ GenerationEvent read_chunk(const nlohmann::json& chunk, std::vector<std::unique_
         else if (upstream.contains("text") && upstream["text"].is_string())
             choice.take_text(upstream["text"].get<std::string>(), delta);
         usage.completion_tokens += static_cast<int64_t>(delta.tokens.size());
-        const auto reason = finish_reason_from(upstream.value("finish_reason", nlohmann::json()));
+        const auto reason = upstream_finish_reason(upstream.value("finish_reason", nlohmann::json()));
         if (choice.finished() && delta.finish && !reason) ended_here = true;
         if (reason) choice.end(*reason, delta);
         event.deltas.push_back(std::move(delta));

@@ -24,6 +24,9 @@ GenerationEvent read_chunk(const nlohmann::json& chunk, std::vector<std::unique_
 // answers nonsense), and the front must not index its vocabulary with it.
 bool names_a_foreign_token(const nlohmann::json& chunk, int64_t vocab_size);
 
+// An upstream choice's finish_reason: nullopt while it goes on.
+std::optional<FinishReason> upstream_finish_reason(const nlohmann::json& value);
+
 // The cached prompt tokens the upstream reports (prompt_tokens_details), when the chunk carries usage.
 void read_usage(const nlohmann::json& chunk, GenerationUsage& usage);
 

@@ -48,4 +48,22 @@ nlohmann::json completion_body(const GenerationOptions& options, const std::stri
     return body;
 }
 
+nlohmann::json chat_body(const GenerationOptions& options, const std::string& model,
+                         const UpstreamCapabilities& capabilities) {
+    nlohmann::json body = nlohmann::json::parse(options.passthrough_chat, nullptr, /*allow_exceptions=*/false);
+    if (!body.is_object()) body = nlohmann::json::object();
+    body["model"] = model;
+    body["n"] = options.n;
+    body["max_tokens"] = options.max_tokens;
+    body["stream"] = true;
+    body["stream_options"] = {{"include_usage", true}};
+    if (options.min_tokens > 0) body["min_tokens"] = options.min_tokens;
+    if (options.ignore_eos) body["ignore_eos"] = true;
+    add_sampling(options, capabilities, body);
+    // llama-server refuses -1 ("the whole history"); without a prompt here its own default stands.
+    if (capabilities.llamacpp_native && options.dry.active() && options.dry.penalty_last_n < 0)
+        body.erase("dry_penalty_last_n");
+    return body;
+}
+
 }  // namespace tempered::upstream

@@ -19,4 +19,9 @@ namespace tempered::upstream {
 nlohmann::json completion_body(const GenerationOptions& options, const std::string& model,
                                const UpstreamCapabilities& capabilities);
 
+// Passthrough: the chat request's own fields (options.passthrough_chat) with the model, n, max_tokens, streaming
+// and every sampling value the upstream takes written out, as for completions.
+nlohmann::json chat_body(const GenerationOptions& options, const std::string& model,
+                         const UpstreamCapabilities& capabilities);
+
 }  // namespace tempered::upstream

@@ -95,10 +95,40 @@ GenerationOptions UpstreamChoice::continuation() {
     return next;
 }
 
-void UpstreamChoice::take_text(std::string_view text, ChoiceDelta& delta) {
+void UpstreamChoice::take_text(std::string_view text, ChoiceDelta& delta, EngineObserver* observer) {
     // An empty piece (an engine's first chunk, a keep-alive) is no token: the reasoning must not count it.
     if (sequence_.finished || awaiting_continuation_ || text.empty()) return;
     add_output(sequence_.output.push({text, std::nullopt, false}), delta);
+    guard_text(text, delta, observer);
+}
+
+void UpstreamChoice::take_reasoning_text(std::string_view reasoning, ChoiceDelta& delta, EngineObserver* observer) {
+    if (sequence_.finished || reasoning.empty()) return;
+    delta.reasoning_text += reasoning;
+    guard_text(reasoning, delta, observer);
+}
+
+// The guard over text: each whole piece is one unit of its detector, as a token id is (its counts in the
+// degeneration report are pieces then). A loop it stops ends the choice here; resample needs ids (refused
+// before a passthrough request is made).
+void UpstreamChoice::guard_text(std::string_view text, ChoiceDelta& delta, EngineObserver* observer) {
+    for (const int32_t piece : text_pieces_.push(text)) {
+        if (sequence_.finished) return;
+        if (guard_generated_token(options_, sequence_, piece, delta, observer) && !sequence_.finished)
+            return finish(FinishReason::Repetition, delta);
+    }
+}
+
+bool UpstreamChoice::add_call_piece(size_t index, std::string_view name, std::string_view arguments) {
+    constexpr size_t kMaxCalls = 128;
+    constexpr size_t kMaxArgumentBytes = size_t{1} << 20;
+    if (index >= kMaxCalls) return false;
+    if (pending_calls_.size() <= index) pending_calls_.resize(index + 1);
+    toolcalls::ParsedToolCall& call = pending_calls_[index];
+    call.name += name;
+    if (call.arguments.size() + arguments.size() > kMaxArgumentBytes) return false;
+    call.arguments += arguments;
+    return true;
 }
 
 void UpstreamChoice::end(FinishReason reason, ChoiceDelta& delta) {
@@ -111,6 +141,8 @@ void UpstreamChoice::finish(FinishReason reason, ChoiceDelta& delta) {
     OutputDelta out = sequence_.output.finish(sequence_.detokenizer.flush());
     out.stopped = false;
     add_output(std::move(out), delta);
+    for (toolcalls::ParsedToolCall& call : pending_calls_) delta.calls.push_back(std::move(call));
+    pending_calls_.clear();
     sequence_.finished = true;
     sequence_.finish_reason = reason;
     delta.finish = reason;

@@ -25,6 +25,7 @@
 #include "engine/engine_observer.h"
 #include "engine/generation.h"
 #include "engine/sequence.h"
+#include "output/text_pieces.h"
 #include "tokenizer/tokenizer.h"
 
 namespace tempered::upstream {
@@ -40,8 +41,16 @@ public:
     // guard's stop).
     void take_token(int32_t token, ChoiceDelta& delta, EngineObserver* observer,
                     std::optional<TokenLogprob> logprob = std::nullopt);
-    // Text without token ids (an upstream that cannot return them): the output stages over the text alone.
-    void take_text(std::string_view text, ChoiceDelta& delta);
+    // Text without token ids (an upstream that cannot return them): the output stages over the text alone,
+    // and the loop guard over it cut into text pieces (output/text_pieces.h).
+    void take_text(std::string_view text, ChoiceDelta& delta, EngineObserver* observer = nullptr);
+    // Passthrough (a chat chunk): reasoning the upstream split off goes straight to the delta, both through
+    // the loop guard's text pieces.
+    void take_reasoning_text(std::string_view reasoning, ChoiceDelta& delta, EngineObserver* observer);
+    // Passthrough: a piece of the upstream's tool call `index` (OpenAI's stream: the name once, the arguments in
+    // pieces); the calls are handed on whole when the choice ends, to be checked as under `flag`. False when
+    // the upstream sends more calls or longer arguments than the front keeps.
+    bool add_call_piece(size_t index, std::string_view name, std::string_view arguments);
     // The upstream ended the choice: what the detokenizer and the output stages held back comes out. Not
     // while it awaits a continuation: the upstream then ends a leg the front cut.
     void end(FinishReason reason, ChoiceDelta& delta);
@@ -68,7 +77,8 @@ private:
     void add_output(OutputDelta out, ChoiceDelta& delta);
     void append_forced_end(ChoiceDelta& delta);
     void finish(FinishReason reason, ChoiceDelta& delta);  // ends the choice here
-    bool resampled() const;                                // the guard switched this choice to its fallback sampling
+    void guard_text(std::string_view text, ChoiceDelta& delta, EngineObserver* observer);
+    bool resampled() const;  // the guard switched this choice to its fallback sampling
     bool in_answer() const { return !sequence_.reasoning || sequence_.reasoning->grammar_applies(); }
 
     const GenerationOptions& options_;
@@ -78,6 +88,8 @@ private:
     bool grammar_goes_upstream_;
     bool grammar_on_leg_ = false;
     bool left_grammar_ = false;
+    TextPieces text_pieces_;                                // the guard's units where no ids come
+    std::vector<toolcalls::ParsedToolCall> pending_calls_;  // passthrough: handed on at the end
 };
 
 }  // namespace tempered::upstream

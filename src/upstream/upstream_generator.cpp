@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "http/httplib_include.h"
+#include "upstream/chat_chunk_reader.h"
 #include "upstream/chunk_reader.h"
 #include "upstream/completion_body.h"
 #include "upstream/llamacpp_native.h"
@@ -204,11 +205,15 @@ UpstreamGenerator::Ending UpstreamGenerator::send_leg(Job& job, const Generation
     if (!settings_.api_key.empty()) client.set_bearer_token_auth(settings_.api_key);
     httplib::Request request;
     request.method = "POST";
-    request.path = address_.path_prefix + (capabilities_.llamacpp_native ? "/completion" : "/v1/completions");
+    const bool chat = !leg.passthrough_chat.empty();
+    request.path = address_.path_prefix + (chat                            ? "/v1/chat/completions"
+                                           : capabilities_.llamacpp_native ? "/completion"
+                                                                           : "/v1/completions");
     request.headers = {{"Content-Type", "application/json"}, {"Accept", "text/event-stream"}};
-    nlohmann::json body = capabilities_.llamacpp_native ? llamacpp_completion_body(leg)
-                                                        : completion_body(leg, settings_.model, capabilities_);
-    if (!capabilities_.prompt_ids) body["prompt"] = tokenizer_.decode(leg.prompt);  // special tokens written out
+    nlohmann::json body = chat                            ? chat_body(leg, settings_.model, capabilities_)
+                          : capabilities_.llamacpp_native ? llamacpp_completion_body(leg)
+                                                          : completion_body(leg, settings_.model, capabilities_);
+    if (!chat && !capabilities_.prompt_ids) body["prompt"] = tokenizer_.decode(leg.prompt);  // specials written out
     if (with_grammar) add_upstream_grammar(*job.grammar, capabilities_, tokenizer_, body);
     request.body = body.dump();
     request.response_handler = [&job](const httplib::Response& response) {
@@ -238,7 +243,8 @@ bool UpstreamGenerator::receive(Job& job, std::string_view data) {
             job.malformed = true;
             return false;
         }
-        if (capabilities_.llamacpp_native) chunk = from_llamacpp_chunk(chunk);
+        const bool chat = !job.options.passthrough_chat.empty();
+        if (capabilities_.llamacpp_native && !chat) chunk = from_llamacpp_chunk(chunk);
         if (names_a_foreign_token(chunk, tokenizer_.vocab_size())) {
             job.malformed = true;
             return false;
@@ -247,8 +253,10 @@ bool UpstreamGenerator::receive(Job& job, std::string_view data) {
         GenerationEvent event;
         {
             std::lock_guard lock(observer_mutex_);
-            event = read_chunk(chunk, job.choices, job.leg_choices, job.usage, observer_, job.ended_here);
-            if (!job.first_token_seconds && job.usage.completion_tokens > 0) {
+            event = chat ? read_chat_chunk(chunk, job.choices, job.usage, observer_, job.ended_here, job.malformed)
+                         : read_chunk(chunk, job.choices, job.leg_choices, job.usage, observer_, job.ended_here);
+            if (job.malformed) return false;
+            if (!job.first_token_seconds && (job.usage.completion_tokens > 0 || (chat && !event.deltas.empty()))) {
                 job.first_token_seconds = seconds_since(job.submitted);
                 if (observer_) observer_->on_first_token(*job.first_token_seconds);
                 if (metrics_) metrics_->first_token(*job.first_token_seconds);
@@ -283,8 +291,8 @@ UpstreamGenerator::Ending UpstreamGenerator::outcome_of(const Job& job, const ht
     if (job.malformed)
         return {UpstreamOutcome::Malformed,
                 upstream +
-                    " sent an event that is not JSON, or a token id outside the model's vocabulary (is it "
-                    "serving another model?)",
+                    " sent an event that is not JSON, a token id outside the model's vocabulary (is it "
+                    "serving another model?), or more tool calls than the front keeps",
                 502};
     const std::string why =
         result ? "ended its stream" : "stopped answering (" + httplib::to_string(result.error()) + ")";

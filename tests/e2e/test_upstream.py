@@ -347,3 +347,71 @@ def test_a_bad_kind_stops_the_server(upstream):
     server = Server(model_args() + ["--upstream", upstream.base_url, "--upstream-kind", "triton"], name="front-bad")
     assert server.wait_exit() == 1
     assert "--upstream-kind must be auto, tempered, vllm, sglang, llamacpp or openai" in server.log()
+
+
+# ---- Passthrough (--upstream-chat): the upstream renders the conversation; the front governs sampling, checks
+# tool calls and guards loops over the streamed text (server/chat_passthrough.h, output/text_pieces.h).
+
+@pytest.fixture(scope="module")
+def passthrough(upstream):
+    with running_server(model_args() + ["--upstream", upstream.base_url, "--upstream-chat"],
+                        name="front-passthrough") as server:
+        yield server
+
+
+def test_passthrough_is_said_at_start_and_answers_as_local(passthrough, upstream, default_server):
+    assert "chat: passthrough to the upstream's /v1/chat/completions" in passthrough.log()
+    for fields in ({"temperature": 0}, {"temperature": 0.9, "seed": 11, "n": 2}):
+        body = chat_body(PROMPTS[1], max_tokens=40, **fields)
+        before = upstream.metrics().value("tempered:sampling_param_source_total", param="temperature",
+                                          source="request")
+        through = answer(passthrough, "/v1/chat/completions", body)
+        assert upstream.metrics().value("tempered:sampling_param_source_total", param="temperature",
+                                        source="request") == before + 1
+        assert through == answer(default_server, "/v1/chat/completions", body)
+    stream = chat_body(PROMPTS[0], max_tokens=30, temperature=0.8, seed=3, stream=True)
+    texts = []
+    for server in (passthrough, default_server):
+        with server.client() as client:
+            status, _, events = stream_events(client, "/v1/chat/completions", stream)
+        assert status == 200
+        texts.append((stream_text(events), finish_reasons(events)))
+    assert texts[0] == texts[1]
+
+
+def test_passthrough_usage_is_the_upstreams(passthrough, default_server):
+    body = chat_body(PROMPTS[2], max_tokens=20, temperature=0)
+    through = passthrough.post("/v1/chat/completions", body).json()["usage"]
+    local = default_server.post("/v1/chat/completions", body).json()["usage"]
+    assert (through["prompt_tokens"], through["completion_tokens"]) == (local["prompt_tokens"],
+                                                                        local["completion_tokens"])
+
+
+def test_passthrough_guards_loops_over_the_text(passthrough, upstream):
+    flagged = loop_answer(passthrough)["choices"][0]
+    assert flagged["degeneration"]["action"] == "flag" and flagged["finish_reason"] == "length"
+    assert flagged["degeneration"]["period"] == 3  # ",", " la", " Femme": text pieces, not tokens
+    stopped = loop_answer(passthrough, repetition_detection={"max_pattern_size": 8, "min_count": 4})["choices"][0]
+    assert stopped["finish_reason"] == "repetition"
+    assert len(stopped["message"]["content"]) < len(flagged["message"]["content"])
+    left = time.monotonic()
+    while upstream_running(upstream):  # the front closed the upstream request
+        assert time.monotonic() - left < 1.0
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("fields,param", [({"thinking_token_budget": 4}, "thinking_token_budget"),
+                                          ({"logprobs": True}, "logprobs")])
+def test_passthrough_refuses_what_needs_the_rendered_prompt_naming_the_field(passthrough, fields, param):
+    assert_error(passthrough.post("/v1/chat/completions", chat_body(max_tokens=4, **fields)), 400, param=param)
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--upstream-chat", "--degeneration-guard", "resample"], "--degeneration-guard resample needs the rendered"),
+    (["--upstream-chat"], "--upstream-chat needs --upstream")])
+def test_passthrough_flags_that_cannot_work_stop_the_server(upstream, args, message):
+    from helpers import Server
+    extra = ["--upstream", upstream.base_url] if "resample" in args else []
+    server = Server(model_args() + extra + args, name="front-passthrough-bad")
+    assert server.wait_exit() == 1
+    assert message in server.log()

@@ -16,7 +16,19 @@ from helpers import assert_error, chat_body, completion_body, model_args, parse_
 # One chunk as an OpenAI-compatible engine streams it, without token ids: the front tokenizes the text.
 GOOD_CHUNK = {"id": "cmpl-1", "object": "text_completion", "choices": [{"index": 0, "text": " Paris",
                                                                          "finish_reason": None}]}
-STALL_S = 4  # longer than the front's --upstream-timeout below
+STALL_S = 4
+# A chat engine's streamed calls (passthrough): one to a tool the request did not declare, one declared and valid.
+CHAT_CALL_CHUNKS = [
+    {"choices": [{"index": 0, "delta": {"role": "assistant", "content": None, "tool_calls": [
+        {"index": 0, "id": "call_a", "type": "function", "function": {"name": "send_email", "arguments": ""}}]}}]},
+    {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": "{\"to\": "}}]}}]},
+    {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": "\"bob\"}"}}]}}]},
+    {"choices": [{"index": 0, "delta": {"tool_calls": [
+        {"index": 1, "id": "call_b", "type": "function",
+         "function": {"name": "get_weather", "arguments": "{\"city\": \"Oslo\"}"}}]}}]},
+    {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
+    {"choices": [], "usage": {"prompt_tokens": 42, "completion_tokens": 17, "total_tokens": 59}},
+]  # longer than the front's --upstream-timeout below
 
 
 class FakeUpstream(http.server.BaseHTTPRequestHandler):
@@ -57,6 +69,11 @@ class FakeUpstream(http.server.BaseHTTPRequestHandler):
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Connection", "close")
         self.end_headers()
+        if fault == "chat_tool_calls":
+            for chunk in CHAT_CALL_CHUNKS:
+                self.event(json.dumps(chunk).encode())
+            self.event(b"[DONE]")
+            return
         if fault == "ignores_grammar":
             chunk = {"choices": [{"index": 0, "text": " Paris", "token_ids": FakeUpstream.token_ids,
                                   "finish_reason": "stop"}]}
@@ -145,3 +162,25 @@ def test_an_upstream_that_ignores_the_grammar_is_caught_on_the_front(fake_upstre
         assert "root ::=" in FakeUpstream.bodies[-1]["structured_outputs"]["grammar"]
         assert front.metrics().value("tempered:upstream_requests_total", outcome="malformed") == 1
         assert front.metrics().require("tempered:upstream_requests_running") == 0
+
+
+def test_passthrough_checks_the_upstreams_tool_calls_as_under_flag(fake_upstream):
+    """Passthrough: the upstream parses the calls; the front still returns only declared, valid ones and reports
+    the rest, with the upstream's usage."""
+    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
+    with running_server(model_args() + ["--upstream", fake_upstream, "--upstream-kind", "openai", "--upstream-chat"],
+                        name="front-passthrough-calls") as front:
+        FakeUpstream.fault = "chat_tool_calls"
+        FakeUpstream.bodies.clear()
+        response = front.post("/v1/chat/completions", chat_body("Weather in Oslo, and mail Bob.", tools=tools))
+        assert response.status_code == 200, response.text
+        choice = response.json()["choices"][0]
+        assert [(c["function"]["name"], json.loads(c["function"]["arguments"]))
+                for c in choice["message"]["tool_calls"]] == [("get_weather", {"city": "Oslo"})]
+        assert [v["name"] for v in choice["tool_call_violations"]] == ["send_email"]
+        assert choice["finish_reason"] == "tool_calls"
+        assert response.json()["usage"]["prompt_tokens"] == 42
+        sent = FakeUpstream.bodies[-1]
+        assert sent["tools"] == tools and sent["messages"][0]["content"] == "Weather in Oslo, and mail Bob."
+        assert sent["temperature"] == response.json()["sampling"]["temperature"]["value"]
