@@ -103,6 +103,7 @@ struct ServeOptions {
     std::string upstream_api_key;   // "" = TEMPERED_UPSTREAM_API_KEY, else none
     double upstream_timeout = 600;  // seconds
     std::string upstream_kind = "auto";
+    bool model_given = false;    // --model was on the command line (not the default)
     bool upstream_chat = false;  // chat requests pass through to the upstream's /v1/chat/completions
 };
 
@@ -334,6 +335,10 @@ int serve(const ServeOptions& options) {
     const bool upstream_mode = !options.upstream.empty();
     if (upstream_mode && options.disaggregation_mode != "null")
         return fail(Error{"--disaggregation-mode needs our own engine; with --upstream, disaggregate upstream"});
+    // The default model's tokenizer and template would render another model's prompts wrongly.
+    if (upstream_mode && !options.model_given)
+        return fail(Error{"--upstream needs --model naming the upstream model's GGUF (the front reads its tokenizer "
+                          "and chat template, not its weights); a front without one is not supported yet"});
     log.info(upstream_mode ? "loading the tokenizer and chat template of " + options.model + " (upstream mode)"
                            : "loading " + options.model);
     auto loaded = load_model_bundle(options.model, options.threads,
@@ -446,7 +451,9 @@ void add_access_options(CLI::App& command, ServeOptions& options) {
 void add_serve_command(CLI::App& app, int& exit_code) {
     auto options = std::make_shared<ServeOptions>();
     auto* command = app.add_subcommand("serve", "Serve a model over an OpenAI-compatible HTTP API");
-    command->add_option("--model,-m", options->model, "a .gguf path or a known model name")->capture_default_str();
+    command->add_option("--model,-m", options->model, "a .gguf path or a known model name")
+        ->capture_default_str()
+        ->each([options](const std::string&) { options->model_given = true; });
     command->add_option("--upstream", options->upstream,
                         "another OpenAI-compatible engine's base URL (SGLang, vLLM, llama-server, tempered): it "
                         "draws the tokens; this server renders the prompt and governs sampling, tool calls, "

@@ -415,3 +415,10 @@ def test_passthrough_flags_that_cannot_work_stop_the_server(upstream, args, mess
     server = Server(model_args() + extra + args, name="front-passthrough-bad")
     assert server.wait_exit() == 1
     assert message in server.log()
+
+
+def test_a_front_without_model_stops_instead_of_rendering_with_the_default_model(upstream):
+    from helpers import Server
+    server = Server(["--upstream", upstream.base_url], name="front-no-model")
+    assert server.wait_exit() == 1
+    assert "--upstream needs --model" in server.log()
