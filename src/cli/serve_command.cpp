@@ -103,8 +103,9 @@ struct ServeOptions {
     std::string upstream_api_key;   // "" = TEMPERED_UPSTREAM_API_KEY, else none
     double upstream_timeout = 600;  // seconds
     std::string upstream_kind = "auto";
-    bool model_given = false;    // --model was on the command line (not the default)
-    bool upstream_chat = false;  // chat requests pass through to the upstream's /v1/chat/completions
+    std::string upstream_ca_file;  // https: the CA its certificate is checked against; "": the system's
+    bool model_given = false;      // --model was on the command line (not the default)
+    bool upstream_chat = false;    // chat requests pass through to the upstream's /v1/chat/completions
 };
 
 // --upstream and its flags: the generator that drives the upstream, its model named in the log (never
@@ -116,6 +117,9 @@ Result<std::unique_ptr<upstream::UpstreamGenerator>> start_upstream(const ServeO
                                                                     RequestLog& log) {
     auto address = upstream::parse_upstream_url(options.upstream);
     if (!address) return address.error();
+    if (!options.upstream_ca_file.empty() && !std::filesystem::is_regular_file(options.upstream_ca_file))
+        return Error{"--upstream-ca-file: no such file: " + options.upstream_ca_file};
+    address->ca_file = options.upstream_ca_file;
     if (!(options.upstream_timeout >= 1 && options.upstream_timeout <= 86400))
         return Error{"--upstream-timeout must be in [1, 86400] seconds"};
     upstream::UpstreamSettings settings;
@@ -337,8 +341,9 @@ int serve(const ServeOptions& options) {
         return fail(Error{"--disaggregation-mode needs our own engine; with --upstream, disaggregate upstream"});
     // The default model's tokenizer and template would render another model's prompts wrongly.
     if (upstream_mode && !options.model_given)
-        return fail(Error{"--upstream needs --model naming the upstream model's GGUF (the front reads its tokenizer "
-                          "and chat template, not its weights); a front without one is not supported yet"});
+        return fail(
+            Error{"--upstream needs --model naming the upstream model's GGUF (the front reads its tokenizer "
+                  "and chat template, not its weights); a front without one is not supported yet"});
     log.info(upstream_mode ? "loading the tokenizer and chat template of " + options.model + " (upstream mode)"
                            : "loading " + options.model);
     auto loaded = load_model_bundle(options.model, options.threads,
@@ -471,6 +476,8 @@ void add_serve_command(CLI::App& app, int& exit_code) {
         ->add_option("--upstream-timeout", options->upstream_timeout,
                      "seconds to connect to the upstream, and the longest wait for its next bytes")
         ->capture_default_str();
+    command->add_option("--upstream-ca-file", options->upstream_ca_file,
+                        "a PEM file of the CA that signed an https upstream's certificate (default: the system's)");
     command->add_flag("--upstream-chat", options->upstream_chat,
                       "chat requests pass through to the upstream's /v1/chat/completions (it renders them); the "
                       "default when the model has no chat template");

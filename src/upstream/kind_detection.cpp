@@ -2,7 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "http/httplib_include.h"
+#include "upstream/upstream_client.h"
 
 namespace tempered::upstream {
 
@@ -20,10 +20,7 @@ nlohmann::json get_object(httplib::Client& client, const std::string& path) {
 
 UpstreamKind detect_upstream_kind(const UpstreamAddress& address, const std::string& api_key,
                                   std::chrono::seconds timeout) {
-    httplib::Client client(address.scheme_host_port);
-    client.set_connection_timeout(timeout);
-    client.set_read_timeout(timeout);
-    if (!api_key.empty()) client.set_bearer_token_auth(api_key);
+    httplib::Client client = upstream_client(address, api_key, timeout);
     const std::string& prefix = address.path_prefix;
     if (get_object(client, prefix + "/server_info").contains("degeneration_guard")) return UpstreamKind::Tempered;
     if (get_object(client, prefix + "/props").contains("default_generation_settings")) return UpstreamKind::LlamaCpp;

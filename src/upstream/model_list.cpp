@@ -2,16 +2,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "http/httplib_include.h"
+#include "upstream/upstream_client.h"
 
 namespace tempered::upstream {
 
 Result<std::string> first_upstream_model(const UpstreamAddress& address, const std::string& api_key,
                                          std::chrono::seconds timeout) {
-    httplib::Client client(address.scheme_host_port);
-    client.set_connection_timeout(timeout);
-    client.set_read_timeout(timeout);
-    if (!api_key.empty()) client.set_bearer_token_auth(api_key);
+    httplib::Client client = upstream_client(address, api_key, timeout);
     const std::string where = address.scheme_host_port + address.path_prefix + "/v1/models";
     const httplib::Result result = client.Get(address.path_prefix + "/v1/models");
     if (!result) return Error{"the upstream " + where + " is unreachable: " + httplib::to_string(result.error())};

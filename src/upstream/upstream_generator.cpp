@@ -11,6 +11,7 @@
 #include "upstream/model_list.h"
 #include "upstream/sse_reader.h"
 #include "upstream/upstream_choice.h"
+#include "upstream/upstream_client.h"
 #include "upstream/upstream_grammar.h"
 
 namespace tempered::upstream {
@@ -199,10 +200,7 @@ void UpstreamGenerator::run(std::shared_ptr<Job> job) {
 
 // One upstream request (the first, or a continuation) streamed into the job's choices.
 UpstreamGenerator::Ending UpstreamGenerator::send_leg(Job& job, const GenerationOptions& leg, bool with_grammar) {
-    httplib::Client client(address_.scheme_host_port);
-    client.set_connection_timeout(settings_.timeout);
-    client.set_read_timeout(settings_.timeout);
-    if (!settings_.api_key.empty()) client.set_bearer_token_auth(settings_.api_key);
+    httplib::Client client = upstream_client(address_, settings_.api_key, settings_.timeout);
     httplib::Request request;
     request.method = "POST";
     const bool chat = !leg.passthrough_chat.empty();

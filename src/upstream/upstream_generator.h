@@ -44,6 +44,7 @@ struct UpstreamSettings {
 struct UpstreamAddress {
     std::string scheme_host_port;  // "http://127.0.0.1:8000"
     std::string path_prefix;       // "" or "/prefix", without /v1
+    std::string ca_file;           // https: the CA bundle its certificate is checked against; "": the system's
 };
 Result<UpstreamAddress> parse_upstream_url(const std::string& url);
 

@@ -7,8 +7,14 @@ defaults, so only what the front sends decides). The front's answers must equal 
 token, greedy and seeded, chat and completions, streamed and whole, n=2; a request that omits temperature reaches
 the upstream with the front's value (the upstream's own counter says source `request`); what the front cannot do
 over another engine's stream is a 400 naming the field; an unreachable upstream is a 503."""
+import http.server
 import os
+import ssl
+import subprocess
+import threading
 import time
+import urllib.error
+import urllib.request
 
 import pytest
 
@@ -422,3 +428,64 @@ def test_a_front_without_model_stops_instead_of_rendering_with_the_default_model
     server = Server(["--upstream", upstream.base_url], name="front-no-model")
     assert server.wait_exit() == 1
     assert "--upstream needs --model" in server.log()
+
+
+# ---- An https upstream: a TLS proxy with its own CA in front of the tempered upstream.
+
+class TlsProxy(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    target = ""
+
+    def log_message(self, *args):
+        pass
+
+    def forward(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0))) if self.command == "POST" else None
+        headers = {name: self.headers[name] for name in ("Content-Type", "Accept", "Authorization")
+                   if self.headers.get(name)}
+        request = urllib.request.Request(TlsProxy.target + self.path, data=body, headers=headers,
+                                         method=self.command)
+        try:
+            with urllib.request.urlopen(request, timeout=60) as response:
+                status, kind, data = response.status, response.headers.get("Content-Type", ""), response.read()
+        except urllib.error.HTTPError as error:
+            status, kind, data = error.code, error.headers.get("Content-Type", ""), error.read()
+        self.send_response(status)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    do_GET = forward
+    do_POST = forward
+
+
+@pytest.fixture(scope="module")
+def https_upstream(upstream, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("tls")
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out",
+                    str(cert), "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+                   check=True, capture_output=True)
+    TlsProxy.target = upstream.base_url
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), TlsProxy)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"https://127.0.0.1:{server.server_address[1]}", cert
+    server.shutdown()
+
+
+def test_an_https_upstream_is_checked_against_its_ca_and_answers_as_local(https_upstream, default_server):
+    url, cert = https_upstream
+    from helpers import Server
+    untrusted = Server(model_args() + ["--upstream", url], name="front-https-untrusted")
+    assert untrusted.wait_exit() == 1
+    assert "unreachable" in untrusted.log() and "SSL" in untrusted.log(), untrusted.log()[-500:]
+    with running_server(model_args() + ["--upstream", url, "--upstream-ca-file", str(cert)],
+                        name="front-https") as front:
+        for path, body in (("/v1/chat/completions", chat_body(PROMPTS[4], max_tokens=24, temperature=0)),
+                           ("/v1/completions", completion_body(PROMPTS[5], max_tokens=16, temperature=0))):
+            assert answer(front, path, body) == answer(default_server, path, body)
