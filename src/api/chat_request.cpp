@@ -93,6 +93,20 @@ FieldError parse_tool_calls(const Json* field, const std::string& param, std::ve
     return std::nullopt;
 }
 
+// An assistant message's past reasoning: reasoning_content, or reasoning; both may be sent only alike.
+FieldError parse_reasoning(const Json& json, const std::string& param, std::string& out) {
+    std::string content, plain;
+    if (auto e = optional_string(json, "reasoning_content", param_path(param, "reasoning_content"), content)) return e;
+    if (auto e = optional_string(json, "reasoning", param_path(param, "reasoning"), plain)) return e;
+    if (!content.empty() && !plain.empty() && content != plain) {
+        return invalid_request("'" + param_path(param, "reasoning") + "' and '" +
+                                   param_path(param, "reasoning_content") + "' differ; send one of them.",
+                               param_path(param, "reasoning"), "invalid_value");
+    }
+    out = content.empty() ? plain : content;
+    return std::nullopt;
+}
+
 FieldError parse_message(const Json& json, const std::string& param, ChatMessage& out) {
     if (!json.is_object()) return wrong_type(param, "an object", json);
     std::string role;
@@ -116,7 +130,7 @@ FieldError parse_message(const Json& json, const std::string& param, ChatMessage
                                        "' (an assistant message needs content or tool_calls).",
                                    content_param, "missing_required_parameter");
         }
-        return std::nullopt;
+        return parse_reasoning(json, param, out.reasoning);
     }
     if (out.content_kind == ContentKind::None) {
         return invalid_request("Missing required parameter: '" + content_param + "'.", content_param,

@@ -43,6 +43,10 @@ struct ChatMessage {
     std::string name;                  // "" when absent
     std::string tool_call_id;          // role Tool: the call this message answers
     std::vector<ToolCall> tool_calls;  // role Assistant
+    // Role Assistant: its reasoning, sent back in the history as `reasoning_content` (vLLM's, DeepSeek's) or
+    // `reasoning` (vLLM's newer name); "" when absent. The template reads it under its own name (chat/
+    // reasoning_history.h); a template that drops past reasoning (DeepSeek-R1's) does so itself.
+    std::string reasoning;
 };
 
 // tool_choice, read once: whether the answer may, must or must not call, or which function it calls.

@@ -18,7 +18,8 @@ nlohmann::ordered_json template_tool_calls(const std::vector<api::ToolCall>& cal
     return out;
 }
 
-nlohmann::ordered_json template_messages(const api::ChatRequest& request) {
+nlohmann::ordered_json template_messages(const api::ChatRequest& request,
+                                         const std::vector<std::string>& reasoning_keys) {
     nlohmann::ordered_json messages = nlohmann::ordered_json::array();
     for (const auto& message : request.messages) {
         nlohmann::ordered_json entry;
@@ -30,6 +31,8 @@ nlohmann::ordered_json template_messages(const api::ChatRequest& request) {
         if (!message.name.empty()) entry["name"] = message.name;
         if (!message.tool_call_id.empty()) entry["tool_call_id"] = message.tool_call_id;
         if (!message.tool_calls.empty()) entry["tool_calls"] = template_tool_calls(message.tool_calls);
+        if (!message.reasoning.empty())
+            for (const std::string& key : reasoning_keys) entry[key] = message.reasoning;
         messages.push_back(std::move(entry));
     }
     return messages;
@@ -37,9 +40,10 @@ nlohmann::ordered_json template_messages(const api::ChatRequest& request) {
 
 }  // namespace
 
-ChatTemplateInputs chat_template_inputs(const api::ChatRequest& request) {
+ChatTemplateInputs chat_template_inputs(const api::ChatRequest& request,
+                                        const std::vector<std::string>& reasoning_keys) {
     ChatTemplateInputs inputs;
-    inputs.messages = template_messages(request);
+    inputs.messages = template_messages(request, reasoning_keys);
     if (request.tools.is_array()) inputs.tools = request.tools;
     if (request.chat_template_kwargs.is_object()) inputs.extra_context = request.chat_template_kwargs;
     return inputs;

@@ -14,6 +14,8 @@
 namespace tempered {
 
 // Everything but the tokenizer's special tokens, which the caller adds.
-ChatTemplateInputs chat_template_inputs(const api::ChatRequest& request);
+// `reasoning_keys` (chat/reasoning_history.h): the names an assistant message's past reasoning is given under.
+ChatTemplateInputs chat_template_inputs(const api::ChatRequest& request,
+                                        const std::vector<std::string>& reasoning_keys = {});
 
 }  // namespace tempered

@@ -1,5 +1,6 @@
 #include "server/chat_service.h"
 
+#include "chat/reasoning_history.h"
 #include "server/chat_passthrough.h"
 #include "server/chat_prompt.h"
 #include "server/chat_response.h"
@@ -32,6 +33,7 @@ ChatService::ChatService(GenerationPath& path)
     const ServedModel& model = path_.model();
     const ServiceSettings& settings = path_.settings();
     tool_calls_ = choose_tool_calls(settings, model.chat_template);
+    reasoning_keys_ = reasoning_keys(model.chat_template);
     const std::string parser_flag = " (--tool-call-parser " + settings.tool_calls.parser + ")";
     if (tool_calls_.family)
         path_.log().info("tool calls: read with the " + std::string(toolcalls::family_name(*tool_calls_.family)) +
@@ -58,7 +60,7 @@ void ChatService::register_routes(GuardedRoutes& routes) {
 api::ApiResult<std::vector<int32_t>> ChatService::chat_prompt(const api::ChatRequest& request) const {
     if (!chat_template_) return chat_template_.error();
     const Tokenizer& tokenizer = path_.model().tokenizer;
-    ChatTemplateInputs inputs = chat_template_inputs(request);
+    ChatTemplateInputs inputs = chat_template_inputs(request, reasoning_keys_);
     if (auto bos = tokenizer.bos_id()) inputs.bos_token = tokenizer.token_text(*bos);
     if (auto eos = tokenizer.eos_id()) inputs.eos_token = tokenizer.token_text(*eos);
     auto rendered = chat_template_->apply(inputs);

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "api/chat_request.h"
@@ -49,6 +50,8 @@ private:
     api::ApiResult<ChatTemplate> chat_template_;
     ChosenToolCalls tool_calls_;  // the parser chosen for this model, and the validation mode
     ReasoningSetup reasoning_;    // the reasoning parser chosen for this model (none: content only)
+    // The names the template reads past reasoning under (chat/reasoning_history.h); empty: it renders none.
+    std::vector<std::string> reasoning_keys_;
 };
 
 }  // namespace tempered

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "api/chat_request.h"
+#include "chat/reasoning_history.h"
 #include "server/chat_prompt.h"
 
 namespace tempered {
@@ -48,6 +49,32 @@ TEST(ChatPrompt, MessagesCarryRoleContentNameAndToolCalls) {
               R"({"role":"tool","content":"3","tool_call_id":"c1"}])");
     EXPECT_TRUE(inputs.tools.is_null());
     EXPECT_TRUE(inputs.extra_context.is_null());
+}
+
+TEST(ChatPrompt, PastReasoningReachesTheTemplateUnderTheNameItReads) {
+    EXPECT_EQ(reasoning_keys("{% if message.reasoning_content %}<think>{{ message.reasoning_content }}"),
+              std::vector<std::string>{"reasoning_content"});
+    EXPECT_EQ(reasoning_keys("{{ message['thinking'] }}"), std::vector<std::string>{"thinking"});
+    EXPECT_EQ(reasoning_keys("{{ m[\"reasoning\"] }}{{ m.reasoning_content }}"),
+              (std::vector<std::string>{"reasoning_content", "reasoning"}));
+    EXPECT_TRUE(reasoning_keys("{{ message.content }}").empty());
+
+    const std::string source =
+        "{% for m in messages %}{% if m.reasoning_content %}<think>{{ m.reasoning_content }}</think>{% endif %}"
+        "{{ m.content }}|{% endfor %}";
+    const auto parsed = ChatTemplate::parse(source);
+    ASSERT_TRUE(parsed.ok());
+    for (const char* field : {"reasoning_content", "reasoning"}) {
+        const api::ChatRequest request = parse(std::string(R"({"messages":[{"role":"user","content":"q"},)") +
+                                               R"({"role":"assistant","content":"a",")" + field + R"(":"because"}]})");
+        EXPECT_EQ(parsed->apply(chat_template_inputs(request, reasoning_keys(source))).value(),
+                  "q|<think>because</think>a|");
+        EXPECT_EQ(parsed->apply(chat_template_inputs(request)).value(), "q|a|");  // a template that reads none
+    }
+    auto both = api::parse_chat_request(
+        R"({"messages":[{"role":"assistant","content":"a","reasoning":"x","reasoning_content":"y"}]})");
+    ASSERT_FALSE(both);
+    EXPECT_EQ(both.error().param, "messages[0].reasoning");
 }
 
 }  // namespace server_chat_prompt_test
