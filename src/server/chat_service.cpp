@@ -1,19 +1,10 @@
 #include "server/chat_service.h"
 
-#include "chat/reasoning_history.h"
 #include "server/chat_passthrough.h"
-#include "server/chat_prompt.h"
 #include "server/chat_response.h"
 
 namespace tempered {
 namespace {
-
-api::ApiResult<ChatTemplate> parse_chat_template(const std::string& source) {
-    if (source.empty()) return api::invalid_request("the model has no chat template; use /v1/completions");
-    auto parsed = ChatTemplate::parse(source);
-    if (!parsed) return api::invalid_request("chat template: " + parsed.error().message, "messages");
-    return std::move(parsed).value();
-}
 
 // The parser named by the flag, or the one the chat template teaches.
 ChosenToolCalls choose_tool_calls(const ServiceSettings& settings, const std::string& chat_template) {
@@ -28,12 +19,10 @@ ChosenToolCalls choose_tool_calls(const ServiceSettings& settings, const std::st
 
 }  // namespace
 
-ChatService::ChatService(GenerationPath& path)
-    : path_(path), chat_template_(parse_chat_template(path.model().chat_template)) {
+ChatService::ChatService(GenerationPath& path) : path_(path) {
     const ServedModel& model = path_.model();
     const ServiceSettings& settings = path_.settings();
     tool_calls_ = choose_tool_calls(settings, model.chat_template);
-    reasoning_keys_ = reasoning_keys(model.chat_template);
     const std::string parser_flag = " (--tool-call-parser " + settings.tool_calls.parser + ")";
     if (tool_calls_.family)
         path_.log().info("tool calls: read with the " + std::string(toolcalls::family_name(*tool_calls_.family)) +
@@ -48,24 +37,13 @@ ChatService::ChatService(GenerationPath& path)
         path_.log().info(passthrough_note());
         return;
     }
-    if (!chat_template_ && !model.chat_template.empty())
-        path_.log().info("chat requests will be refused: " + chat_template_.error().message);
+    if (!path_.chat_renderer().refusal().empty() && !model.chat_template.empty())
+        path_.log().info("chat requests will be refused: " + path_.chat_renderer().refusal());
 }
 
 void ChatService::register_routes(GuardedRoutes& routes) {
     add_route(routes, "POST", "/v1/chat/completions",
               [this](const http::HttpRequest& request) { return chat(request); });
-}
-
-api::ApiResult<std::vector<int32_t>> ChatService::chat_prompt(const api::ChatRequest& request) const {
-    if (!chat_template_) return chat_template_.error();
-    const Tokenizer& tokenizer = path_.model().tokenizer;
-    ChatTemplateInputs inputs = chat_template_inputs(request, reasoning_keys_);
-    if (auto bos = tokenizer.bos_id()) inputs.bos_token = tokenizer.token_text(*bos);
-    if (auto eos = tokenizer.eos_id()) inputs.eos_token = tokenizer.token_text(*eos);
-    auto rendered = chat_template_->apply(inputs);
-    if (!rendered) return api::invalid_request("chat template: " + rendered.error().message, "messages");
-    return tokenizer.encode_chat(*rendered);
 }
 
 api::ApiResult<std::optional<ToolCallSetup>> ChatService::checked_tool_calls(const api::ChatRequest& request) const {
@@ -99,7 +77,7 @@ http::HttpResponse ChatService::chat(const http::HttpRequest& http_request) {
     auto tool_calls = checked_tool_calls(request);
     if (!tool_calls) return api::to_http_response(tool_calls.error());
     if (path_.settings().passthrough_chat) return passthrough(http_request, request, std::move(*tool_calls), received);
-    auto prompt = chat_prompt(request);
+    auto prompt = path_.chat_renderer().render(request);
     if (!prompt) return api::to_http_response(prompt.error());
 
     const std::optional<std::string> client = path_.client_of(http_request);

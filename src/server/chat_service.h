@@ -43,15 +43,10 @@ private:
                                                    const ResolvedSampling& sampling,
                                                    const std::optional<ToolCallSetup>& tools);
     // The messages through the chat template, tokenized.
-    api::ApiResult<std::vector<int32_t>> chat_prompt(const api::ChatRequest& request) const;
 
     GenerationPath& path_;
-    // Parsed once, here, not per request; the error a chat request gets when there is none to use.
-    api::ApiResult<ChatTemplate> chat_template_;
     ChosenToolCalls tool_calls_;  // the parser chosen for this model, and the validation mode
     ReasoningSetup reasoning_;    // the reasoning parser chosen for this model (none: content only)
-    // The names the template reads past reasoning under (chat/reasoning_history.h); empty: it renders none.
-    std::vector<std::string> reasoning_keys_;
 };
 
 }  // namespace tempered

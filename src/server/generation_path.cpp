@@ -38,6 +38,7 @@ GenerationPath::GenerationPath(ServedModel model, Generator& generator, ServingM
       settings_(std::move(settings)),
       system_fingerprint_("tempered-" + settings_.served_model_name),
       structured_output_(model_.tokenizer, model_.config.vocab_size),
+      chat_renderer_(model_.tokenizer, model_.chat_template),
       dry_breakers_(dry_vocabulary(model_.tokenizer)) {}
 
 ResolvedSampling GenerationPath::resolve(const api::GenerationRequest& generation,

@@ -20,6 +20,7 @@
 #include "engine/generator.h"
 #include "http/http_types.h"
 #include "sampling/sampling_resolution.h"
+#include "server/chat_renderer.h"
 #include "server/chat_tool_calls.h"
 #include "server/dry_breaker_cache.h"
 #include "server/generation_loop.h"
@@ -47,6 +48,7 @@ public:
     ServingMetrics& metrics() const { return metrics_; }
     RequestLog& log() const { return log_; }
     const std::string& system_fingerprint() const { return system_fingerprint_; }
+    const ChatRenderer& chat_renderer() const { return chat_renderer_; }
 
     // Draining: /health answers 503 and new generation requests are refused.
     void begin_drain() { draining_ = true; }
@@ -106,6 +108,7 @@ private:
     ServiceSettings settings_;
     std::string system_fingerprint_;
     StructuredOutput structured_output_;
+    ChatRenderer chat_renderer_;
     mutable DryBreakerCache dry_breakers_;  // filled as requests name lists; generation_options() is const
     std::atomic<bool> draining_{false};
 };

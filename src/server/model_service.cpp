@@ -4,6 +4,17 @@
 #include "api/json_fields.h"
 
 namespace tempered {
+namespace {
+
+// A boolean field of the body, or `fallback` when absent.
+api::ApiResult<bool> flag_or(const api::Json& body, const char* name, bool fallback) {
+    const api::Json* flag = api::find_field(body, name);
+    if (!flag || flag->is_null()) return fallback;
+    if (!flag->is_boolean()) return api::invalid_request(std::string("'") + name + "' must be a boolean", name);
+    return flag->get<bool>();
+}
+
+}  // namespace
 
 void ModelService::register_routes(GuardedRoutes& routes) {
     add_route(routes, "GET", "/v1/models", [this](const http::HttpRequest& request) { return models(request); });
@@ -40,20 +51,35 @@ http::HttpResponse ModelService::tokenize(const http::HttpRequest& request) cons
     const ServedModel& served = path_.model();
     auto body = api::parse_json_object(request.body);
     if (!body) return api::to_http_response(body.error());
+    if (api::find_field(*body, "messages")) return tokenize_messages(*body);
     const api::Json* text = api::find_field(*body, "prompt");
     if (!text) text = api::find_field(*body, "content");  // llama.cpp's name for it
     if (!text || !text->is_string())
-        return api::to_http_response(api::invalid_request("'prompt' must be a string", "prompt"));
-    bool add_special = true;
-    if (const api::Json* flag = api::find_field(*body, "add_special_tokens")) {
-        if (!flag->is_boolean())
-            return api::to_http_response(
-                api::invalid_request("'add_special_tokens' must be a boolean", "add_special_tokens"));
-        add_special = flag->get<bool>();
-    }
-    const auto tokens = served.tokenizer.encode(text->get<std::string>(), add_special, /*parse_special=*/true);
+        return api::to_http_response(api::invalid_request("'prompt' (or 'messages') must be a string", "prompt"));
+    auto add_special = flag_or(*body, "add_special_tokens", true);
+    if (!add_special) return api::to_http_response(add_special.error());
+    const auto tokens = served.tokenizer.encode(text->get<std::string>(), *add_special, /*parse_special=*/true);
+    return tokens_response(tokens);
+}
+
+// vLLM's form: a chat request's messages (with tools, chat_template_kwargs) through the chat template, as the
+// chat endpoint renders them (add_generation_prompt, true by default, as vLLM's).
+http::HttpResponse ModelService::tokenize_messages(const api::Json& body) const {
+    auto add_generation_prompt = flag_or(body, "add_generation_prompt", true);
+    if (!add_generation_prompt) return api::to_http_response(add_generation_prompt.error());
+    api::Json chat = body;
+    chat.erase("add_generation_prompt");
+    chat.erase("add_special_tokens");
+    auto request = api::parse_chat_request(chat.dump());
+    if (!request) return api::to_http_response(request.error());
+    auto tokens = path_.chat_renderer().render(*request, *add_generation_prompt);
+    if (!tokens) return api::to_http_response(tokens.error());
+    return tokens_response(*tokens);
+}
+
+http::HttpResponse ModelService::tokens_response(const std::vector<int32_t>& tokens) const {
     return json_response(
-        {{"tokens", tokens}, {"count", tokens.size()}, {"max_model_len", served.config.context_length}});
+        {{"tokens", tokens}, {"count", tokens.size()}, {"max_model_len", path_.model().config.context_length}});
 }
 
 http::HttpResponse ModelService::detokenize(const http::HttpRequest& request) const {

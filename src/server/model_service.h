@@ -1,5 +1,6 @@
 // What a client asks about the served model: /v1/models (its card, with the sampling defaults) and
-// /v1/models/{model}; /tokenize and /detokenize with its tokenizer.
+// /v1/models/{model}; /tokenize (text, or as vLLM a chat request's messages through the chat template) and
+// /detokenize with its tokenizer.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -22,6 +23,8 @@ private:
     http::HttpResponse models(const http::HttpRequest& request) const;
     http::HttpResponse model(const http::HttpRequest& request) const;
     http::HttpResponse tokenize(const http::HttpRequest& request) const;
+    http::HttpResponse tokenize_messages(const api::Json& body) const;
+    http::HttpResponse tokens_response(const std::vector<int32_t>& tokens) const;
     http::HttpResponse detokenize(const http::HttpRequest& request) const;
 
     const GenerationPath& path_;

@@ -171,6 +171,21 @@ def test_tokenize_count_matches_usage(sdk, http):
     assert completion.usage.prompt_tokens == tokens["count"]
 
 
+def test_tokenize_messages_is_the_chat_prompt(http):
+    """vLLM's /tokenize with messages: the chat template's ids, the chat endpoint's prompt exactly (its
+    prompt_tokens); without the generation prompt, the assistant's header is left off the end."""
+    messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Name a colour."}]
+    tokens = http.post("/tokenize", json={"messages": messages}).json()
+    chat = http.post("/v1/chat/completions", json=chat_body(max_tokens=1, temperature=0, messages=messages)).json()
+    assert tokens["count"] == chat["usage"]["prompt_tokens"] == len(tokens["tokens"])
+    bare = http.post("/tokenize", json={"messages": messages, "add_generation_prompt": False}).json()
+    assert bare["tokens"] == tokens["tokens"][:bare["count"]] and bare["count"] < tokens["count"]
+    tail = http.post("/detokenize", json={"tokens": tokens["tokens"][bare["count"]:]}).json()["prompt"]
+    assert "assistant" in tail, tail
+    bad = http.post("/tokenize", json={"messages": [{"role": "wizard", "content": "x"}]})
+    assert bad.status_code == 400 and bad.json()["error"]["param"] == "messages[0].role"
+
+
 REQUEST_ID_CASES = {
     "chat-200": ("POST", "/v1/chat/completions", chat_body(max_tokens=2), 200),
     "chat-stream-200": ("POST", "/v1/chat/completions", chat_body(max_tokens=2, stream=True), 200),
