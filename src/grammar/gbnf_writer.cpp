@@ -17,13 +17,13 @@ bool is_plain(uint32_t code_point) {
     return true;
 }
 
-// One character as GBNF writes it inside a literal or a class: escaped unless plain.
+// One character as GBNF writes it inside a literal or a class: escaped unless plain, always with a fixed number
+// of hex digits.
 std::string written_char(uint32_t code_point) {
     if (is_plain(code_point)) return std::string(1, static_cast<char>(code_point));
     char buffer[16];
-    if (code_point < 0x80) {
-        std::snprintf(buffer, sizeof buffer, "\\x%02X", code_point);
-    } else if (code_point < 0x10000) {
+    // \u and \U, never \x: xgrammar (vLLM's, SGLang's) reads \x greedily ("\x22c" would be U+022C).
+    if (code_point < 0x10000) {
         std::snprintf(buffer, sizeof buffer, "\\u%04X", code_point);
     } else {
         std::snprintf(buffer, sizeof buffer, "\\U%08X", code_point);

@@ -37,9 +37,11 @@ std::vector<int32_t> TextPieces::push(std::string_view text) {
         const Kind next = kind_of(c);
         const Kind current = piece_kind(pending_);
         // A piece continues while a word goes on, line ends go on, or only spaces came so far.
+        // A run of one punctuation character ("------", "...") is one piece, as a tokenizer keeps it one token.
         const bool continues = pending_.empty() || (current == Kind::Space && next != Kind::LineEnd) ||
                                (current == Kind::Word && next == Kind::Word) ||
-                               (current == Kind::LineEnd && next == Kind::LineEnd);
+                               (current == Kind::LineEnd && next == Kind::LineEnd) ||
+                               (current == Kind::Other && c == pending_.back());
         if (!continues) {
             ids.push_back(text_piece_id(pending_));
             pending_.clear();

@@ -211,7 +211,7 @@ def test_qwen_response_format_goes_to_llama_server_as_gbnf(qwen_llama_server):
             choice = response.json()["choices"][0]
             assert choice["finish_reason"] == "stop", choice
             jsonschema.validate(json.loads(choice["message"]["content"]), schema)
-    assert any('\\x22city\\x22' in grammar for grammar in sent_grammars(qwen_llama_server))
+    assert any('\\u0022city\\u0022' in grammar for grammar in sent_grammars(qwen_llama_server))
 
 
 def test_qwen_the_schema_corpus_as_gbnf_is_taken_by_llama_server(qwen_llama_server):

@@ -148,9 +148,9 @@ TEST(Gbnf, WritesReadableLiteralsAndClasses) {
     const auto text = write_gbnf(grammar);
     ASSERT_TRUE(text);
     EXPECT_NE(text->find("root ::="), std::string::npos) << *text;
-    EXPECT_NE(text->find("\"\\x22a b\\x22\""), std::string::npos) << *text;
+    EXPECT_NE(text->find("\"\\u0022a b\\u0022\""), std::string::npos) << *text;
     const Grammar keys = testing::schema_grammar(R"({"enum": ["get_weather-[x]"]})");
-    EXPECT_NE(write_gbnf(keys)->find("get_weather\\x2D\\x5Bx\\x5D"), std::string::npos) << *write_gbnf(keys);
+    EXPECT_NE(write_gbnf(keys)->find("get_weather\\u002D\\u005Bx\\u005D"), std::string::npos) << *write_gbnf(keys);
     EXPECT_NE(text->find("\\u00E9"), std::string::npos) << *text;
 }
 

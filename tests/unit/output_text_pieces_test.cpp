@@ -31,8 +31,14 @@ TEST(TextPieces, WordsKeepTheirLeadingSpacesAndPunctuationStandsAlone) {
               ids_of({"The", " capital", ",", " is", "  Paris", ".", "\n\n", "73", ".", " to"}));
 }
 
+TEST(TextPieces, ARunOfOnePunctuationCharacterIsOnePiece) {
+    // A markdown table's rule is a few pieces, as it is a few tokens: not a period-1 loop of "-".
+    EXPECT_EQ(cut({"|------|---|\n..."}), ids_of({"|", "------", "|", "---", "|", "\n", "..."}));
+    EXPECT_EQ(cut({"a--", "-b"}), ids_of({"a", "---", "b"}));
+}
+
 TEST(TextPieces, ChunkBoundariesDoNotChangeThePieces) {
-    const std::string text = "la Femme, la Femme, la Fem\xC3\xA9me</div></div>\n";
+    const std::string text = "la Femme, la Femme, la Fem\xC3\xA9me</div></div>\n|---|---|...";
     const std::vector<int32_t> whole = cut({text});
     for (size_t split = 1; split < text.size(); ++split)
         EXPECT_EQ(cut({text.substr(0, split), text.substr(split)}), whole) << split;
