@@ -1,10 +1,10 @@
 // Streamed text cut into pieces without a tokenizer, for the loop guard over another engine's chat answer
 // (upstream passthrough, where the front sees text, never token ids). A piece is a word (a run of letters,
 // digits and non-ASCII bytes) with the spaces before it, or a run of one other character with the spaces before
-// it ("|", " ------", "..."), or a run of line ends; each piece becomes an id (FNV-1a of its bytes, 31 bits) that the repetition detector reads
-// as it reads token ids. A word is held back until what follows shows it is whole: a chunk may end mid-word.
-// Pieces are coarser than tokens (one per word where a tokenizer often has one too) and blind to a loop
-// inside a word; bench/results records how the guard's recall over pieces compares with its recall over tokens.
+// it ("|", " ------", "..."), or a run of line ends; each piece becomes an id (FNV-1a of its bytes, 31 bits) that the
+// repetition detector reads as it reads token ids. A word is held back until what follows shows it is whole: a chunk
+// may end mid-word. Pieces are coarser than tokens (one per word where a tokenizer often has one too) and blind to a
+// loop inside a word; bench/results records how the guard's recall over pieces compares with its recall over tokens.
 #pragma once
 
 #include <cstdint>
