@@ -108,13 +108,14 @@ struct ServeOptions {
     bool upstream_chat = false;    // chat requests pass through to the upstream's /v1/chat/completions
 };
 
-// --upstream and its flags: the generator that drives the upstream, its model named in the log (never
+// --upstream and its flags, resolved (the model name it is sent, its kind), its model named in the log (never
 // its key). An error names the flag or says why the upstream could not be asked for its model.
-Result<std::unique_ptr<upstream::UpstreamGenerator>> start_upstream(const ServeOptions& options,
-                                                                    const Tokenizer& tokenizer,
-                                                                    EngineObserver& observer,
-                                                                    upstream::UpstreamMetrics& metrics,
-                                                                    RequestLog& log) {
+struct ResolvedUpstream {
+    upstream::UpstreamSettings settings;
+    upstream::UpstreamAddress address;
+};
+
+Result<ResolvedUpstream> resolve_upstream(const ServeOptions& options, RequestLog& log) {
     auto address = upstream::parse_upstream_url(options.upstream);
     if (!address) return address.error();
     if (!options.upstream_ca_file.empty() && !std::filesystem::is_regular_file(options.upstream_ca_file))
@@ -146,8 +147,15 @@ Result<std::unique_ptr<upstream::UpstreamGenerator>> start_upstream(const ServeO
     log.info("upstream: " + address->scheme_host_port + address->path_prefix + ", model " + settings.model + ", kind " +
              upstream::upstream_kind_name(settings.kind) + (options.upstream_kind == "auto" ? " (detected)" : "") +
              (settings.api_key.empty() ? "" : ", with an API key"));
-    return std::make_unique<upstream::UpstreamGenerator>(std::move(settings), std::move(*address), tokenizer, &observer,
-                                                         &metrics);
+    return ResolvedUpstream{std::move(settings), std::move(*address)};
+}
+
+// A passthrough front without --model: no file, no template, a stand-in tokenizer (server/service_settings.h's
+// ServedModel::has_model says what that leaves out).
+std::unique_ptr<LoadedModel> no_model_bundle() {
+    auto bundle = std::make_unique<LoadedModel>();
+    bundle->tokenizer = std::make_unique<Tokenizer>(Tokenizer::bytes_only());
+    return bundle;
 }
 
 // The slow-client flags checked and put into the HTTP server's options; an error names the flag.
@@ -277,7 +285,7 @@ Result<std::unique_ptr<KvBlockPool>> create_kv_pool(const ServeOptions& options,
 // The services' settings from the flags, the config file and the model; what was chosen is logged.
 Result<ServiceSettings> service_settings(const ServeOptions& options, const LoadedModel& bundle,
                                          const AccessControl& access, RequestLog& log) {
-    auto sampling = load_sampling_settings(options.sampling, *bundle.file);
+    auto sampling = load_sampling_settings(options.sampling, bundle.file.get());
     if (!sampling) return sampling.error();
     ServiceSettings settings;
     settings.served_model_name =
@@ -339,15 +347,23 @@ int serve(const ServeOptions& options) {
     const bool upstream_mode = !options.upstream.empty();
     if (upstream_mode && options.disaggregation_mode != "null")
         return fail(Error{"--disaggregation-mode needs our own engine; with --upstream, disaggregate upstream"});
-    // The default model's tokenizer and template would render another model's prompts wrongly.
-    if (upstream_mode && !options.model_given)
-        return fail(
-            Error{"--upstream needs --model naming the upstream model's GGUF (the front reads its tokenizer "
-                  "and chat template, not its weights); a front without one is not supported yet"});
-    log.info(upstream_mode ? "loading the tokenizer and chat template of " + options.model + " (upstream mode)"
-                           : "loading " + options.model);
-    auto loaded = load_model_bundle(options.model, options.threads,
-                                    upstream_mode ? ModelParts::Tokenizer : ModelParts::Everything);
+    // An upstream front without --model passes chat through with no model of its own (no_model_bundle): the
+    // default model's tokenizer and template would render another model's prompts wrongly.
+    const bool own_model = !upstream_mode || options.model_given;
+    if (!own_model && !options.chat_template_file.empty())
+        return fail(Error{"--chat-template needs --model (the template's tokens are the model's)"});
+    std::optional<ResolvedUpstream> upstream_target;
+    if (upstream_mode) {
+        auto resolved = resolve_upstream(options, log);
+        if (!resolved) return fail(resolved.error());
+        upstream_target = std::move(resolved).value();
+    }
+    log.info(!own_model      ? std::string("no --model: chat requests pass through to the upstream")
+             : upstream_mode ? "loading the tokenizer and chat template of " + options.model + " (upstream mode)"
+                             : "loading " + options.model);
+    auto loaded = own_model ? load_model_bundle(options.model, options.threads,
+                                                upstream_mode ? ModelParts::Tokenizer : ModelParts::Everything)
+                            : Result<std::unique_ptr<LoadedModel>>(no_model_bundle());
     if (!loaded) return fail(loaded.error());
     LoadedModel& bundle = **loaded;
     auto template_note = choose_chat_template(bundle, options.chat_template_file);
@@ -361,6 +377,7 @@ int serve(const ServeOptions& options) {
     const KvCacheShape shape = upstream_mode ? KvCacheShape{} : kv_cache_shape(config, *kv_type, options.block_size);
     auto settings = service_settings(options, bundle, access, log);
     if (!settings) return fail(settings.error());
+    if (!own_model && options.served_model_name.empty()) settings->served_model_name = upstream_target->settings.model;
     // Passthrough (server/chat_passthrough.h): asked for, or the only way when the model has no template.
     settings->passthrough_chat = upstream_mode && (options.upstream_chat || bundle.chat_template.empty());
     if (settings->passthrough_chat && settings->degeneration.guard.action == DegenerationAction::Resample)
@@ -393,14 +410,14 @@ int serve(const ServeOptions& options) {
         generator = std::make_unique<Engine>(*bundle.model, *bundle.tokenizer, *kv, engine_options, &metrics);
     } else {
         upstream_metrics = std::make_unique<upstream::UpstreamMetrics>(metrics.registry());
-        auto upstream = start_upstream(options, *bundle.tokenizer, metrics, *upstream_metrics, log);
-        if (!upstream) return fail(upstream.error());
-        generator = std::move(upstream).value();
+        generator = std::make_unique<upstream::UpstreamGenerator>(std::move(upstream_target->settings),
+                                                                  std::move(upstream_target->address),
+                                                                  *bundle.tokenizer, &metrics, upstream_metrics.get());
     }
     Generator& engine = *generator;
     metrics.watch_engine([&engine] { return engine.stats(); });
     // The endpoint services, each over the one generation path.
-    GenerationPath path({*bundle.tokenizer, config, bundle.path, bundle.chat_template}, engine, metrics, log,
+    GenerationPath path({*bundle.tokenizer, config, bundle.path, bundle.chat_template, own_model}, engine, metrics, log,
                         *settings);
     ChatService chat(path);
     CompletionService completions(path);

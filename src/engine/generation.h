@@ -54,6 +54,8 @@ struct GenerationOptions {
     // side). At most one of them; both empty when one server does everything.
     std::shared_ptr<KvImport> kv_import;
     std::shared_ptr<KvExport> kv_export;
+    // Passthrough: max_tokens when neither the request nor a limit set one (the upstream's own default stands).
+    static constexpr int64_t kUpstreamDecides = INT64_MAX;
     // Upstream passthrough (upstream/upstream_generator.h): the chat request's own fields (messages, tools, ...)
     // as JSON text, for an upstream that renders the conversation itself; `prompt` is then empty. Our engine
     // never gets one (only an upstream front builds it).

@@ -48,7 +48,7 @@ void ChatService::register_routes(GuardedRoutes& routes) {
 
 api::ApiResult<std::optional<ToolCallSetup>> ChatService::checked_tool_calls(const api::ChatRequest& request) const {
     if (auto error = path_.check_model(request.generation.model)) return *error;
-    if (auto error = api::validate_chat_request(request, {path_.model().tokenizer.vocab_size()})) return *error;
+    if (auto error = api::validate_chat_request(request, path_.request_limits())) return *error;
     return tool_call_setup(request, tool_calls_);
 }
 

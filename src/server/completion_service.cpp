@@ -16,7 +16,8 @@ void CompletionService::register_routes(GuardedRoutes& routes) {
 
 std::optional<api::ApiError> CompletionService::check_completion_request(const api::CompletionRequest& request) const {
     if (auto error = path_.check_model(request.generation.model)) return error;
-    if (auto error = api::validate_completion_request(request, {path_.model().tokenizer.vocab_size()})) return error;
+    if (auto error = path_.needs_own_model("/v1/completions")) return error;
+    if (auto error = api::validate_completion_request(request, path_.request_limits())) return error;
     if (request.echo && request.logprobs)
         return api::invalid_request("echo together with logprobs (prompt log-probabilities) is not supported", "echo");
     return std::nullopt;

@@ -60,6 +60,17 @@ std::optional<api::ApiError> GenerationPath::check_model(const std::string& requ
     return std::nullopt;
 }
 
+std::optional<api::ApiError> GenerationPath::needs_own_model(const std::string& what) const {
+    if (model_.has_model) return std::nullopt;
+    return api::invalid_request(what +
+                                " needs the model's own tokenizer, and this server fronts an upstream "
+                                "without one (serve with --model naming the upstream model's GGUF)");
+}
+
+api::ModelLimits GenerationPath::request_limits() const {
+    return {model_.has_model ? model_.tokenizer.vocab_size() : INT32_MAX};
+}
+
 api::ApiResult<GenerationOptions> GenerationPath::generation_options(const api::GenerationRequest& generation,
                                                                      std::vector<int32_t> prompt, int top_logprobs,
                                                                      const ResolvedSampling& sampling,
@@ -83,7 +94,7 @@ api::ApiResult<GenerationOptions> GenerationPath::generation_options(const api::
 
 api::ApiResult<GenerationOptions> GenerationPath::passthrough_options(const api::GenerationRequest& generation,
                                                                       const ResolvedSampling& sampling) const {
-    auto max_tokens = choice_max_tokens(settings_.limits, generation, model_.config.context_length, 1);
+    auto max_tokens = choice_max_tokens(settings_.limits, generation, GenerationOptions::kUpstreamDecides, 1);
     if (!max_tokens) return max_tokens.error();
     return filled_options(generation, {}, *max_tokens, -1, sampling);
 }

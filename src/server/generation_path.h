@@ -60,6 +60,10 @@ public:
     std::optional<std::string> client_of(const http::HttpRequest& request) const;
     // Checks the model name, and that the server is not draining.
     std::optional<api::ApiError> check_model(const std::string& requested) const;
+    // A passthrough front without a model of its own (ServedModel::has_model): `what` needs one, as a 400.
+    std::optional<api::ApiError> needs_own_model(const std::string& what) const;
+    // The token ids a request may name (logit_bias); any, when the ids are the upstream's to check.
+    api::ModelLimits request_limits() const;
     // Checks the prompt and max_tokens against the limits and the context; fills the engine's options.
     api::ApiResult<GenerationOptions> generation_options(const api::GenerationRequest& generation,
                                                          std::vector<int32_t> prompt, int top_logprobs,
@@ -67,7 +71,7 @@ public:
                                                          std::optional<int64_t> default_max_tokens,
                                                          size_t prompts = 1) const;
     // Passthrough (chat_passthrough.h): the same options with no prompt here (the upstream renders it), so no
-    // prompt or context checks; max_tokens as the request says, else the model's context.
+    // prompt or context checks; max_tokens as the request or a limit says, else the upstream's own default.
     api::ApiResult<GenerationOptions> passthrough_options(const api::GenerationRequest& generation,
                                                           const ResolvedSampling& sampling) const;
     api::ApiResult<std::shared_ptr<GenerationStream>> submit(GenerationOptions options);

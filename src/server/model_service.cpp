@@ -26,13 +26,15 @@ void ModelService::register_routes(GuardedRoutes& routes) {
 nlohmann::json ModelService::model_card() const {
     const ServedModel& served = path_.model();
     const ServiceSettings& settings = path_.settings();
-    return {{"id", settings.served_model_name},
-            {"object", "model"},
-            {"created", settings.created},
-            {"owned_by", "tempered"},
-            {"max_model_len", served.config.context_length},
-            {"kv_cache_dtype", settings.kv_cache_dtype},
-            {"sampling_defaults", describe_sampling_defaults(settings.sampling)}};
+    nlohmann::json card = {{"id", settings.served_model_name},
+                           {"object", "model"},
+                           {"created", settings.created},
+                           {"owned_by", "tempered"},
+                           {"max_model_len", served.config.context_length},
+                           {"kv_cache_dtype", settings.kv_cache_dtype},
+                           {"sampling_defaults", describe_sampling_defaults(settings.sampling)}};
+    if (!served.has_model) card.erase("max_model_len");  // the upstream's to say
+    return card;
 }
 
 http::HttpResponse ModelService::models(const http::HttpRequest&) const {
@@ -49,6 +51,7 @@ http::HttpResponse ModelService::model(const http::HttpRequest& request) const {
 
 http::HttpResponse ModelService::tokenize(const http::HttpRequest& request) const {
     const ServedModel& served = path_.model();
+    if (auto error = path_.needs_own_model("/tokenize")) return api::to_http_response(*error);
     auto body = api::parse_json_object(request.body);
     if (!body) return api::to_http_response(body.error());
     if (api::find_field(*body, "messages")) return tokenize_messages(*body);
@@ -84,6 +87,7 @@ http::HttpResponse ModelService::tokens_response(const std::vector<int32_t>& tok
 
 http::HttpResponse ModelService::detokenize(const http::HttpRequest& request) const {
     const ServedModel& served = path_.model();
+    if (auto error = path_.needs_own_model("/detokenize")) return api::to_http_response(*error);
     auto body = api::parse_json_object(request.body);
     if (!body) return api::to_http_response(body.error());
     const api::Json* tokens = api::find_field(*body, "tokens");

@@ -24,6 +24,9 @@ struct ServedModel {
     const ModelConfig& config;
     std::string path;           // for /server_info
     std::string chat_template;  // "" when the file has none
+    // False for a passthrough front without --model: its tokenizer is a stand-in (Tokenizer::bytes_only), so
+    // what needs the model's own (completions, /tokenize, token ids) is refused.
+    bool has_model = true;
 };
 
 struct ServiceSettings {

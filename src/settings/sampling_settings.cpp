@@ -14,7 +14,7 @@ Result<nlohmann::json> parse_json_flag(const std::string& text, const std::strin
 
 }  // namespace
 
-Result<SamplingSettings> load_sampling_settings(const SamplingFlags& flags, const GgufFile& model_file) {
+Result<SamplingSettings> load_sampling_settings(const SamplingFlags& flags, const GgufFile* model_file) {
     SamplingFlags merged = flags;
     nlohmann::json preferred_object, policy_object;
     std::string tool_call_parser, tool_call_validation;
@@ -77,8 +77,10 @@ Result<SamplingSettings> load_sampling_settings(const SamplingFlags& flags, cons
         if (!policy) return policy.error();
         settings.config.policy = *policy;
     }
-    if (merged.defaults_mode == "model") {
-        auto model = load_model_sampling_defaults(model_file, merged.generation_config);
+    if (merged.defaults_mode == "model" && !model_file) {
+        settings.notes.push_back("no model of its own: the operator's values, then OpenAI's defaults");
+    } else if (merged.defaults_mode == "model") {
+        auto model = load_model_sampling_defaults(*model_file, merged.generation_config);
         if (!model) return model.error();
         settings.config.model = model->values;
         for (const auto& origin : model->origins) settings.notes.push_back("model sampling defaults from " + origin);

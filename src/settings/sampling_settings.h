@@ -31,6 +31,7 @@ struct SamplingSettings {
     std::optional<nlohmann::json> degeneration_guard;
 };
 
-Result<SamplingSettings> load_sampling_settings(const SamplingFlags& flags, const GgufFile& model_file);
+// `model_file` null: no model of its own (a passthrough front without --model), so no model defaults.
+Result<SamplingSettings> load_sampling_settings(const SamplingFlags& flags, const GgufFile* model_file);
 
 }  // namespace tempered

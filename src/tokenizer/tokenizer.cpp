@@ -124,6 +124,21 @@ Result<Tokenizer> Tokenizer::from_spec(const VocabSpec& spec) {
     return tokenizer;
 }
 
+Tokenizer Tokenizer::bytes_only() {
+    VocabSpec spec;
+    spec.model = TokenizerModel::kSentencePiece;
+    for (int byte = 0; byte < 256; ++byte) {
+        char name[8];
+        std::snprintf(name, sizeof name, "<0x%02X>", byte);
+        spec.tokens.push_back(name);
+        spec.token_types.push_back(static_cast<int32_t>(GgufTokenType::kByte));
+    }
+    spec.add_bos = false;
+    spec.add_space_prefix = false;
+    auto tokenizer = from_spec(spec);
+    return std::move(tokenizer).value();  // a fixed, valid vocabulary
+}
+
 std::string Tokenizer::piece_of(int32_t id) const {
     const uint32_t attr = vocab_.attrs[id];
     const std::string& text = vocab_.texts[id];

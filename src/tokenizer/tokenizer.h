@@ -26,6 +26,9 @@ class Tokenizer {
 public:
     static Result<Tokenizer> from_gguf(const GgufFile& file);
     static Result<Tokenizer> from_spec(const VocabSpec& spec);
+    // The 256 byte tokens and nothing else (text -> its bytes): for a front that serves no model of its own
+    // (an upstream passthrough without --model), whose requests never reach a tokenizer that matters.
+    static Tokenizer bytes_only();
 
     // `add_special_tokens`: BOS/EOS as the model's add_bos/add_eos flags say. `parse_special`: control
     // token texts in `text` (e.g. "<|im_start|>") become those tokens; user-defined tokens always do.

@@ -54,7 +54,7 @@ nlohmann::json chat_body(const GenerationOptions& options, const std::string& mo
     if (!body.is_object()) body = nlohmann::json::object();
     body["model"] = model;
     body["n"] = options.n;
-    body["max_tokens"] = options.max_tokens;
+    if (options.max_tokens != GenerationOptions::kUpstreamDecides) body["max_tokens"] = options.max_tokens;
     body["stream"] = true;
     body["stream_options"] = {{"include_usage", true}};
     if (options.min_tokens > 0) body["min_tokens"] = options.min_tokens;

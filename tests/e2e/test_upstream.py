@@ -18,8 +18,8 @@ import urllib.request
 
 import pytest
 
-from helpers import (assert_error, chat_body, completion_body, finish_reasons, first_text_chunk, model_args,
-                     model_path, running_server, stream_events, stream_text, wait_for_metric)
+from helpers import (MODEL_SHORT_NAME, assert_error, chat_body, completion_body, finish_reasons, first_text_chunk,
+                     model_args, model_path, running_server, stream_events, stream_text, wait_for_metric)
 
 PROMPTS = ["What is the capital of France?", "Write a haiku about the sea.", "List three primes.",
            "Explain recursion in one sentence.", "Say hello in Spanish.", "What is 12 times 12?",
@@ -423,13 +423,22 @@ def test_passthrough_flags_that_cannot_work_stop_the_server(upstream, args, mess
     assert message in server.log()
 
 
-def test_a_front_without_model_stops_instead_of_rendering_with_the_default_model(upstream):
+def test_a_front_without_model_passes_chat_through_and_refuses_what_needs_one(upstream, default_server):
+    """No --model: no tokenizer or template of the model's own (the default model's would render another model's
+    prompts wrongly), so chat passes through; completions and /tokenize, which need the model's tokenizer, are a
+    400 saying so; the front serves under the upstream's name."""
+    with running_server(["--upstream", upstream.base_url], name="front-no-model") as front:
+        assert "no --model: chat requests pass through to the upstream" in front.log()
+        assert front.get("/v1/models").json()["data"][0]["id"] == MODEL_SHORT_NAME
+        body = chat_body(PROMPTS[3], max_tokens=30, temperature=0)
+        assert answer(front, "/v1/chat/completions", body) == answer(default_server, "/v1/chat/completions", body)
+        for path, request in (("/v1/completions", completion_body(max_tokens=4)), ("/tokenize", {"prompt": "x"}),
+                              ("/detokenize", {"tokens": [1]})):
+            assert_error(front.post(path, request), 400, message_contains="--model")
     from helpers import Server
-    server = Server(["--upstream", upstream.base_url], name="front-no-model")
+    server = Server(["--upstream", upstream.base_url, "--chat-template", "t.jinja"], name="front-no-model-template")
     assert server.wait_exit() == 1
-    assert "--upstream needs --model" in server.log()
-
-
+    assert "--chat-template needs --model" in server.log()
 # ---- An https upstream: a TLS proxy with its own CA in front of the tempered upstream.
 
 class TlsProxy(http.server.BaseHTTPRequestHandler):

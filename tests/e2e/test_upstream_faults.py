@@ -184,3 +184,4 @@ def test_passthrough_checks_the_upstreams_tool_calls_as_under_flag(fake_upstream
         sent = FakeUpstream.bodies[-1]
         assert sent["tools"] == tools and sent["messages"][0]["content"] == "Weather in Oslo, and mail Bob."
         assert sent["temperature"] == response.json()["sampling"]["temperature"]["value"]
+        assert "max_tokens" not in sent  # the request set none: the upstream's own default, not a guess here
