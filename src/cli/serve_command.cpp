@@ -4,11 +4,13 @@
 #include <signal.h>
 #include <algorithm>
 
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "api/errors.h"
@@ -103,9 +105,10 @@ struct ServeOptions {
     std::string upstream_api_key;   // "" = TEMPERED_UPSTREAM_API_KEY, else none
     double upstream_timeout = 600;  // seconds
     std::string upstream_kind = "auto";
-    std::string upstream_ca_file;  // https: the CA its certificate is checked against; "": the system's
-    bool model_given = false;      // --model was on the command line (not the default)
-    bool upstream_chat = false;    // chat requests pass through to the upstream's /v1/chat/completions
+    std::string upstream_ca_file;       // https: the CA its certificate is checked against; "": the system's
+    std::string upstream_api_key_file;  // the key sent upstream, the file's first line
+    bool model_given = false;           // --model was on the command line (not the default)
+    bool upstream_chat = false;         // chat requests pass through to the upstream's /v1/chat/completions
 };
 
 // --upstream and its flags, resolved (the model name it is sent, its kind), its model named in the log (never
@@ -114,6 +117,22 @@ struct ResolvedUpstream {
     upstream::UpstreamSettings settings;
     upstream::UpstreamAddress address;
 };
+
+// --upstream-api-key, else --upstream-api-key-file's first line, else TEMPERED_UPSTREAM_API_KEY; "" for none.
+Result<std::string> upstream_api_key(const ServeOptions& options) {
+    if (!options.upstream_api_key.empty()) return options.upstream_api_key;
+    if (!options.upstream_api_key_file.empty()) {
+        std::ifstream file(options.upstream_api_key_file);
+        std::string key;
+        if (!file || !std::getline(file, key))
+            return Error{"--upstream-api-key-file: cannot read " + options.upstream_api_key_file};
+        while (!key.empty() && std::isspace(static_cast<unsigned char>(key.back()))) key.pop_back();
+        if (key.empty()) return Error{"--upstream-api-key-file " + options.upstream_api_key_file + ": holds no key"};
+        return key;
+    }
+    const char* from_environment = std::getenv("TEMPERED_UPSTREAM_API_KEY");
+    return std::string(from_environment ? from_environment : "");
+}
 
 Result<ResolvedUpstream> resolve_upstream(const ServeOptions& options, RequestLog& log) {
     auto address = upstream::parse_upstream_url(options.upstream);
@@ -125,9 +144,9 @@ Result<ResolvedUpstream> resolve_upstream(const ServeOptions& options, RequestLo
         return Error{"--upstream-timeout must be in [1, 86400] seconds"};
     upstream::UpstreamSettings settings;
     settings.url = options.upstream;
-    settings.api_key = options.upstream_api_key;
-    if (const char* key = std::getenv("TEMPERED_UPSTREAM_API_KEY"); settings.api_key.empty() && key)
-        settings.api_key = key;
+    auto key = upstream_api_key(options);
+    if (!key) return key.error();
+    settings.api_key = std::move(key).value();
     settings.timeout = std::chrono::seconds(static_cast<int64_t>(options.upstream_timeout));
     settings.max_running = options.max_running + options.max_queued;
     settings.model = options.upstream_model;
@@ -493,6 +512,8 @@ void add_serve_command(CLI::App& app, int& exit_code) {
         ->add_option("--upstream-timeout", options->upstream_timeout,
                      "seconds to connect to the upstream, and the longest wait for its next bytes")
         ->capture_default_str();
+    command->add_option("--upstream-api-key-file", options->upstream_api_key_file,
+                        "a file whose first line is the key sent upstream; never logged");
     command->add_option("--upstream-ca-file", options->upstream_ca_file,
                         "a PEM file of the CA that signed an https upstream's certificate (default: the system's)");
     command->add_flag("--upstream-chat", options->upstream_chat,

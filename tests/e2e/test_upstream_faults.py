@@ -36,6 +36,7 @@ class FakeUpstream(http.server.BaseHTTPRequestHandler):
     fault = "malformed"
     token_ids = []  # "ignores_grammar": the ids it answers with, whatever grammar it was sent
     bodies = []
+    authorizations = []
 
     def log_message(self, *args):
         pass
@@ -59,6 +60,7 @@ class FakeUpstream(http.server.BaseHTTPRequestHandler):
 
     def do_POST(self):
         FakeUpstream.bodies.append(json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0)))))
+        FakeUpstream.authorizations.append(self.headers.get("Authorization"))
         fault = FakeUpstream.fault
         if fault == "rate_limited":
             return self.reply(429, {"error": {"message": "slow down", "type": "rate_limit_error"}},
@@ -164,12 +166,15 @@ def test_an_upstream_that_ignores_the_grammar_is_caught_on_the_front(fake_upstre
         assert front.metrics().require("tempered:upstream_requests_running") == 0
 
 
-def test_passthrough_checks_the_upstreams_tool_calls_as_under_flag(fake_upstream):
+def test_passthrough_checks_the_upstreams_tool_calls_as_under_flag(fake_upstream, tmp_path):
     """Passthrough: the upstream parses the calls; the front still returns only declared, valid ones and reports
     the rest, with the upstream's usage."""
     tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {
         "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
-    with running_server(model_args() + ["--upstream", fake_upstream, "--upstream-kind", "openai", "--upstream-chat"],
+    key_file = tmp_path / "upstream.key"
+    key_file.write_text("sk-upstream-secret\n")
+    with running_server(model_args() + ["--upstream", fake_upstream, "--upstream-kind", "openai", "--upstream-chat",
+                                        "--upstream-api-key-file", str(key_file)],
                         name="front-passthrough-calls") as front:
         FakeUpstream.fault = "chat_tool_calls"
         FakeUpstream.bodies.clear()
@@ -185,3 +190,5 @@ def test_passthrough_checks_the_upstreams_tool_calls_as_under_flag(fake_upstream
         assert sent["tools"] == tools and sent["messages"][0]["content"] == "Weather in Oslo, and mail Bob."
         assert sent["temperature"] == response.json()["sampling"]["temperature"]["value"]
         assert "max_tokens" not in sent  # the request set none: the upstream's own default, not a guess here
+        assert FakeUpstream.authorizations[-1] == "Bearer sk-upstream-secret"  # --upstream-api-key-file
+        assert "sk-upstream-secret" not in front.log()
