@@ -36,6 +36,8 @@ std::optional<Unsupported> unsupported_by_upstream(const GenerationOptions& opti
         return Unsupported{"logprobs",
                            "logprobs of a reasoning model's answers are not available in upstream mode "
                            "yet: the tokens of a forced end of reasoning would have none"};
+    if (options.min_tokens > 0 && capabilities.llamacpp_native)
+        return Unsupported{"min_tokens", "llama-server takes no min_tokens, so it cannot be applied upstream"};
     if (options.constraint && !options.tool_calls && !capabilities.grammar)
         return Unsupported{"response_format",
                            "this upstream takes no grammar, so response_format cannot be applied; see --upstream-kind"};

@@ -96,6 +96,15 @@ def test_an_omitted_temperature_reaches_llama_server_as_the_fronts_value(front, 
     assert any(abs(p["temperature"] - sent) < 1e-6 for p in params), (sent, json.dumps(params)[:2000])
 
 
+def test_n_choices_come_back_and_min_tokens_is_refused_naming_it(front):
+    body = {"messages": [{"role": "user", "content": "Name a colour."}], "temperature": 0.9, "seed": 3, "n": 2,
+            "max_tokens": 12}
+    choices = front.post("/v1/chat/completions", body).json()["choices"]
+    assert [c["index"] for c in choices] == [0, 1] and all(c["message"]["content"] for c in choices)
+    response = front.post("/v1/chat/completions", dict(body, min_tokens=4))
+    assert response.status_code == 400 and response.json()["error"]["param"] == "min_tokens", response.text
+
+
 def test_the_guard_flags_and_stops_llama_servers_loop(front, llama_server):
     flagged_body = loop_answer(front)
     flagged, flagged_tokens = flagged_body["choices"][0], flagged_body["usage"]["completion_tokens"]
