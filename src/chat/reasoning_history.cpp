@@ -1,5 +1,7 @@
 #include "chat/reasoning_history.h"
 
+#include <cctype>
+
 namespace tempered {
 
 std::vector<std::string> reasoning_keys(std::string_view template_source) {
