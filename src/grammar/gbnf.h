@@ -11,8 +11,10 @@
 // "literals" and [classes] (negated with ^) with \x \u \U \t \r \n \\ \" \[ \] escapes; `.` (any character);
 // ( groups ); * + ? {m} {m,} {m,n} after an item; # comments; `root` is where a sentence starts. Refused with
 // a message naming the place: undefined rules, left recursion (a rule that can reach itself before a
-// character), repetition counts over kMaxGbnfRepetition, nesting deeper than kMaxGbnfNesting, a text longer
-// than kMaxGbnfBytes, llama.cpp's token references (<[id]>, which name another vocabulary's ids).
+// character), repetition counts over kMaxGbnfRepetition, nesting deeper than kMaxGbnfNesting, more than
+// kMaxGbnfStackedRepetitions operators on one item (each nests the lowering once more), a text longer than
+// kMaxGbnfBytes, llama.cpp's token references (<[id]>, which name another vocabulary's ids). Long chains of rules
+// are fine: the matcher's closure keeps its own stack.
 #pragma once
 
 #include <cstddef>
@@ -26,7 +28,9 @@ namespace tempered::grammar {
 
 constexpr size_t kMaxGbnfBytes = 1 << 20;
 constexpr uint32_t kMaxGbnfRepetition = 2000;  // llama.cpp's own bound
-constexpr int kMaxGbnfNesting = 64;
+constexpr int kMaxGbnfNesting = 64;            // groups inside groups
+constexpr int kMaxGbnfStackedRepetitions = 4;  // operators on one item ("a"*+? ...)
+constexpr size_t kMaxGbnfClosureDepth = 4096;  // rules entered one inside another before a character
 
 Result<std::string> write_gbnf(const Grammar& grammar);
 Result<Grammar> read_gbnf(std::string_view text);

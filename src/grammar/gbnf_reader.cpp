@@ -140,14 +140,18 @@ private:
 
     Expr read_sequence(bool nested) {
         std::vector<Expr> items;
+        int stacked = 0;  // repetition operators on the last item
         while (!failed() && pos_ < text_.size()) {
             const char c = text_[pos_];
             if (c == '\n' || c == '\r' || c == '|' || c == ')') break;
             if (c == '*' || c == '+' || c == '?' || c == '{') {
                 if (items.empty()) return fail("a repetition with nothing before it"), Expr::empty();
+                if (++stacked > kMaxGbnfStackedRepetitions)
+                    return fail("repetitions stacked on one item"), Expr::empty();
                 items.back() = read_repetition(std::move(items.back()));
             } else {
                 items.push_back(read_item());
+                stacked = 0;
             }
             skip_space(nested);
         }

@@ -11,6 +11,9 @@
 #include <cstdint>
 #include <span>
 #include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "grammar/grammar.h"
@@ -66,14 +69,25 @@ private:
     Matcher(const Grammar& grammar, std::span<const uint32_t> context);
     void begin_set();
     void close_over(uint32_t position, uint32_t parent);
+    void follow(uint32_t position, uint32_t parent);
     uint32_t push_frame(uint32_t position, uint32_t parent);
+    uint32_t return_frame(uint32_t position, uint32_t parent);
     bool already_reached(uint32_t position, uint32_t parent);
 
     const Grammar& grammar_;
     std::vector<Frame> frames_;
     std::vector<uint32_t> leaves_;  // frames whose top element is a byte set, per stack set
     std::vector<StackSet> history_;
-    std::vector<uint64_t> reached_;  // (position, parent) pairs seen while building the current set
+    std::vector<uint64_t> reached_;               // (position, parent) pairs seen while building the current set
+    std::unordered_set<uint64_t> reached_index_;  // the same, once there are many (already_reached)
+    std::vector<std::pair<uint64_t, uint32_t>> return_frames_;   // (position, parent) -> frame, this step's
+    std::unordered_map<uint64_t, uint32_t> return_frame_index_;  // the same, once there are many
+    struct PendingWalk {
+        uint32_t position;
+        uint32_t parent;
+        bool rule_entry;  // the start of a rule's alternative, entered once per (start, parent) in a step
+    };
+    std::vector<PendingWalk> pending_;  // close_over's depth-first stack
 };
 
 }  // namespace tempered::grammar

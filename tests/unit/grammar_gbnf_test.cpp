@@ -184,6 +184,13 @@ ws     ::= [ \t\n]{0,2}
     EXPECT_FALSE(matches(*multi, "zéé"));
 }
 
+// root ::= r1, r1 ::= r2, ... a chain of `length` rules entered before the character at its end.
+std::string chain(int length) {
+    std::string out = "root ::= r1\n";
+    for (int i = 1; i < length; ++i) out += "r" + std::to_string(i) + " ::= r" + std::to_string(i + 1) + "\n";
+    return out + "r" + std::to_string(length) + " ::= \"x\"\n";
+}
+
 std::string repeated(const std::string& text, int times) {
     std::string out;
     for (int i = 0; i < times; ++i) out += text;
@@ -210,12 +217,25 @@ TEST(Gbnf, BadGrammarsAreRefusedWithAReason) {
         {"root ::= \"\xff\"\n", "UTF-8"},
         {"root ::= " + std::string(70, '(') + "\"a\"" + std::string(70, ')') + "\n", "nested too deep"},
         {"root ::= " + repeated("\"a\"{2000} ", 101) + "\n", "too many items"},
+        {"root ::= \"a\"*****\n", "stacked"},
     };
     for (const auto& [text, reason] : cases) {
         auto grammar = read_gbnf(text);
         ASSERT_FALSE(grammar) << text;
         EXPECT_NE(grammar.error().message.find(reason), std::string::npos) << text << " -> " << grammar.error().message;
     }
+}
+
+TEST(Gbnf, LongChainsOfRulesBeforeACharacterDoNotExhaustTheStack) {
+    // The matcher's closure enters every rule of the chain before it meets the byte: 50k rules, and 60k
+    // entries through nullable repetitions that complete one after another in a sequence.
+    auto grammar = read_gbnf(chain(50000));
+    ASSERT_TRUE(grammar) << grammar.error().message;
+    EXPECT_TRUE(matches(*grammar, "x"));
+    auto nullable = read_gbnf("root ::= " + repeated("(\"\"){0,2000} ", 30) + "\"x\"\n");
+    ASSERT_TRUE(nullable) << nullable.error().message;
+    EXPECT_TRUE(matches(*nullable, "x"));
+    EXPECT_FALSE(matches(*nullable, "y"));
 }
 
 TEST(Gbnf, NullableLoopsAreNotLeftRecursion) {
