@@ -286,7 +286,11 @@ std::string_view role_name(Role role) {
 ApiResult<ChatRequest> parse_chat_request(std::string_view body) {
     ApiResult<Json> parsed = parse_json_object(body);
     if (!parsed) return parsed.error();
-    const Json& json = *parsed;
+    return parse_chat_request_json(*parsed);
+}
+
+ApiResult<ChatRequest> parse_chat_request_json(const Json& json) {
+    if (!json.is_object()) return invalid_request("the request body must be a JSON object");
     ChatRequest request;
     if (auto e = parse_generation_fields(json, /*max_tokens_min=*/1, request.generation)) return *e;
 

@@ -83,6 +83,8 @@ struct ChatRequest {
 inline constexpr int kMaxTopLogprobs = 20;
 
 ApiResult<ChatRequest> parse_chat_request(std::string_view body);
+// The same, from a body already parsed (/tokenize with messages reads its own fields beside the chat's).
+ApiResult<ChatRequest> parse_chat_request_json(const Json& json);
 
 // Checks that need the served model (token ids against the vocabulary).
 FieldError validate_chat_request(const ChatRequest& request, const ModelLimits& limits);

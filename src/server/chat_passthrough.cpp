@@ -18,10 +18,8 @@ std::optional<api::ApiError> refused_in_passthrough(const api::ChatRequest& requ
     return std::nullopt;
 }
 
-std::string passthrough_fields(std::string_view body) {
-    const api::Json parsed = api::Json::parse(body, nullptr, /*allow_exceptions=*/false);
+std::string passthrough_fields(const api::Json& parsed) {
     api::Json fields = api::Json::object();
-    if (!parsed.is_object()) return fields.dump();
     for (const char* name : {"messages", "tools", "tool_choice", "parallel_tool_calls", "response_format",
                              "structured_outputs", "reasoning_effort", "stop", "user", "chat_template_kwargs"}) {
         const auto found = parsed.find(name);

@@ -12,6 +12,7 @@
 
 #include "api/chat_request.h"
 #include "api/errors.h"
+#include "api/json_fields.h"
 
 namespace tempered {
 
@@ -19,9 +20,9 @@ namespace tempered {
 std::optional<api::ApiError> refused_in_passthrough(const api::ChatRequest& request);
 
 // The request's own fields the upstream reads (messages, tools, tool_choice, parallel_tool_calls,
-// response_format, structured_outputs, reasoning_effort, stop, user, chat_template_kwargs), from its body, as
-// JSON text; sampling, n, max_tokens and streaming are the front's to write.
-std::string passthrough_fields(std::string_view body);
+// response_format, structured_outputs, reasoning_effort, stop, user, chat_template_kwargs), from its parsed body,
+// as JSON text; sampling, n, max_tokens and streaming are the front's to write.
+std::string passthrough_fields(const api::Json& body);
 
 // What the start-up log says passthrough leaves out.
 std::string passthrough_note();

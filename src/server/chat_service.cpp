@@ -71,12 +71,15 @@ api::ApiResult<GenerationOptions> ChatService::chat_options(const api::ChatReque
 
 http::HttpResponse ChatService::chat(const http::HttpRequest& http_request) {
     const auto received = std::chrono::steady_clock::now();
-    auto parsed = api::parse_chat_request(http_request.body);
+    auto body = api::parse_json_object(http_request.body);
+    if (!body) return api::to_http_response(body.error());
+    auto parsed = api::parse_chat_request_json(*body);
     if (!parsed) return api::to_http_response(parsed.error());
     const api::ChatRequest& request = *parsed;
     auto tool_calls = checked_tool_calls(request);
     if (!tool_calls) return api::to_http_response(tool_calls.error());
-    if (path_.settings().passthrough_chat) return passthrough(http_request, request, std::move(*tool_calls), received);
+    if (path_.settings().passthrough_chat)
+        return passthrough(http_request, *body, request, std::move(*tool_calls), received);
     auto prompt = path_.chat_renderer().render(request);
     if (!prompt) return api::to_http_response(prompt.error());
 
@@ -89,15 +92,15 @@ http::HttpResponse ChatService::chat(const http::HttpRequest& http_request) {
 }
 
 // chat_passthrough.h: the request's own fields go upstream; no prompt, grammar or reasoning split here.
-http::HttpResponse ChatService::passthrough(const http::HttpRequest& http_request, const api::ChatRequest& request,
-                                            std::optional<ToolCallSetup> tool_calls,
+http::HttpResponse ChatService::passthrough(const http::HttpRequest& http_request, const api::Json& body,
+                                            const api::ChatRequest& request, std::optional<ToolCallSetup> tool_calls,
                                             std::chrono::steady_clock::time_point received) {
     if (auto refused = refused_in_passthrough(request)) return api::to_http_response(*refused);
     const std::optional<std::string> client = path_.client_of(http_request);
     const ResolvedSampling sampling = path_.resolve(request.generation, client);
     auto options = path_.passthrough_options(request.generation, sampling);
     if (!options) return api::to_http_response(options.error());
-    options->passthrough_chat = passthrough_fields(http_request.body);
+    options->passthrough_chat = passthrough_fields(body);
     return answer(http_request, request, std::move(options).value(), sampling, client, std::move(tool_calls), received);
 }
 

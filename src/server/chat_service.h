@@ -28,8 +28,8 @@ public:
 
 private:
     http::HttpResponse chat(const http::HttpRequest& request);
-    http::HttpResponse passthrough(const http::HttpRequest& http_request, const api::ChatRequest& request,
-                                   std::optional<ToolCallSetup> tool_calls,
+    http::HttpResponse passthrough(const http::HttpRequest& http_request, const api::Json& body,
+                                   const api::ChatRequest& request, std::optional<ToolCallSetup> tool_calls,
                                    std::chrono::steady_clock::time_point received);
     // Submits the generation and answers with it (the generation loop).
     http::HttpResponse answer(const http::HttpRequest& http_request, const api::ChatRequest& request,

@@ -70,10 +70,7 @@ http::HttpResponse ModelService::tokenize(const http::HttpRequest& request) cons
 http::HttpResponse ModelService::tokenize_messages(const api::Json& body) const {
     auto add_generation_prompt = flag_or(body, "add_generation_prompt", true);
     if (!add_generation_prompt) return api::to_http_response(add_generation_prompt.error());
-    api::Json chat = body;
-    chat.erase("add_generation_prompt");
-    chat.erase("add_special_tokens");
-    auto request = api::parse_chat_request(chat.dump());
+    auto request = api::parse_chat_request_json(body);  // the chat's fields; add_generation_prompt is not one of them
     if (!request) return api::to_http_response(request.error());
     auto tokens = path_.chat_renderer().render(*request, *add_generation_prompt);
     if (!tokens) return api::to_http_response(tokens.error());

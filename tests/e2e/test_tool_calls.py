@@ -332,15 +332,20 @@ def test_constrain_forces_declared_valid_calls_when_required_or_named(constrain_
           f"{sum(len(r['calls']) for r in wholes)} calls, all declared and valid")
 
 
-def test_constrain_auto_never_returns_an_undeclared_or_invalid_call(constrain_server):
-    asks = [request_fields(messages_for(q)) for q in UNDECLARED]
-    answers = run_all(lambda fields: ask_whole(constrain_server, fields), asks)
+def ask_undeclared_and_check(server):
+    """The prompts inviting an undeclared tool, asked whole: every returned call is declared and valid. Returns
+    (calls returned, violations reported)."""
+    answers = run_all(lambda fields: ask_whole(server, fields), [request_fields(messages_for(q)) for q in UNDECLARED])
     for answer in answers:
         check_calls(answer)
         assert all(name in SCHEMAS for name, _ in answer["calls"]), answer
+    return sum(len(a["calls"]) for a in answers), sum(len(a["violations"]) for a in answers)
+
+
+def test_constrain_auto_never_returns_an_undeclared_or_invalid_call(constrain_server):
+    calls, violations = ask_undeclared_and_check(constrain_server)
     print(f"\nconstrain, auto: {len(UNDECLARED)} prompts inviting an undeclared tool: returned "
-          f"{sum(len(r['calls']) for r in answers)} declared valid calls, reported "
-          f"{sum(len(r['violations']) for r in answers)} untagged violations")
+          f"{calls} declared valid calls, reported {violations} untagged violations")
 
 
 def test_constrain_through_a_tempered_upstream_equals_local(constrain_server):

@@ -90,15 +90,17 @@ def test_logprobs_equal_locals(front, default_server, fields):
     assert streamed == local.json()["choices"][0]["logprobs"]["token_logprobs"]
 
 
+def streamed_chat(server, body):
+    """A streamed chat answer: its text and its finish reasons."""
+    with server.client() as client:
+        status, _, events = stream_events(client, "/v1/chat/completions", body)
+    assert status == 200
+    return stream_text(events), finish_reasons(events)
+
+
 def test_streamed_chat_equals_local(front, default_server):
     body = chat_body(PROMPTS[0], max_tokens=40, temperature=0.8, seed=3, stream=True)
-    texts = []
-    for server in (front, default_server):
-        with server.client() as client:
-            status, _, events = stream_events(client, "/v1/chat/completions", body)
-        assert status == 200
-        texts.append((stream_text(events), finish_reasons(events)))
-    assert texts[0] == texts[1]
+    assert streamed_chat(front, body) == streamed_chat(default_server, body)
 
 
 def test_an_omitted_temperature_reaches_the_upstream_as_a_request_value(front, upstream):
@@ -127,11 +129,8 @@ def test_response_format_goes_upstream_as_a_grammar_and_equals_local(front, upst
         assert upstream.metrics().value("tempered:structured_requests_total", kind="grammar") == before + 1
         assert through_front == answer(default_server, "/v1/chat/completions", body)
         stream = dict(body, stream=True, n=1)
-        with front.client() as client:
-            status, _, events = stream_events(client, "/v1/chat/completions", stream)
-        assert status == 200
-        assert [(stream_text(events), finish_reasons(events)[0])] == answer(default_server, "/v1/chat/completions",
-                                                                            stream | {"stream": False})[0]
+        text, reasons = streamed_chat(front, stream)
+        assert [(text, reasons[0])] == answer(default_server, "/v1/chat/completions", stream | {"stream": False})[0]
 
 
 def test_an_upstream_without_grammars_refuses_response_format_naming_it(upstream):
@@ -376,13 +375,7 @@ def test_passthrough_is_said_at_start_and_answers_as_local(passthrough, upstream
                                         source="request") == before + 1
         assert through == answer(default_server, "/v1/chat/completions", body)
     stream = chat_body(PROMPTS[0], max_tokens=30, temperature=0.8, seed=3, stream=True)
-    texts = []
-    for server in (passthrough, default_server):
-        with server.client() as client:
-            status, _, events = stream_events(client, "/v1/chat/completions", stream)
-        assert status == 200
-        texts.append((stream_text(events), finish_reasons(events)))
-    assert texts[0] == texts[1]
+    assert streamed_chat(passthrough, stream) == streamed_chat(default_server, stream)
 
 
 def test_passthrough_usage_is_the_upstreams(passthrough, default_server):

@@ -150,28 +150,23 @@ def qwen_front(qwen_llama_server, validation):
                                           "--tool-call-validation", validation], name=f"front-llamacpp-{validation}")
 
 
-def sent_grammars(qwen_llama_server, with_settings=False):
-    """The grammar in the generation_settings of each final /completion chunk llama-server logged (--verbose):
-    its own record of what it applied. A request the front ended first has no final chunk."""
-    grammars = []
+def applied_settings(qwen_llama_server):
+    """The generation_settings of each final /completion chunk llama-server logged (--verbose): its own record of
+    what it applied, the grammar included. A request the front ended first has no final chunk."""
+    settings = []
     for line in open(qwen_llama_server[1], errors="replace"):
         marker = "streamed chunk: data: "
         if marker in line and '"stop":true' in line:
-            chunk = json.loads(line.split(marker, 1)[1])
-            grammars.append(chunk.get("generation_settings", {}))
-    return [settings.get("grammar", "") for settings in grammars] if not with_settings else grammars
+            settings.append(json.loads(line.split(marker, 1)[1]).get("generation_settings", {}))
+    return settings
 
 
 def test_qwen_flag_returns_no_undeclared_or_invalid_call(qwen_llama_server):
-    from test_tool_calls import SCHEMAS, UNDECLARED, ask_whole, check_calls, messages_for, request_fields, run_all
+    from test_tool_calls import UNDECLARED, ask_undeclared_and_check
     with qwen_front(qwen_llama_server, "flag") as front:
-        answers = run_all(lambda fields: ask_whole(front, fields), [request_fields(messages_for(q)) for q in UNDECLARED])
-    for answer in answers:
-        check_calls(answer)
-        assert all(name in SCHEMAS for name, _ in answer["calls"]), answer
+        calls, violations = ask_undeclared_and_check(front)
     print(f"\nllama-server, flag: {len(UNDECLARED)} prompts inviting an undeclared tool: returned "
-          f"{sum(len(a['calls']) for a in answers)} declared valid calls, flagged "
-          f"{sum(len(a['violations']) for a in answers)} violations")
+          f"{calls} declared valid calls, flagged {violations} violations")
 
 
 def test_qwen_constrain_required_sends_gbnf_and_no_call_needs_rejecting(qwen_llama_server):
@@ -179,7 +174,7 @@ def test_qwen_constrain_required_sends_gbnf_and_no_call_needs_rejecting(qwen_lla
     asks = [request_fields(messages_for(q), tool_choice="required") for q in SINGLE[:10] + UNDECLARED[:10]]
     with qwen_front(qwen_llama_server, "constrain") as front:
         answers = run_all(lambda fields: ask_whole(front, fields), asks)
-    grammars = sent_grammars(qwen_llama_server)
+    grammars = [settings.get("grammar", "") for settings in applied_settings(qwen_llama_server)]
     assert sum("root ::=" in grammar and "get_weather" in grammar for grammar in grammars) >= len(asks) // 2
     for answer in answers:
         check_calls(answer)
@@ -190,19 +185,14 @@ def test_qwen_constrain_required_sends_gbnf_and_no_call_needs_rejecting(qwen_lla
 
 
 def test_qwen_constrain_auto_sends_a_lazy_grammar_triggered_by_the_call_tag(qwen_llama_server):
-    from test_tool_calls import SCHEMAS, UNDECLARED, ask_whole, check_calls, messages_for, request_fields, run_all
-    seen = len(sent_grammars(qwen_llama_server))
+    from test_tool_calls import UNDECLARED, ask_undeclared_and_check
+    seen = len(applied_settings(qwen_llama_server))
     with qwen_front(qwen_llama_server, "constrain") as front:
-        answers = run_all(lambda fields: ask_whole(front, fields), [request_fields(messages_for(q))
-                                                                    for q in UNDECLARED])
-    for answer in answers:
-        check_calls(answer)
-        assert all(name in SCHEMAS for name, _ in answer["calls"]), answer
-    settings = sent_grammars(qwen_llama_server, with_settings=True)[seen:]
+        calls, violations = ask_undeclared_and_check(front)
+    settings = applied_settings(qwen_llama_server)[seen:]
     assert settings and all(s["grammar_lazy"] and s["grammar_triggers"][0]["value"] == "<tool_call>" for s in settings)
     print(f"\nllama-server, constrain auto: {len(UNDECLARED)} prompts inviting an undeclared tool: returned "
-          f"{sum(len(a['calls']) for a in answers)} declared valid calls, flagged "
-          f"{sum(len(a['violations']) for a in answers)} untagged violations")
+          f"{calls} declared valid calls, flagged {violations} untagged violations")
 
 
 def test_qwen_response_format_goes_to_llama_server_as_gbnf(qwen_llama_server):
@@ -220,7 +210,7 @@ def test_qwen_response_format_goes_to_llama_server_as_gbnf(qwen_llama_server):
             choice = response.json()["choices"][0]
             assert choice["finish_reason"] == "stop", choice
             jsonschema.validate(json.loads(choice["message"]["content"]), schema)
-    assert any('\\u0022city\\u0022' in grammar for grammar in sent_grammars(qwen_llama_server))
+    assert any('\\u0022city\\u0022' in s.get("grammar", "") for s in applied_settings(qwen_llama_server))
 
 
 def test_qwen_the_schema_corpus_as_gbnf_is_taken_by_llama_server(qwen_llama_server):
