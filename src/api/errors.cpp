@@ -26,6 +26,37 @@ http::HttpResponse to_http_response(const ApiError& error) {
     return response;
 }
 
+namespace {
+
+std::string_view anthropic_error_type(int status) {
+    switch (status) {
+        case 401: return "authentication_error";
+        case 403: return "permission_error";
+        case 404: return "not_found_error";
+        case 408: return "timeout_error";
+        case 413: return "request_too_large";
+        case 429: return "rate_limit_error";
+        case 503: return "overloaded_error";
+        default: return status < 500 ? "invalid_request_error" : "api_error";
+    }
+}
+
+}  // namespace
+
+nlohmann::json anthropic_error_json(const ApiError& error) {
+    nlohmann::json inner = {{"type", anthropic_error_type(error.http_status)}, {"message", error.message}};
+    if (!error.param.empty()) inner["param"] = error.param;
+    return {{"type", "error"}, {"error", std::move(inner)}};
+}
+
+http::HttpResponse to_http_response(const ApiError& error, ErrorEnvelope envelope) {
+    if (envelope == ErrorEnvelope::OpenAI) return to_http_response(error);
+    http::HttpResponse response = http::HttpResponse::json(
+        error.http_status, anthropic_error_json(error).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    if (error.retry_after_seconds) response.headers.emplace("Retry-After", std::to_string(*error.retry_after_seconds));
+    return response;
+}
+
 ApiError invalid_request(std::string message, std::string param, std::string code) {
     return {400, std::move(message), "invalid_request_error", std::move(param), std::move(code), std::nullopt};
 }
@@ -84,12 +115,12 @@ ApiError service_unavailable(std::string message, std::optional<int> retry_after
 
 namespace tempered::api {
 
-http::HttpResponse http_error_response(int status, std::string_view message) {
+http::HttpResponse http_error_response(int status, std::string_view message, ErrorEnvelope envelope) {
     ApiError error{status, std::string(message), status >= 500 ? "server_error" : "invalid_request_error", "",
                    "",     std::nullopt};
     if (status == 413) error.code = "request_too_large";
     if (status == 404) error.code = "unknown_url";
-    return to_http_response(error);
+    return to_http_response(error, envelope);
 }
 
 }  // namespace tempered::api

@@ -32,6 +32,14 @@ struct ApiError {
 
 http::HttpResponse to_http_response(const ApiError& error);
 
+// The Messages API's routes answer errors in Anthropic's envelope {"type": "error", "error": {"type",
+// "message"}} (the type from the status: invalid_request_error, authentication_error, not_found_error,
+// request_too_large, rate_limit_error, timeout_error, api_error, overloaded_error), which the Anthropic SDK
+// raises as its own exception classes; the field at fault is named in the message and in "param".
+enum class ErrorEnvelope { OpenAI, Anthropic };
+nlohmann::json anthropic_error_json(const ApiError& error);
+http::HttpResponse to_http_response(const ApiError& error, ErrorEnvelope envelope);
+
 // 400: the request is malformed or a value is out of range.
 ApiError invalid_request(std::string message, std::string param = {}, std::string code = {});
 // 404: no served model has that name.
@@ -62,5 +70,6 @@ using ApiResult = Result<T, ApiError>;
 namespace tempered::api {
 // For http::HttpServer::set_error_renderer: the errors the HTTP layer produces itself (404 unknown
 // URL, 405, 413, 500) in the same envelope and with the same codes as ours.
-http::HttpResponse http_error_response(int status, std::string_view message);
+http::HttpResponse http_error_response(int status, std::string_view message,
+                                       ErrorEnvelope envelope = ErrorEnvelope::OpenAI);
 }  // namespace tempered::api

@@ -48,17 +48,6 @@ BodyJson tool_call_delta_json(const ToolCallDelta& delta) {
     return json;
 }
 
-BodyJson violations_json(const std::vector<ToolCallViolation>& violations) {
-    BodyJson array = BodyJson::array();
-    for (const ToolCallViolation& violation : violations) {
-        array.push_back({{"index", violation.index},
-                         {"name", violation.name},
-                         {"arguments", violation.arguments},
-                         {"reason", violation.reason}});
-    }
-    return array;
-}
-
 int64_t unix_seconds_now() {
     return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
         .count();
@@ -184,7 +173,7 @@ BodyJson chat_completion_json(const ResponseMeta& meta, const std::vector<ChatCh
                          {"logprobs", choice.logprobs ? chat_logprobs_json(*choice.logprobs) : BodyJson(nullptr)},
                          {"finish_reason", finish_reason_name(choice.finish_reason)}});
         if (!choice.tool_call_violations.empty())
-            array.back()["tool_call_violations"] = violations_json(choice.tool_call_violations);
+            array.back()["tool_call_violations"] = tool_call_violations_json(choice.tool_call_violations);
         if (choice.reasoning_budget) array.back()["reasoning_budget"] = reasoning_budget_json(*choice.reasoning_budget);
     }
     json["choices"] = std::move(array);
@@ -214,7 +203,7 @@ BodyJson chat_chunk_json(const ResponseMeta& meta, const std::vector<ChatChunkCh
                          {"logprobs", choice.logprobs ? chat_logprobs_json(*choice.logprobs) : BodyJson(nullptr)},
                          {"finish_reason", finish_reason_json(choice.finish_reason)}});
         if (!choice.tool_call_violations.empty())
-            array.back()["tool_call_violations"] = violations_json(choice.tool_call_violations);
+            array.back()["tool_call_violations"] = tool_call_violations_json(choice.tool_call_violations);
         if (choice.reasoning_budget) array.back()["reasoning_budget"] = reasoning_budget_json(*choice.reasoning_budget);
     }
     json["choices"] = std::move(array);
@@ -266,6 +255,17 @@ BodyJson text_completion_usage_chunk_json(const ResponseMeta& meta, const Usage&
     json["choices"] = BodyJson::array();
     json["usage"] = usage_json(usage);
     return json;
+}
+
+nlohmann::json tool_call_violations_json(const std::vector<ToolCallViolation>& violations) {
+    nlohmann::json array = nlohmann::json::array();
+    for (const ToolCallViolation& violation : violations) {
+        array.push_back({{"index", violation.index},
+                         {"name", violation.name},
+                         {"arguments", violation.arguments},
+                         {"reason", violation.reason}});
+    }
+    return array;
 }
 
 }  // namespace tempered::api

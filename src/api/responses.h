@@ -108,6 +108,9 @@ struct ToolCallViolation {
 // How a choice's reasoning went under its budget: "reasoning_budget": {"tokens", "budget", "forced_end"}
 // (tokens drawn inside reasoning; the budget, null when unlimited; "budget" | "max_tokens" | "loop", or
 // null when the model ended its reasoning itself).
+// [{"index", "name", "arguments", "reason"}]: a choice's (or a response's) tool_call_violations.
+nlohmann::json tool_call_violations_json(const std::vector<ToolCallViolation>& violations);
+
 struct ReasoningBudget {
     int64_t tokens = 0;
     std::optional<int64_t> budget;

@@ -34,8 +34,10 @@
 #include "server/completion_service.h"
 #include "server/disaggregation.h"
 #include "server/generation_path.h"
+#include "server/messages_service.h"
 #include "server/model_service.h"
 #include "server/probe_service.h"
+#include "server/responses_service.h"
 #include "server/serving_metrics.h"
 #include "server/webui_routes.h"
 #include "settings/degeneration_settings.h"
@@ -96,6 +98,8 @@ struct ServeOptions {
     // Per-request bounds (edge/request_limits.h); 0: off. No timeout by default, as vLLM: a long
     // answer on a CPU can take many minutes, and only the operator knows how long is too long.
     int64_t max_tokens_limit = 0;
+    size_t responses_store_size = 1024;  // --responses-store-size
+    int64_t responses_store_ttl = 3600;  // --responses-store-ttl, seconds
     int64_t max_prompt_tokens = 0;
     int64_t max_request_tokens = 0;
     double request_timeout = 0;
@@ -439,6 +443,9 @@ int serve(const ServeOptions& options) {
     GenerationPath path({*bundle.tokenizer, config, bundle.path, bundle.chat_template, own_model}, engine, metrics, log,
                         *settings);
     ChatService chat(path);
+    ResponseStore response_store({options.responses_store_size, std::chrono::seconds(options.responses_store_ttl)});
+    ResponsesService responses(chat, response_store);
+    MessagesService messages(chat);
     CompletionService completions(path);
     ModelService models(path);
     ProbeService probes(path);
@@ -450,9 +457,16 @@ int serve(const ServeOptions& options) {
     http_options.max_body_bytes = options.max_body_bytes;
     if (auto applied = apply_client_timeout_flags(options, http_options); !applied) return fail(applied.error());
     http::HttpServer server(http_options);
-    server.set_error_renderer(api::http_error_response);
+    // The Messages API's routes (messages_service.h) answer in Anthropic's envelope, these errors included.
+    server.set_error_renderer([](int status, std::string_view message, std::string_view path) {
+        const bool anthropic = path == "/v1/messages" || path.starts_with("/v1/messages/");
+        return api::http_error_response(status, message,
+                                        anthropic ? api::ErrorEnvelope::Anthropic : api::ErrorEnvelope::OpenAI);
+    });
     GuardedRoutes routes(server, access, cors);
     chat.register_routes(routes);
+    responses.register_routes(routes);
+    messages.register_routes(routes);
     completions.register_routes(routes);
     models.register_routes(routes);
     probes.register_routes(routes);
@@ -622,6 +636,14 @@ void add_serve_command(CLI::App& app, int& exit_code) {
                      "seconds a KV transfer may take, claim included")
         ->capture_default_str();
     command->add_option("--disaggregation-fault", options->disaggregation_fault)->group("");  // tests only
+    command
+        ->add_option("--responses-store-size", options->responses_store_size,
+                     "stored /v1/responses kept for previous_response_id, per server, in memory (0: none)")
+        ->capture_default_str()
+        ->check(CLI::Range(size_t{0}, size_t{1} << 24));
+    command->add_option("--responses-store-ttl", options->responses_store_ttl, "seconds a stored response is kept")
+        ->capture_default_str()
+        ->check(CLI::Range(int64_t{1}, int64_t{1} << 32));
     command
         ->add_option("--max-tokens-limit", options->max_tokens_limit,
                      "a request's max_tokens above this is a 400; an omitted one is capped at it (0: off)")

@@ -138,14 +138,25 @@ bool AccessControl::requires_key(std::string_view path_pattern) const {
     return settings_.protect_all || !is_probe_path(path_pattern);
 }
 
-const ApiKey* AccessControl::presented_key(const http::HttpRequest& request) const {
+namespace {
+
+// `Authorization: Bearer KEY`, else `x-api-key: KEY` (Anthropic's header); "" when neither holds one.
+std::string presented_secret(const http::HttpRequest& request) {
     const std::string authorization = request.header("Authorization");
     const std::string_view value = trim(authorization);
     constexpr std::string_view kScheme = "bearer ";
-    if (value.size() <= kScheme.size()) return nullptr;
+    if (value.size() <= kScheme.size()) return std::string(trim(request.header("x-api-key")));
     for (size_t i = 0; i < kScheme.size(); ++i)
-        if (std::tolower(static_cast<unsigned char>(value[i])) != kScheme[i]) return nullptr;
-    const std::string_view presented = trim(value.substr(kScheme.size()));
+        if (std::tolower(static_cast<unsigned char>(value[i])) != kScheme[i]) return "";
+    return std::string(trim(value.substr(kScheme.size())));
+}
+
+}  // namespace
+
+const ApiKey* AccessControl::presented_key(const http::HttpRequest& request) const {
+    const std::string secret = presented_secret(request);
+    if (secret.empty()) return nullptr;
+    const std::string_view presented = secret;
     const ApiKey* match = nullptr;
     for (const ApiKey& key : settings_.keys)
         if (secrets_equal(presented, key.secret) && match == nullptr) match = &key;
@@ -157,7 +168,7 @@ std::optional<api::ApiError> AccessControl::check(const http::HttpRequest& reque
     api::ApiError error;
     error.http_status = 401;
     error.code = "invalid_api_key";
-    error.message = request.has_header("Authorization")
+    error.message = request.has_header("Authorization") || request.has_header("x-api-key")
                         ? "Incorrect API key provided."
                         : "You didn't provide an API key: send it as the header 'Authorization: Bearer KEY'.";
     return error;
@@ -185,8 +196,8 @@ std::string AccessControl::describe() const {
            (settings_.protect_all ? "every endpoint needs one" : "the probes (/health, /metrics, ...) stay open");
 }
 
-http::HttpResponse unauthorized_response(const api::ApiError& error) {
-    http::HttpResponse response = api::to_http_response(error);
+http::HttpResponse unauthorized_response(const api::ApiError& error, api::ErrorEnvelope envelope) {
+    http::HttpResponse response = api::to_http_response(error, envelope);
     response.headers.emplace("WWW-Authenticate", "Bearer");
     return response;
 }

@@ -3,7 +3,8 @@
 // except the probes a router or a monitor hits (is_probe_path), which stay open unless --protect-all:
 // the list is of what stays open, so an endpoint added later is protected until someone decides otherwise.
 // A request's client is its key's name, else (no keys) the value of --client-label-header, bounded by
-// ClientLabels. Keys are never printed: errors name lines and flags, describe() names the keys.
+// ClientLabels. A key may also come as `x-api-key: KEY`, as Anthropic's clients send it. Keys are never printed: errors
+// name lines and flags, describe() names the keys.
 #pragma once
 
 #include <cstddef>
@@ -76,7 +77,9 @@ private:
     mutable ClientLabels labels_;  // grows as requests name new clients
 };
 
-// The 401 for a missing or wrong key, as OpenAI sends it: code invalid_api_key, WWW-Authenticate: Bearer.
-http::HttpResponse unauthorized_response(const api::ApiError& error);
+// The 401 for a missing or wrong key, as OpenAI sends it: code invalid_api_key, WWW-Authenticate: Bearer (in
+// Anthropic's envelope on the Messages API's routes).
+http::HttpResponse unauthorized_response(const api::ApiError& error,
+                                         api::ErrorEnvelope envelope = api::ErrorEnvelope::OpenAI);
 
 }  // namespace tempered

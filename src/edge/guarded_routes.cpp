@@ -4,7 +4,8 @@
 
 namespace tempered {
 
-void GuardedRoutes::route(std::string method, std::string_view path_pattern, http::HttpHandler handler) {
+void GuardedRoutes::route(std::string method, std::string_view path_pattern, http::HttpHandler handler,
+                          api::ErrorEnvelope envelope) {
     auto known = std::find_if(methods_by_path_.begin(), methods_by_path_.end(),
                               [&](const auto& entry) { return entry.first == path_pattern; });
     if (known == methods_by_path_.end()) known = methods_by_path_.insert(known, {std::string(path_pattern), {}});
@@ -14,10 +15,10 @@ void GuardedRoutes::route(std::string method, std::string_view path_pattern, htt
     // nothing is submitted or counted.
     http::HttpGuard key_check;
     if (access_.requires_key(path_pattern))
-        key_check = [&access = access_, &cors = cors_](const http::HttpRequest& request) {
+        key_check = [&access = access_, &cors = cors_, envelope](const http::HttpRequest& request) {
             std::optional<http::HttpResponse> answer;
             if (std::optional<api::ApiError> refused = access.check(request)) {
-                answer = unauthorized_response(*refused);
+                answer = unauthorized_response(*refused, envelope);
                 cors.decorate(request, *answer);
             }
             return answer;

@@ -21,7 +21,9 @@ public:
     GuardedRoutes(http::HttpServer& server, const AccessControl& access, const CorsPolicy& cors)
         : server_(server), access_(access), cors_(cors) {}
 
-    void route(std::string method, std::string_view path_pattern, http::HttpHandler handler);
+    // `envelope`: how the key check's 401 reads (the Messages API's routes answer in Anthropic's).
+    void route(std::string method, std::string_view path_pattern, http::HttpHandler handler,
+               api::ErrorEnvelope envelope = api::ErrorEnvelope::OpenAI);
     // A GET route a browser navigates to (the web UI's page and assets): never behind a key, since a
     // navigation carries no Authorization header and the page holds no data; CORS as every route.
     void page(std::string_view path_pattern, http::HttpHandler handler);

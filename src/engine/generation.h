@@ -76,6 +76,7 @@ struct ChoiceDelta {
     std::vector<TokenLogprob> logprobs;  // of the tokens generated since the last delta (if asked)
     std::vector<int32_t> tokens;         // those tokens
     std::optional<FinishReason> finish;
+    std::optional<std::string> stop_string;  // on the finishing delta of a choice a stop string ended
     // The choice's loop report: on the delta where the loop is detected, and on its finishing delta.
     std::optional<DegenerationReport> degeneration;
     // With reasoning handling: the text that came inside reasoning (`text` stays the content), and on

@@ -17,6 +17,7 @@ void take_output(OutputDelta out, ChoiceDelta& delta) {
     delta.text += out.content;
     for (toolcalls::ParsedToolCall& call : out.calls) delta.calls.push_back(std::move(call));
     delta.unparsed_calls += out.unparsed_calls;
+    if (out.stopped) delta.stop_string = std::move(out.stop_string);
 }
 
 // The output has ended: what the detokenizer and the output processor held back, on its side.

@@ -279,7 +279,7 @@ std::string timeout_message(ReadDeadline::Phase phase, const HttpServerOptions& 
 
 }  // namespace
 
-HttpResponse default_error_response(int status, std::string_view message) {
+HttpResponse default_error_response(int status, std::string_view message, std::string_view /*path*/) {
     nlohmann::json body = {
         {"error", {{"message", message}, {"type", error_type_for(status)}, {"param", nullptr}, {"code", nullptr}}}};
     return HttpResponse::json(status, body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
@@ -360,7 +360,7 @@ private:
     // makes its 400 a 408); then the connection closes.
     void answer_timeout(ConnectionStream& stream) const {
         if (stream.response_started()) return;
-        const HttpResponse response = render_error_(408, timeout_message(stream.timed_out(), options_));
+        const HttpResponse response = render_error_(408, timeout_message(stream.timed_out(), options_), "");
         // No lingering for a client already too slow: only what it has sent is read.
         answer_and_close(stream, closing_response(response, "Request Timeout"), std::chrono::milliseconds(0));
     }
@@ -368,8 +368,10 @@ private:
     // A client over --max-connections-per-client: 429 and close, without reading its request.
     void refuse(ConnectionStream& stream) const {
         const HttpResponse response =
-            render_error_(429, "too many connections from this address: the limit is " +
-                                   std::to_string(per_client_.max_per_client()) + " (--max-connections-per-client)");
+            render_error_(429,
+                          "too many connections from this address: the limit is " +
+                              std::to_string(per_client_.max_per_client()) + " (--max-connections-per-client)",
+                          "");
         // Answered on accept, likely before the request arrives: wait briefly for it (and the close).
         answer_and_close(stream, closing_response(response, "Too Many Requests"), std::chrono::milliseconds(500));
     }
@@ -484,14 +486,14 @@ void HttpServer::Impl::serve(const httplib::Request& in, std::string body, httpl
     HttpResponse response;
     switch (match.outcome) {
         case Router::Outcome::NotFound:
-            response = render_error(404, "Invalid URL (" + in.method + " " + in.path + ")");
+            response = render_error(404, "Invalid URL (" + in.method + " " + in.path + ")", in.path);
             break;
         case Router::Outcome::MethodNotAllowed: {
             std::string allowed;
             for (const std::string& method : match.allowed_methods) {
                 allowed += (allowed.empty() ? "" : ", ") + method;
             }
-            response = render_error(405, "Method " + in.method + " not allowed for " + in.path);
+            response = render_error(405, "Method " + in.method + " not allowed for " + in.path, in.path);
             response.headers.emplace("Allow", allowed);
             break;
         }
@@ -502,9 +504,9 @@ void HttpServer::Impl::serve(const httplib::Request& in, std::string body, httpl
                 if (!guard_passed && *match.guard) refused = (*match.guard)(request);
                 response = refused ? std::move(*refused) : (*match.handler)(request);
             } catch (const std::exception& error) {
-                response = render_error(500, std::string("internal error: ") + error.what());
+                response = render_error(500, std::string("internal error: ") + error.what(), in.path);
             } catch (...) {
-                response = render_error(500, "internal error");
+                response = render_error(500, "internal error", in.path);
             }
             break;
     }
@@ -536,18 +538,20 @@ void HttpServer::Impl::serve_with_body(const httplib::Request& in, httplib::Resp
     });
     if (too_large || (!read_ok && out.status == 413)) {
         const HttpResponse response =
-            render_error(413, "Request body too large: the limit is " + std::to_string(options.max_body_bytes) +
-                                  " bytes (--max-body-bytes)");
+            render_error(413,
+                         "Request body too large: the limit is " + std::to_string(options.max_body_bytes) +
+                             " bytes (--max-body-bytes)",
+                         in.path);
         out.headers.clear();
         to_httplib(response, out);
         return;
     }
     if (!read_ok && current_connection != nullptr && current_connection->timed_out() != ReadDeadline::Phase::None) {
-        to_httplib(render_error(408, timeout_message(current_connection->timed_out(), options)), out);
+        to_httplib(render_error(408, timeout_message(current_connection->timed_out(), options), in.path), out);
         return;
     }
     if (!read_ok) {
-        to_httplib(render_error(400, "Could not read the request body"), out);
+        to_httplib(render_error(400, "Could not read the request body", in.path), out);
         return;
     }
     serve(in, std::move(body), out, /*guard_passed=*/true);
@@ -585,20 +589,21 @@ void HttpServer::Impl::configure() {
     // Errors httplib produces itself (malformed request line, URI too long) get our body; ours
     // already have one. A request that missed its read deadline is a 408, not httplib's 400.
     server.set_error_handler(
-        httplib::Server::HandlerWithResponse([this](const httplib::Request&, httplib::Response& out) {
+        httplib::Server::HandlerWithResponse([this](const httplib::Request& in, httplib::Response& out) {
             if (!out.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
             const ReadDeadline::Phase late =
                 current_connection != nullptr ? current_connection->timed_out() : ReadDeadline::Phase::None;
             if (late != ReadDeadline::Phase::None) out.status = 408;
-            const HttpResponse response = late != ReadDeadline::Phase::None
-                                              ? render_error(408, timeout_message(late, options))
-                                              : render_error(out.status, "HTTP error " + std::to_string(out.status));
+            const HttpResponse response =
+                late != ReadDeadline::Phase::None
+                    ? render_error(408, timeout_message(late, options), in.path)
+                    : render_error(out.status, "HTTP error " + std::to_string(out.status), in.path);
             out.set_content(response.body, response.content_type.c_str());
             return httplib::Server::HandlerResponse::Handled;
         }));
-    server.set_exception_handler([this](const httplib::Request&, httplib::Response& out, std::exception_ptr) {
+    server.set_exception_handler([this](const httplib::Request& in, httplib::Response& out, std::exception_ptr) {
         out.headers.clear();
-        to_httplib(render_error(500, "internal error"), out);
+        to_httplib(render_error(500, "internal error", in.path), out);
     });
 }
 

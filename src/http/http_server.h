@@ -57,10 +57,11 @@ struct HttpServerOptions {
 };
 
 // Renders an error the server itself produces (404 unknown path, 405, 413, 400 malformed HTTP,
-// 500 handler threw) into a response.
-using ErrorRenderer = std::function<HttpResponse(int status, std::string_view message)>;
+// 500 handler threw) into a response. `path`: the request's path ("" when the error comes before one was
+// read), so a route family with its own error envelope can have it here too.
+using ErrorRenderer = std::function<HttpResponse(int status, std::string_view message, std::string_view path)>;
 // The default renderer: {"error":{"message","type","param":null,"code":null}}.
-HttpResponse default_error_response(int status, std::string_view message);
+HttpResponse default_error_response(int status, std::string_view message, std::string_view path);
 
 class HttpServer {
 public:

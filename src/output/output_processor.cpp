@@ -16,6 +16,7 @@ OutputDelta OutputProcessor::push(const OutputPiece& piece) {
     out.reasoning = std::move(text.reasoning);
     StopMatcher::Output content = stop_matcher_.push(text.content);
     out.stopped = content.stopped;
+    out.stop_string = std::move(content.stop);
     read_calls(std::move(content.text), content.stopped, out);
     watch_for_loops(piece, out);
     return out;

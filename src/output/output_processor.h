@@ -53,9 +53,10 @@ struct LoopSeen {
 
 // What one piece (or the end) let out.
 struct OutputDelta {
-    std::string content;    // never part of a stop string
-    std::string reasoning;  // with reasoning handling: the text that came inside reasoning
-    bool stopped = false;   // a stop string was found: `content` ends right before it; the output is over
+    std::string content;      // never part of a stop string
+    std::string reasoning;    // with reasoning handling: the text that came inside reasoning
+    bool stopped = false;     // a stop string was found: `content` ends right before it; the output is over
+    std::string stop_string;  // which one
     // With a tool-call family: the calls whose whole block came with this piece, and blocks that looked like
     // calls but did not parse (their text went back to `content`).
     std::vector<toolcalls::ParsedToolCall> calls;

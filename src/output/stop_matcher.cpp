@@ -11,12 +11,19 @@ StopMatcher::StopMatcher(std::vector<std::string> stop_strings) : stop_strings_(
 
 StopMatcher::Output StopMatcher::push(std::string_view text) {
     pending_.append(text);
-    if (stop_strings_.empty()) return {std::exchange(pending_, {}), false};
+    if (stop_strings_.empty()) return {std::exchange(pending_, {}), false, {}};
     // The earliest stop string wins.
     size_t earliest = std::string::npos;
-    for (const auto& stop : stop_strings_) earliest = std::min(earliest, pending_.find(stop));
-    if (earliest != std::string::npos) {
-        Output out{pending_.substr(0, earliest), true};
+    const std::string* found = nullptr;
+    for (const auto& stop : stop_strings_) {
+        const size_t at = pending_.find(stop);
+        if (at < earliest) {
+            earliest = at;
+            found = &stop;
+        }
+    }
+    if (found != nullptr) {
+        Output out{pending_.substr(0, earliest), true, *found};
         pending_.clear();
         return out;
     }
@@ -32,7 +39,7 @@ StopMatcher::Output StopMatcher::push(std::string_view text) {
             }
         }
     }
-    Output out{pending_.substr(0, pending_.size() - keep), false};
+    Output out{pending_.substr(0, pending_.size() - keep), false, {}};
     pending_.erase(0, pending_.size() - keep);
     return out;
 }

@@ -16,6 +16,7 @@ public:
     struct Output {
         std::string text;      // safe to emit now
         bool stopped = false;  // a stop string was found; `text` ends right before it
+        std::string stop;      // the stop string found ("" none)
     };
     // Adds generated text; returns what may be emitted.
     Output push(std::string_view text);

@@ -36,12 +36,14 @@ void ChatResponseBuilder::read_tool_calls(ToolCallSetup setup, ServingMetrics& m
     for (int i = 0; i < shape_.choices; ++i) tool_call_readers_.emplace_back(*tool_call_setup_, metrics);
 }
 
-std::optional<nlohmann::json> ChatResponseBuilder::on_delta(const ChoiceDelta& delta) {
+std::vector<nlohmann::json> ChatResponseBuilder::on_delta(const ChoiceDelta& delta) {
     if (!shape_.stream) {
         fold_whole(delta);
-        return std::nullopt;
+        return {};
     }
-    return stream_chunk(delta);
+    std::optional<nlohmann::json> chunk = stream_chunk(delta);
+    if (!chunk) return {};
+    return {std::move(*chunk)};
 }
 
 // The calls the choice's output processor read from the content (never from reasoning), checked.
@@ -135,7 +137,7 @@ nlohmann::json ChatResponseBuilder::usage_chunk(const api::Usage& usage) const {
     return with_reasoning(api::chat_usage_chunk_json(meta_, usage));
 }
 
-nlohmann::json ChatResponseBuilder::final_body(const api::Usage& usage) const {
+nlohmann::json ChatResponseBuilder::final_body(const api::Usage& usage) {
     return with_reasoning(api::chat_completion_json(meta_, choices_, usage));
 }
 

@@ -28,9 +28,13 @@ public:
     void count_answers(ServingMetrics& metrics) { answer_metrics_ = &metrics; }
 
     std::vector<nlohmann::json> opening_chunks() override;
-    std::optional<nlohmann::json> on_delta(const ChoiceDelta& delta) override;
-    nlohmann::json usage_chunk(const api::Usage& usage) const override;
-    nlohmann::json final_body(const api::Usage& usage) const override;
+    std::vector<nlohmann::json> on_delta(const ChoiceDelta& delta) override;
+    std::vector<nlohmann::json> closing_chunks(const api::Usage& usage, bool include_usage) override {
+        if (!include_usage) return {};
+        return {usage_chunk(usage)};
+    }
+    nlohmann::json final_body(const api::Usage& usage) override;
+    nlohmann::json usage_chunk(const api::Usage& usage) const;
 
 private:
     std::vector<api::TokenLogprob> api_logprobs(const std::vector<TokenLogprob>& logprobs) const;

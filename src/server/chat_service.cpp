@@ -69,62 +69,73 @@ api::ApiResult<GenerationOptions> ChatService::chat_options(const api::ChatReque
     return options;
 }
 
+api::ApiResult<ChatTurn> ChatService::prepare(const http::HttpRequest& http_request, const api::Json& body,
+                                              std::chrono::steady_clock::time_point received) {
+    auto parsed = api::parse_chat_request_json(body);
+    if (!parsed) return parsed.error();
+    ChatTurn turn;
+    turn.request = std::move(parsed).value();
+    turn.received = received;
+    auto tool_calls = checked_tool_calls(turn.request);
+    if (!tool_calls) return tool_calls.error();
+    turn.tool_calls = std::move(tool_calls).value();
+    if (path_.settings().passthrough_chat) {
+        if (auto refused = refused_in_passthrough(turn.request)) return *refused;
+        turn.client = path_.client_of(http_request);
+        turn.sampling = path_.resolve(turn.request.generation, turn.client);
+        auto options = passthrough_options(body, turn);
+        if (!options) return options.error();
+        turn.options = std::move(options).value();
+        return turn;
+    }
+    auto prompt = path_.chat_renderer().render(turn.request);
+    if (!prompt) return prompt.error();
+    turn.client = path_.client_of(http_request);
+    turn.sampling = path_.resolve(turn.request.generation, turn.client);
+    auto options = chat_options(turn.request, std::move(prompt).value(), turn.sampling, turn.tool_calls);
+    if (!options) return options.error();
+    turn.options = std::move(options).value();
+    return turn;
+}
+
+api::ApiResult<GenerationOptions> ChatService::passthrough_options(const api::Json& body, const ChatTurn& turn) const {
+    auto options = path_.passthrough_options(turn.request.generation, turn.sampling);
+    if (!options) return options.error();
+    options->passthrough_chat = passthrough_fields(body);
+    return options;
+}
+
+api::ApiResult<GenerationJob> ChatService::start(ChatTurn& turn, const http::HttpRequest& http_request,
+                                                 const char* endpoint, const std::string& response_id) {
+    const auto prompt_tokens = static_cast<int64_t>(turn.options.prompt.size());
+    auto stream = path_.submit(std::move(turn.options));
+    if (!stream) return stream.error();
+    GenerationJob job = path_.generation_job(endpoint, http_request, turn.request.generation, turn.sampling,
+                                             response_id, turn.received);
+    job.client = turn.client;
+    job.streams->add(*stream, 0, prompt_tokens);
+    return job;
+}
+
 http::HttpResponse ChatService::chat(const http::HttpRequest& http_request) {
     const auto received = std::chrono::steady_clock::now();
     auto body = api::parse_json_object(http_request.body);
     if (!body) return api::to_http_response(body.error());
-    auto parsed = api::parse_chat_request_json(*body);
-    if (!parsed) return api::to_http_response(parsed.error());
-    const api::ChatRequest& request = *parsed;
-    auto tool_calls = checked_tool_calls(request);
-    if (!tool_calls) return api::to_http_response(tool_calls.error());
-    if (path_.settings().passthrough_chat)
-        return passthrough(http_request, *body, request, std::move(*tool_calls), received);
-    auto prompt = path_.chat_renderer().render(request);
-    if (!prompt) return api::to_http_response(prompt.error());
-
-    const std::optional<std::string> client = path_.client_of(http_request);
-    const ResolvedSampling sampling = path_.resolve(request.generation, client);
-    auto options = chat_options(request, std::move(prompt).value(), sampling, *tool_calls);
-    if (!options) return api::to_http_response(options.error());
-    return answer(http_request, request, std::move(options).value(), sampling, client, std::move(*tool_calls),
-                  received);
-}
-
-// chat_passthrough.h: the request's own fields go upstream; no prompt, grammar or reasoning split here.
-http::HttpResponse ChatService::passthrough(const http::HttpRequest& http_request, const api::Json& body,
-                                            const api::ChatRequest& request, std::optional<ToolCallSetup> tool_calls,
-                                            std::chrono::steady_clock::time_point received) {
-    if (auto refused = refused_in_passthrough(request)) return api::to_http_response(*refused);
-    const std::optional<std::string> client = path_.client_of(http_request);
-    const ResolvedSampling sampling = path_.resolve(request.generation, client);
-    auto options = path_.passthrough_options(request.generation, sampling);
-    if (!options) return api::to_http_response(options.error());
-    options->passthrough_chat = passthrough_fields(body);
-    return answer(http_request, request, std::move(options).value(), sampling, client, std::move(tool_calls), received);
-}
-
-http::HttpResponse ChatService::answer(const http::HttpRequest& http_request, const api::ChatRequest& request,
-                                       GenerationOptions options, const ResolvedSampling& sampling,
-                                       const std::optional<std::string>& client,
-                                       std::optional<ToolCallSetup> tool_calls,
-                                       std::chrono::steady_clock::time_point received) {
-    const int choices = options.n;
-    const auto prompt_tokens = static_cast<int64_t>(options.prompt.size());
-    auto stream = path_.submit(std::move(options));
-    if (!stream) return api::to_http_response(stream.error());
-
+    auto turn = prepare(http_request, *body, received);
+    if (!turn) return api::to_http_response(turn.error());
+    const int choices = turn->options.n;
     const api::ResponseMeta meta = api::make_chat_meta(path_.settings().served_model_name, path_.system_fingerprint());
-    GenerationJob job = path_.generation_job("chat", http_request, request.generation, sampling, meta.id, received);
-    job.client = client;
-    job.streams->add(*stream, 0, prompt_tokens);
-    const ChatResponseBuilder::Shape shape{
-        .choices = choices, .logprobs = request.logprobs, .stream = job.stream, .include_usage = job.include_usage};
+    auto job = start(*turn, http_request, "chat", meta.id);
+    if (!job) return api::to_http_response(job.error());
+    const ChatResponseBuilder::Shape shape{.choices = choices,
+                                           .logprobs = turn->request.logprobs,
+                                           .stream = job->stream,
+                                           .include_usage = job->include_usage};
     auto builder = std::make_unique<ChatResponseBuilder>(path_.model().tokenizer, meta, shape);
-    if (tool_calls) builder->read_tool_calls(std::move(*tool_calls), path_.metrics());
+    if (turn->tool_calls) builder->read_tool_calls(std::move(*turn->tool_calls), path_.metrics());
     builder->count_answers(path_.metrics());
-    job.builder = std::move(builder);
-    return path_.answer(std::move(job), http_request);
+    job->builder = std::move(builder);
+    return path_.answer(std::move(job).value(), http_request);
 }
 
 }  // namespace tempered

@@ -18,6 +18,18 @@
 
 namespace tempered {
 
+// A chat request ready to generate: parsed, checked, rendered (or left to the upstream in passthrough), its
+// sampling resolved under its client. The Responses and Messages services translate their bodies into a
+// chat body and come through here too, so every API gets the same checks, grammar, reasoning and guard.
+struct ChatTurn {
+    api::ChatRequest request;
+    GenerationOptions options;
+    ResolvedSampling sampling;
+    std::optional<std::string> client;
+    std::optional<ToolCallSetup> tool_calls;  // nullopt: the answer is content only
+    std::chrono::steady_clock::time_point received;
+};
+
 class ChatService {
 public:
     // Logs the tool-call parser and the reasoning split chosen, and why chat requests will be refused
@@ -26,23 +38,25 @@ public:
 
     void register_routes(GuardedRoutes& routes);
 
+    // A chat completions body (already parsed JSON) made ready to generate.
+    api::ApiResult<ChatTurn> prepare(const http::HttpRequest& http_request, const api::Json& body,
+                                     std::chrono::steady_clock::time_point received);
+    // Submits the turn's generation: the job for the generation loop, without its builder, logged under
+    // `endpoint` and `response_id`. The turn's options are moved out.
+    api::ApiResult<GenerationJob> start(ChatTurn& turn, const http::HttpRequest& http_request, const char* endpoint,
+                                        const std::string& response_id);
+    GenerationPath& path() const { return path_; }
+
 private:
     http::HttpResponse chat(const http::HttpRequest& request);
-    http::HttpResponse passthrough(const http::HttpRequest& http_request, const api::Json& body,
-                                   const api::ChatRequest& request, std::optional<ToolCallSetup> tool_calls,
-                                   std::chrono::steady_clock::time_point received);
-    // Submits the generation and answers with it (the generation loop).
-    http::HttpResponse answer(const http::HttpRequest& http_request, const api::ChatRequest& request,
-                              GenerationOptions options, const ResolvedSampling& sampling,
-                              const std::optional<std::string>& client, std::optional<ToolCallSetup> tool_calls,
-                              std::chrono::steady_clock::time_point received);
+    // chat_passthrough.h: the request's own fields go upstream; no prompt, grammar or reasoning split here.
+    api::ApiResult<GenerationOptions> passthrough_options(const api::Json& body, const ChatTurn& turn) const;
     // The model name, the request's own checks and its tools (nullopt: the answer is content only).
     api::ApiResult<std::optional<ToolCallSetup>> checked_tool_calls(const api::ChatRequest& request) const;
     // The engine's options for the chat prompt: limits, grammar, reasoning, the KV transfer's part.
     api::ApiResult<GenerationOptions> chat_options(const api::ChatRequest& request, std::vector<int32_t> prompt,
                                                    const ResolvedSampling& sampling,
                                                    const std::optional<ToolCallSetup>& tools);
-    // The messages through the chat template, tokenized.
 
     GenerationPath& path_;
     ChosenToolCalls tool_calls_;  // the parser chosen for this model, and the validation mode

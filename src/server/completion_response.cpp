@@ -51,7 +51,7 @@ api::CompletionLogprobs CompletionResponseBuilder::append_logprobs(ChoiceText& c
     return part;
 }
 
-std::optional<nlohmann::json> CompletionResponseBuilder::on_delta(const ChoiceDelta& delta) {
+std::vector<nlohmann::json> CompletionResponseBuilder::on_delta(const ChoiceDelta& delta) {
     ChoiceText& choice = choices_.at(static_cast<size_t>(delta.index));
     api::CompletionChoice chunk;
     chunk.index = delta.index;
@@ -69,15 +69,15 @@ std::optional<nlohmann::json> CompletionResponseBuilder::on_delta(const ChoiceDe
     // A token without text of its own (end of generation, part of a character) still goes out with its id.
     const bool says_something = !chunk.text.empty() || chunk.finish_reason || !delta.logprobs.empty() ||
                                 (shape_.token_ids && !delta.tokens.empty());
-    if (!shape_.stream || !says_something) return std::nullopt;
-    return api::text_completion_chunk_json(meta_, {chunk}, shape_.include_usage);
+    if (!shape_.stream || !says_something) return {};
+    return {api::text_completion_chunk_json(meta_, {chunk}, shape_.include_usage)};
 }
 
 nlohmann::json CompletionResponseBuilder::usage_chunk(const api::Usage& usage) const {
     return api::text_completion_usage_chunk_json(meta_, usage);
 }
 
-nlohmann::json CompletionResponseBuilder::final_body(const api::Usage& usage) const {
+nlohmann::json CompletionResponseBuilder::final_body(const api::Usage& usage) {
     std::vector<api::CompletionChoice> results;
     for (size_t c = 0; c < choices_.size(); ++c) {
         api::CompletionChoice& result = results.emplace_back();

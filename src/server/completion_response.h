@@ -28,9 +28,13 @@ public:
                               const std::vector<std::string>& prompt_texts, Shape shape);
 
     std::vector<nlohmann::json> opening_chunks() override;
-    std::optional<nlohmann::json> on_delta(const ChoiceDelta& delta) override;
-    nlohmann::json usage_chunk(const api::Usage& usage) const override;
-    nlohmann::json final_body(const api::Usage& usage) const override;
+    std::vector<nlohmann::json> on_delta(const ChoiceDelta& delta) override;
+    std::vector<nlohmann::json> closing_chunks(const api::Usage& usage, bool include_usage) override {
+        if (!include_usage) return {};
+        return {usage_chunk(usage)};
+    }
+    nlohmann::json final_body(const api::Usage& usage) override;
+    nlohmann::json usage_chunk(const api::Usage& usage) const;
 
 private:
     // A choice being assembled: its text so far and, when asked, its logprob arrays.

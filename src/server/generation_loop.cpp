@@ -126,31 +126,35 @@ void GenerationLoop::log_finished(const std::string& outcome) {
 }
 
 void GenerationLoop::stream(http::StreamWriter& writer) {
-    std::vector<nlohmann::json> opening = job_.builder->opening_chunks();
-    if (job_.report_sampling && !opening.empty()) opening.front()["sampling"] = job_.sampling;
+    ResponseBuilder& builder = *job_.builder;
+    std::vector<nlohmann::json> opening = builder.opening_chunks();
+    if (job_.report_sampling && !opening.empty()) builder.show_sampling(opening.front(), job_.sampling);
     for (const auto& chunk : opening)
-        if (!writer.write(api::sse_json(chunk))) return abort();
+        if (!writer.write(builder.frame(chunk))) return abort();
 
     const End end = pump([&writer] { return writer.is_connection_alive(); },
                          [&](const ChoiceDelta& delta) {
-                             std::optional<nlohmann::json> chunk = job_.builder->on_delta(delta);
-                             if (chunk) degeneration_.attach_to_chunk(*chunk, delta.index);
-                             return !chunk || writer.write(api::sse_json(*chunk));
+                             for (nlohmann::json& chunk : builder.on_delta(delta)) {
+                                 degeneration_.attach_to_chunk(chunk, delta.index);
+                                 if (!writer.write(builder.frame(chunk))) return false;
+                             }
+                             return true;
                          });
     if (end == End::ClientGone) return abort();
     if (end == End::TimedOut) {
-        writer.write(api::sse_error(time_out()));
-        writer.write(api::sse_data("[DONE]"));
+        writer.write(builder.error_event(time_out()));
+        if (builder.ends_with_done()) writer.write(api::sse_data("[DONE]"));
         return;
     }
     if (end == End::EngineError) {
         cancel();  // the other choices and prompts of the request stop too, and free their KV
-        writer.write(api::sse_error(generation_error()));
+        writer.write(builder.error_event(generation_error()));
         outcome_ = "error";
-    } else if (job_.include_usage) {
-        writer.write(api::sse_json(job_.builder->usage_chunk(usage())));
+    } else {
+        for (const auto& chunk : builder.closing_chunks(usage(), job_.include_usage))
+            writer.write(builder.frame(chunk));
     }
-    writer.write(api::sse_data("[DONE]"));
+    if (builder.ends_with_done()) writer.write(api::sse_data("[DONE]"));
     log_finished(outcome_);
 }
 
@@ -162,10 +166,10 @@ http::HttpResponse GenerationLoop::whole(const http::HttpRequest& request) {
                          });
     if (end == End::ClientGone) {
         abort();
-        return api::to_http_response(api::invalid_request("the client disconnected"));
+        return job_.builder->error_response(api::invalid_request("the client disconnected"));
     }
     if (end == End::TimedOut) {
-        http::HttpResponse response = api::to_http_response(time_out());
+        http::HttpResponse response = job_.builder->error_response(time_out());
         // The OpenAI SDKs retry a 408 by default: the request just ran for the whole timeout, so running it
         // twice more would triple the costliest work there is. Both SDKs honour this header.
         response.headers.emplace("x-should-retry", "false");
@@ -174,10 +178,10 @@ http::HttpResponse GenerationLoop::whole(const http::HttpRequest& request) {
     if (end == End::EngineError) {
         cancel();  // the other choices and prompts of the request stop too, and free their KV
         log_finished("error");
-        return api::to_http_response(generation_error());
+        return job_.builder->error_response(generation_error());
     }
     nlohmann::json body = job_.builder->final_body(usage());
-    if (job_.report_sampling) body["sampling"] = job_.sampling;
+    if (job_.report_sampling) job_.builder->show_sampling(body, job_.sampling);
     degeneration_.attach_to_body(body);
     log_finished(outcome_);
     return http::HttpResponse::json(200, api::dump_json(body));

@@ -12,7 +12,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/errors.h"
 #include "api/responses.h"
+#include "api/sse.h"
 #include "edge/request_log.h"
 #include "engine/generation.h"
 #include "http/http_types.h"
@@ -24,19 +26,33 @@ namespace tempered {
 inline constexpr std::chrono::milliseconds kStreamPollInterval{50};
 
 // Builds one endpoint's response from the engine's deltas. Per-choice state lives here, so a parser
-// that turns deltas into something else (reasoning, tool calls) plugs in as a builder or inside one.
+// that turns deltas into something else (reasoning, tool calls) plugs in as a builder or inside one. The
+// defaults are OpenAI's chat and completions streams: data-only events, `[DONE]` at the end, errors in
+// OpenAI's envelope; the Responses and Messages builders send named events and their own envelopes.
 class ResponseBuilder {
 public:
     virtual ~ResponseBuilder() = default;
     // Streams: the chunks sent before any token (chat: each choice's role; completions: the echo).
     virtual std::vector<nlohmann::json> opening_chunks() = 0;
-    // Folds one delta into its choice. A streaming builder returns the chunk to send (nullopt: there
-    // is nothing new to say); a whole-response builder returns nullopt and keeps the text.
-    virtual std::optional<nlohmann::json> on_delta(const ChoiceDelta& delta) = 0;
-    // Streams that asked for usage: the last chunk before [DONE].
-    virtual nlohmann::json usage_chunk(const api::Usage& usage) const = 0;
+    // Folds one delta into its choice. A streaming builder returns the chunks to send (none: there is
+    // nothing new to say); a whole-response builder returns none and keeps the text.
+    virtual std::vector<nlohmann::json> on_delta(const ChoiceDelta& delta) = 0;
+    // Streams: the chunks after the last delta (chat and completions: the usage chunk, when asked for).
+    virtual std::vector<nlohmann::json> closing_chunks(const api::Usage& usage, bool include_usage) = 0;
     // Whole responses: the body.
-    virtual nlohmann::json final_body(const api::Usage& usage) const = 0;
+    virtual nlohmann::json final_body(const api::Usage& usage) = 0;
+
+    // One chunk as the stream sends it.
+    virtual std::string frame(const nlohmann::json& chunk) const { return api::sse_json(chunk); }
+    // Whether the stream ends with `data: [DONE]`.
+    virtual bool ends_with_done() const { return true; }
+    // A failure after the stream started, and one before it (the status line not yet sent).
+    virtual std::string error_event(const api::ApiError& error) const { return api::sse_error(error); }
+    virtual http::HttpResponse error_response(const api::ApiError& error) const { return api::to_http_response(error); }
+    // Where the resolved sampling report goes: the first chunk of a stream, or the whole body.
+    virtual void show_sampling(nlohmann::json& chunk_or_body, const nlohmann::json& sampling) const {
+        chunk_or_body["sampling"] = sampling;
+    }
 };
 
 // One accepted generation request, ready to answer.

@@ -19,14 +19,18 @@ http::HttpResponse json_response(const nlohmann::json& body, int status) {
     return http::HttpResponse::json(status, api::dump_json(body));
 }
 
-void add_route(GuardedRoutes& routes, std::string method, std::string_view path, http::HttpHandler handler) {
-    routes.route(std::move(method), path, [handler = std::move(handler)](const http::HttpRequest& request) {
-        http::HttpResponse response = handler(request);
-        if (const std::string id = request.header("X-Request-Id");
-            !id.empty() && !response.headers.count("X-Request-Id"))
-            response.headers.emplace("X-Request-Id", id);
-        return response;
-    });
+void add_route(GuardedRoutes& routes, std::string method, std::string_view path, http::HttpHandler handler,
+               api::ErrorEnvelope envelope) {
+    routes.route(
+        std::move(method), path,
+        [handler = std::move(handler)](const http::HttpRequest& request) {
+            http::HttpResponse response = handler(request);
+            if (const std::string id = request.header("X-Request-Id");
+                !id.empty() && !response.headers.count("X-Request-Id"))
+                response.headers.emplace("X-Request-Id", id);
+            return response;
+        },
+        envelope);
 }
 
 GenerationPath::GenerationPath(ServedModel model, Generator& generator, ServingMetrics& metrics, RequestLog& log,

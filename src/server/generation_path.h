@@ -35,7 +35,8 @@ http::HttpResponse json_response(const nlohmann::json& body, int status = 200);
 
 // Registers `handler` behind the edge's checks (guarded_routes.h). Every response echoes the client's
 // X-Request-Id, errors included, so logs on both sides join up.
-void add_route(GuardedRoutes& routes, std::string method, std::string_view path, http::HttpHandler handler);
+void add_route(GuardedRoutes& routes, std::string method, std::string_view path, http::HttpHandler handler,
+               api::ErrorEnvelope envelope = api::ErrorEnvelope::OpenAI);
 
 class GenerationPath {
 public:

@@ -22,6 +22,7 @@ void UpstreamChoice::add_output(OutputDelta out, ChoiceDelta& delta) {
         sequence_.finished = true;
         sequence_.finish_reason = FinishReason::Stop;
         delta.finish = FinishReason::Stop;
+        delta.stop_string = std::move(out.stop_string);
         if (sequence_.reasoning) delta.reasoning = sequence_.reasoning->report();
     }
 }

@@ -82,16 +82,16 @@ TEST(ChatReasoning, StreamedDeltasAddUpToTheWholeMessage) {
     std::string reasoning, reasoning_alias, content;
     nlohmann::json last;
     for (const ChoiceDelta& delta : reasoned_answer()) {
-        auto chunk = builder.on_delta(delta);
-        ASSERT_TRUE(chunk);
-        const nlohmann::json& streamed = (*chunk)["choices"][0]["delta"];
+        const std::vector<nlohmann::json> chunks = builder.on_delta(delta);
+        ASSERT_EQ(chunks.size(), 1u);
+        const nlohmann::json& streamed = chunks[0]["choices"][0]["delta"];
         if (!delta.reasoning_text.empty()) {
             EXPECT_FALSE(streamed.contains("content")) << "a reasoning-only chunk";
         }
         reasoning += streamed.value("reasoning_content", "");
         reasoning_alias += streamed.value("reasoning", "");
         content += streamed.value("content", "");
-        last = (*chunk)["choices"][0];
+        last = chunks[0]["choices"][0];
     }
     EXPECT_EQ(reasoning, "Hmm, France.\n");
     EXPECT_EQ(reasoning_alias, reasoning);

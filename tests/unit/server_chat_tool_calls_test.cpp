@@ -57,7 +57,7 @@ std::vector<nlohmann::json> run_builder(ChatResponseBuilder& builder, const std:
             for (auto& call : out.calls) delta.calls.push_back(std::move(call));
             delta.unparsed_calls += out.unparsed_calls;
         }
-        if (auto chunk = builder.on_delta(delta)) chunks.push_back(*chunk);
+        for (nlohmann::json& chunk : builder.on_delta(delta)) chunks.push_back(std::move(chunk));
     }
     return chunks;
 }

@@ -18,15 +18,16 @@ class PlainBuilder final : public ResponseBuilder {
 public:
     explicit PlainBuilder(bool stream) : stream_(stream) {}
     std::vector<nlohmann::json> opening_chunks() override { return {{{"open", 0}}}; }
-    std::optional<nlohmann::json> on_delta(const ChoiceDelta& delta) override {
+    std::vector<nlohmann::json> on_delta(const ChoiceDelta& delta) override {
         text_ += delta.text;
-        if (!stream_ || delta.text.empty()) return std::nullopt;
-        return nlohmann::json{{"text", delta.text}};
+        if (!stream_ || delta.text.empty()) return {};
+        return {nlohmann::json{{"text", delta.text}}};
     }
-    nlohmann::json usage_chunk(const api::Usage& usage) const override {
-        return {{"completion_tokens", usage.completion_tokens}};
+    std::vector<nlohmann::json> closing_chunks(const api::Usage& usage, bool include_usage) override {
+        if (!include_usage) return {};
+        return {{{"completion_tokens", usage.completion_tokens}}};
     }
-    nlohmann::json final_body(const api::Usage& usage) const override {
+    nlohmann::json final_body(const api::Usage& usage) override {
         return {{"text", text_}, {"prompt_tokens", usage.prompt_tokens}};
     }
 
