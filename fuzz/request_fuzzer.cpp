@@ -3,13 +3,17 @@
 // bug, so nothing here catches). A parsed request is also validated against a small vocabulary, and a
 // response_format json_schema is compiled into a grammar as the server does (src/grammar); a schema the
 // compiler refuses must do so with a SchemaError, never by crashing; a structured_outputs GBNF grammar is read
-// (grammar/gbnf.h) and, when it reads, written back and read again.
+// (grammar/gbnf.h) and, when it reads, written back and read again. The same body is read as a Responses and as a
+// Messages request (api/responses_request.h, api/messages_request.h), and the chat body each amounts to goes
+// through the chat parser, as the server does.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
 
 #include "api/chat_request.h"
 #include "api/completion_request.h"
+#include "api/messages_request.h"
+#include "api/responses_request.h"
 #include "grammar/gbnf.h"
 #include "grammar/json_schema.h"
 
@@ -33,6 +37,26 @@ void compile_response_format(const tempered::api::ResponseFormat& format) {
     if (grammar && grammar->rule_alternatives.empty()) __builtin_trap();  // a grammar has its root rule
 }
 
+// The Responses and Messages translations of the body, and their chat bodies through chat's parser.
+void translate_agent_requests(std::string_view body) {
+    auto json = tempered::api::parse_json_object(body);
+    if (!json) return;
+    if (auto request = tempered::api::parse_responses_request(*json)) {
+        // The input once as this request's and once as a stored conversation before it.
+        auto chat = tempered::api::responses_chat_body(*request, request->input_items);
+        if (chat) (void)tempered::api::parse_chat_request_json(*chat);
+    } else if (request.error().message.empty()) {
+        __builtin_trap();
+    }
+    for (bool count_only : {false, true}) {
+        auto request = tempered::api::parse_messages_request(*json, count_only);
+        if (request)
+            (void)tempered::api::parse_chat_request_json(request->chat_body);
+        else if (request.error().message.empty())
+            __builtin_trap();
+    }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -48,5 +72,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         tempered::api::validate_completion_request(*completion, kLimits);
         compile_response_format(completion->generation.response_format);
     }
+    translate_agent_requests(body);
     return 0;
 }

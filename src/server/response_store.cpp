@@ -12,9 +12,15 @@ void ResponseStore::put(const std::string& id, StoredResponse response) {
 
 std::optional<StoredResponse> ResponseStore::get(const std::string& id, const std::optional<std::string>& client) {
     std::lock_guard lock(mutex_);
-    evict(std::chrono::steady_clock::now());
+    const auto now = std::chrono::steady_clock::now();
+    evict(now);
     const auto found = by_id_.find(id);
     if (found == by_id_.end() || found->second.owner != client) return std::nullopt;
+    // Eviction walks from the oldest stored; one stored later with an older time expires here.
+    if (now - found->second.stored_at >= limits_.ttl) {
+        by_id_.erase(found);
+        return std::nullopt;
+    }
     return found->second;
 }
 
