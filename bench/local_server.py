@@ -12,11 +12,12 @@ def free_port():
         return s.getsockname()[1]
 
 
-def start_server(binary, model, extra=(), timeout=120):
-    """(process, port); exits the script when the server does not come up within `timeout` seconds."""
+def start_server(binary, model, extra=(), timeout=120, stderr=subprocess.DEVNULL):
+    """(process, port); exits the script when the server does not come up within `timeout` seconds. `stderr`:
+    where the server's log goes (a file object), none by default."""
     port = free_port()
     process = subprocess.Popen([binary, "serve", "--model", model, "--port", str(port), *extra],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                               stdout=subprocess.DEVNULL, stderr=stderr)
     deadline = time.time() + timeout
     while time.time() < deadline:
         try:

@@ -69,6 +69,7 @@ struct ServeOptions {
     bool no_report_sampling = false;
     bool no_webui = false;  // --no-webui: no playground at /
     std::string log_format = "text";
+    std::string log_level = "info";
     std::string tool_call_parser;      // "" = the config file's, else auto
     std::string tool_call_validation;  // "" = the config file's, else constrain
     std::string degeneration_guard;    // "" = the config file's, else flag
@@ -356,7 +357,7 @@ int fail(const Error& error) {
 }
 
 int serve(const ServeOptions& options) {
-    RequestLog log(options.log_format == "json");
+    RequestLog log(options.log_format == "json", options.log_level == "debug");
     if (options.log_format != "text" && options.log_format != "json")
         return fail(Error{"--log-format must be text or json"});
     auto kv_type = parse_kv_dtype(options.kv_cache_dtype);
@@ -598,6 +599,11 @@ void add_serve_command(CLI::App& app, int& exit_code) {
                       "do not add the \"sampling\" report to responses");
     command->add_flag("--no-webui", options->no_webui, "serve no web playground at /");
     command->add_option("--log-format", options->log_format, "text or json")->capture_default_str();
+    command
+        ->add_option("--log-level", options->log_level,
+                     "info, or debug: also where each chat prompt leaves the prefix cache")
+        ->check(CLI::IsMember({"info", "debug"}))
+        ->capture_default_str();
     command->add_option("--tool-call-parser", options->tool_call_parser,
                         "how tool calls are read from chat answers: auto (from the chat template; default), " +
                             tool_call_family_names(", ") + " or none");

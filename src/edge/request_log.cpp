@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
+#include <string_view>
 
 namespace tempered {
 namespace {
@@ -36,15 +37,23 @@ void RequestLog::write(const nlohmann::json& entry) {
     std::fprintf(stderr, "%s\n", text.c_str());
 }
 
-void RequestLog::info(const std::string& message) {
+void RequestLog::info(const std::string& text) { message("info", text); }
+
+void RequestLog::debug(const std::string& text) {
+    if (debug_) message("debug", text);
+}
+
+void RequestLog::message(const char* level, const std::string& text) {
     std::lock_guard lock(mutex_);
     if (json_) {
         std::fprintf(stderr, "%s\n",
-                     nlohmann::json{{"time", timestamp()}, {"level", "info"}, {"message", message}}
+                     nlohmann::json{{"time", timestamp()}, {"level", level}, {"message", text}}
                          .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
                          .c_str());
+    } else if (std::string_view(level) == "info") {
+        std::fprintf(stderr, "%s %s\n", timestamp().c_str(), text.c_str());
     } else {
-        std::fprintf(stderr, "%s %s\n", timestamp().c_str(), message.c_str());
+        std::fprintf(stderr, "%s %s %s\n", timestamp().c_str(), level, text.c_str());
     }
 }
 

@@ -2,6 +2,7 @@
 
 #include "server/chat_passthrough.h"
 #include "server/chat_response.h"
+#include "server/prefix_departure.h"
 
 namespace tempered {
 namespace {
@@ -108,11 +109,15 @@ api::ApiResult<GenerationOptions> ChatService::passthrough_options(const api::Js
 api::ApiResult<GenerationJob> ChatService::start(ChatTurn& turn, const http::HttpRequest& http_request,
                                                  const char* endpoint, const std::string& response_id) {
     const auto prompt_tokens = static_cast<int64_t>(turn.options.prompt.size());
+    std::function<std::string(int64_t)> prefix_note;
+    if (path_.log().debug_enabled() && !turn.options.prompt.empty())
+        prefix_note = prefix_departure_note(path_.model().tokenizer, turn.options.prompt);
     auto stream = path_.submit(std::move(turn.options));
     if (!stream) return stream.error();
     GenerationJob job = path_.generation_job(endpoint, http_request, turn.request.generation, turn.sampling,
                                              response_id, turn.received);
     job.client = turn.client;
+    job.prefix_note = std::move(prefix_note);
     job.streams->add(*stream, 0, prompt_tokens);
     return job;
 }

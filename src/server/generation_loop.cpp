@@ -123,6 +123,8 @@ void GenerationLoop::log_finished(const std::string& outcome) {
     // Only a request whose first choice looped has the field, so other lines keep their shape.
     if (auto loop = degeneration_.of_choice(0)) entry["degeneration"] = std::move(*loop);
     log_.write(entry);
+    if (job_.prefix_note && log_.debug_enabled())
+        log_.debug(job_.request_id + " " + job_.prefix_note(counts.cached_tokens));
 }
 
 void GenerationLoop::stream(http::StreamWriter& writer) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -74,6 +75,8 @@ struct GenerationJob {
     // 408 (a stream: an error event, then [DONE]). No timeout: the deadline never comes.
     std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
     double timeout_seconds = 0;  // for the error message
+    // --log-level debug: given the prompt tokens the prefix cache served, where the prompt left the cache.
+    std::function<std::string(int64_t cached_tokens)> prefix_note;
     // The outcome logged until choice 0 finishes ("length" for completions that only score a prompt).
     std::string outcome = "stop";
 };
