@@ -10,7 +10,8 @@ void DegenerationReports::note(const ChoiceDelta& delta) {
 
 void DegenerationReports::attach_to_chunk(nlohmann::json& chunk, int index) {
     auto unsent = unsent_.find(index);
-    if (unsent == unsent_.end() || !unsent->second) return;
+    // Only chat and completions chunks have choices; the Responses and Messages builders show the report themselves.
+    if (unsent == unsent_.end() || !unsent->second || !chunk.contains("choices")) return;
     for (auto& choice : chunk["choices"]) {
         if (choice.value("index", -1) != index) continue;
         choice["degeneration"] = api::degeneration_json(to_api_degeneration(latest_.at(index), resolved_sampling_));

@@ -247,3 +247,24 @@ def test_a_bad_value_stops_the_server_and_names_the_key(args, named, tmp_path):
                             capture_output=True, text=True, timeout=120)
     assert result.returncode != 0
     assert named in result.stderr, result.stderr
+
+
+# ---- the agent APIs: the same guard, its report in their own shapes
+
+def test_the_guard_on_responses_and_messages(default_server):
+    stop = {"temperature": 0, "repetition_detection": {"max_pattern_size": 8, "min_count": 4}}
+    responses = default_server.post("/v1/responses", {"input": QUESTION, "max_output_tokens": MAX_TOKENS, **stop})
+    body = responses.json()
+    assert body["status"] == "incomplete" and body["incomplete_details"] == {"reason": "content_filter"}, body
+    assert body["degeneration"]["action"] == "stop" and body["degeneration"]["repeats"] == 4
+    messages = default_server.post("/v1/messages", {"messages": QUESTION, "max_tokens": MAX_TOKENS, **stop}).json()
+    assert messages["stop_reason"] == "end_turn" and messages["degeneration"]["action"] == "stop", messages
+    assert messages["content"][0]["text"] == body["output"][0]["content"][0]["text"]
+    # Streamed, the report rides on the closing event only; no event carries chat's "choices".
+    with default_server.client() as http:
+        with http.stream("POST", "/v1/responses", json={"input": QUESTION, "max_output_tokens": MAX_TOKENS,
+                                                        "stream": True, **stop}) as response:
+            events = [json.loads(line[6:]) for line in response.iter_lines() if line.startswith("data: ")]
+    assert all("choices" not in event for event in events)
+    assert events[-1]["type"] == "response.incomplete"
+    assert events[-1]["response"]["degeneration"]["action"] == "stop"

@@ -157,11 +157,11 @@ def test_count_tokens_equals_the_templated_prompt(qwen):
 
 
 # A request as Claude Code sends it (system as text blocks with cache_control, metadata.user_id, the
-# anthropic-beta header, client tools with input_schema and cache_control on the last one, streamed).
+# anthropic-beta header, client tools with input_schema and cache_control on the last one, streamed; no sampling
+# values, which the server's defaults fill). Its max_tokens is smaller here, to keep the test short.
 CLAUDE_CODE_BODY = {
     "model": QWEN2_NAME,
     "max_tokens": 32,
-    "temperature": 0,
     "stream": True,
     "system": [{"type": "text", "text": "You are Claude Code, Anthropic's official CLI for Claude."},
                {"type": "text", "text": "Use the tools to answer.", "cache_control": {"type": "ephemeral"}}],

@@ -95,3 +95,28 @@ def test_an_agent_turn_reuses_its_reasoning_and_the_log_says_where_it_left_the_c
     notes = [line for line in server.log().splitlines() if " debug " in line and "prefix cache:" in line]
     assert any(second["id"] in line and f"{cached} of {second['usage']['prompt_tokens']} prompt tokens reused"
                in line and f"leaves the cache at token {cached}" in line for line in notes), notes[-3:]
+
+
+def test_a_reasoning_response_streams_its_reasoning_item(server):
+    openai = pytest.importorskip("openai")
+    pydantic = pytest.importorskip("pydantic")
+    from openai.types.responses import Response, ResponseStreamEvent
+
+    event_type = pydantic.TypeAdapter(ResponseStreamEvent)
+    client = openai.OpenAI(base_url=server.base_url + "/v1", api_key="x", max_retries=0)
+    fields = dict(model=MODEL_NAME, input="What is the capital of France?", max_output_tokens=24,
+                  extra_body={"thinking_token_budget": 6, "seed": 11, "temperature": 1.0})
+    whole = client.responses.create(**fields)
+    Response.model_validate(whole.to_dict())
+    assert [item.type for item in whole.output][:2] == ["reasoning", "message"]
+    assert whole.usage.output_tokens_details.reasoning_tokens > 0
+    assert whole.to_dict()["reasoning_budget"]["forced_end"] == "budget"
+    # The random model never ends its answer, so max_output_tokens does: the stream ends with response.incomplete
+    # (the SDK's get_final_response wants response.completed), whose response is the final one.
+    events = list(client.responses.create(**fields, stream=True))
+    for event in events:
+        event_type.validate_python(event.to_dict())
+    assert events[-1].type == "response.incomplete" and whole.status == "incomplete"
+    reasoning = "".join(e.delta for e in events if e.type == "response.reasoning_text.delta")
+    assert reasoning == whole.output[0].content[0].text
+    assert events[-1].response.output_text == whole.output_text

@@ -160,8 +160,10 @@ def test_store_retrieve_delete_and_chain(qwen):
     assert_error(qwen.get(f"/v1/responses/{unstored['id']}"), 404)
 
 
-# A request as Codex sends it (codex-rs core/src/client.rs and tools/spec.rs: Responses with instructions,
-# hosted and custom tools beside function tools, store false, include reasoning.encrypted_content, streamed).
+# A request as Codex sends it (codex-rs codex-api/src/common.rs, ResponsesApiRequest: model, instructions, input,
+# tools, tool_choice "auto", parallel_tool_calls, reasoning, store false, stream true, include
+# ["reasoning.encrypted_content"], prompt_cache_key, text.verbosity, client_metadata; hosted and custom tools beside
+# function tools). Codex sends no max_output_tokens or sampling values: the server's --max-tokens-limit bounds it.
 CODEX_BODY = {
     "model": QWEN2_NAME,
     "instructions": "You are Codex, a coding agent. Use the shell tool to run commands.",
@@ -186,36 +188,38 @@ CODEX_BODY = {
     "stream": True,
     "include": ["reasoning.encrypted_content"],
     "prompt_cache_key": "0199a1f0-codex-session",
-    "max_output_tokens": 48,
-    "temperature": 0,
+    "text": {"verbosity": "medium"},
+    "client_metadata": {"x-codex-installation-id": "test"},
 }
 
 
-def test_a_codex_request_is_served(qwen):
-    with qwen.client() as http:
-        with http.stream("POST", "/v1/responses", json=CODEX_BODY) as response:
-            assert response.status_code == 200
-            events = []
-            name = None
-            for line in response.iter_lines():
-                if line.startswith("event: "):
-                    name = line[len("event: "):]
-                elif line.startswith("data: "):
-                    event = json.loads(line[len("data: "):])
-                    assert event["type"] == name
-                    EVENT.validate_python(event)
-                    events.append(event)
-    final = events[-1]["response"]
-    assert final["status"] in ("completed", "incomplete")
-    assert final["store"] is False
-    warned = " ".join(final["warnings"])
-    for left_out in ("custom", "web_search", "local_shell"):
-        assert left_out in warned
-    for item in final["output"]:
-        if item["type"] == "function_call":
-            assert item["name"] == "shell"
-            jsonschema.validate(json.loads(item["arguments"]), CODEX_BODY["tools"][0]["parameters"])
-    assert_error(qwen.get(f"/v1/responses/{final['id']}"), 404)
+def test_a_codex_request_is_served():
+    with running_server(qwen2_args() + ["--max-tokens-limit", "48"], name="responses-codex") as qwen:
+        with qwen.client() as http:
+            with http.stream("POST", "/v1/responses", json=CODEX_BODY) as response:
+                assert response.status_code == 200
+                events = []
+                name = None
+                for line in response.iter_lines():
+                    if line.startswith("event: "):
+                        name = line[len("event: "):]
+                    elif line.startswith("data: "):
+                        event = json.loads(line[len("data: "):])
+                        assert event["type"] == name
+                        EVENT.validate_python(event)
+                        events.append(event)
+        final = events[-1]["response"]
+        assert final["status"] in ("completed", "incomplete")
+        assert final["store"] is False
+        assert final["usage"]["output_tokens"] <= 48
+        warned = " ".join(final["warnings"])
+        for left_out in ("custom", "web_search", "local_shell"):
+            assert left_out in warned
+        for item in final["output"]:
+            if item["type"] == "function_call":
+                assert item["name"] == "shell"
+                jsonschema.validate(json.loads(item["arguments"]), CODEX_BODY["tools"][0]["parameters"])
+        assert_error(qwen.get(f"/v1/responses/{final['id']}"), 404)
 
 
 def test_another_keys_response_is_not_found():

@@ -491,3 +491,21 @@ def test_an_https_upstream_is_checked_against_its_ca_and_answers_as_local(https_
         for path, body in (("/v1/chat/completions", chat_body(PROMPTS[4], max_tokens=24, temperature=0)),
                            ("/v1/completions", completion_body(PROMPTS[5], max_tokens=16, temperature=0))):
             assert answer(front, path, body) == answer(default_server, path, body)
+
+
+# ---- The agent APIs in front of another engine: Responses and Messages translate onto the chat path, so they
+# go upstream as chat does (rendered, or passed through) and answer what local serving answers.
+
+@pytest.mark.parametrize("mode", ["rendered", "passthrough"])
+def test_responses_and_messages_through_an_upstream_equal_local(front, passthrough, default_server, mode):
+    server = front if mode == "rendered" else passthrough
+    question = "Say hello in Spanish."
+    responses_body = {"input": question, "max_output_tokens": 16, "temperature": 0}
+    messages_body = {"max_tokens": 16, "temperature": 0, "messages": [{"role": "user", "content": question}]}
+    local_text = default_server.post("/v1/responses", responses_body).json()["output"][0]["content"][0]["text"]
+    through = server.post("/v1/responses", responses_body)
+    assert through.status_code == 200, through.text
+    assert through.json()["output"][0]["content"][0]["text"] == local_text
+    message = server.post("/v1/messages", messages_body)
+    assert message.status_code == 200, message.text
+    assert message.json()["content"][0]["text"] == local_text
