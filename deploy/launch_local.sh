@@ -117,7 +117,10 @@ if (( prefill > 0 )); then
     done
     for ((i = 0; i < decode; i++)); do
         port=$((worker_port + prefill + i))
-        start_worker "decode-$i" "$port" --disaggregation-mode decode
+        # The decode server fetches KV only from the prefill servers started here (their host, each bootstrap port).
+        allowed=()
+        for ((j = 0; j < prefill; j++)); do allowed+=("$host:$((bootstrap_port + j))"); done
+        start_worker "decode-$i" "$port" --disaggregation-mode decode --disaggregation-allowed-prefill "${allowed[@]}"
         urls+=("http://$host:$port")
         gateway_args+=(--decode "http://$host:$port")
     done

@@ -120,6 +120,7 @@ http::HttpResponse http_error_response(int status, std::string_view message, Err
                    "",     std::nullopt};
     if (status == 413) error.code = "request_too_large";
     if (status == 404) error.code = "unknown_url";
+    if (status == 431) error.code = "request_headers_too_large";
     return to_http_response(error, envelope);
 }
 

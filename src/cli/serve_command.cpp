@@ -64,6 +64,7 @@ struct ServeOptions {
     int max_queued = 256;
     int64_t max_batch_tokens = 512;
     size_t max_body_bytes = 32u << 20;
+    size_t max_request_headers = 100;
     double drain_timeout = 30.0;
     SamplingFlags sampling;
     bool no_report_sampling = false;
@@ -82,6 +83,7 @@ struct ServeOptions {
     // As long as SGLang waits by default: a prefill server behind on its queue makes the decode side wait, as
     // one server would queue, rather than fail (bench/results/pd_value-2026-12-01T212539Z.md).
     double disaggregation_timeout = 300.0;
+    std::vector<std::string> disaggregation_allowed_prefill = {"127.0.0.0/8", "::1", "localhost"};
     std::string disaggregation_fault;  // tests only: a transfer that pauses or aborts on purpose
     // Slow and idle clients (http/http_server.h says why these defaults).
     double header_timeout = 10.0;
@@ -89,6 +91,7 @@ struct ServeOptions {
     double keep_alive_timeout = 30.0;
     double stream_stall_timeout = 30.0;
     size_t max_connections_per_client = 0;
+    int client_ipv6_prefix = 64;
     std::vector<std::string> api_keys;  // --api-key, repeatable
     std::string api_key_file;
     bool protect_all = false;
@@ -200,6 +203,7 @@ Status apply_client_timeout_flags(const ServeOptions& options, http::HttpServerO
     http_options.keep_alive_timeout = std::chrono::ceil<std::chrono::seconds>(Seconds(options.keep_alive_timeout));
     http_options.write_timeout = to_ms(options.stream_stall_timeout);
     http_options.max_connections_per_client = options.max_connections_per_client;
+    http_options.client_ipv6_prefix = options.client_ipv6_prefix;
     return Ok{};
 }
 
@@ -239,6 +243,9 @@ Result<DisaggregationSettings> disaggregation_flags(const ServeOptions& options,
     if (!(options.disaggregation_timeout > 0 && options.disaggregation_timeout <= 3600))
         return Error{"--disaggregation-timeout must be in (0, 3600] seconds"};
     settings.transfer.timeout = std::chrono::milliseconds(static_cast<int64_t>(options.disaggregation_timeout * 1000));
+    auto allowed = PrefillAllowlist::parse(options.disaggregation_allowed_prefill);
+    if (!allowed) return allowed.error();
+    settings.allowed_prefill = std::move(allowed).value();
     if (!options.disaggregation_fault.empty()) {
         auto fault = parse_transfer_fault(options.disaggregation_fault);
         if (!fault) return fault.error();
@@ -456,13 +463,18 @@ int serve(const ServeOptions& options) {
     http_options.port = options.port;
     http_options.threads = options.http_threads;
     http_options.max_body_bytes = options.max_body_bytes;
+    http_options.max_header_count = options.max_request_headers;
     if (auto applied = apply_client_timeout_flags(options, http_options); !applied) return fail(applied.error());
     http::HttpServer server(http_options);
     // The Messages API's routes (messages_service.h) answer in Anthropic's envelope, these errors included.
-    server.set_error_renderer([](int status, std::string_view message, std::string_view path) {
+    // An allowed origin gets its CORS headers on these errors too, or a browser sees an opaque failure.
+    server.set_error_renderer([&cors](int status, std::string_view message, const http::HttpRequest& request) {
+        const std::string_view path = request.path;
         const bool anthropic = path == "/v1/messages" || path.starts_with("/v1/messages/");
-        return api::http_error_response(status, message,
-                                        anthropic ? api::ErrorEnvelope::Anthropic : api::ErrorEnvelope::OpenAI);
+        http::HttpResponse response = api::http_error_response(
+            status, message, anthropic ? api::ErrorEnvelope::Anthropic : api::ErrorEnvelope::OpenAI);
+        cors.decorate(request, response);
+        return response;
     });
     GuardedRoutes routes(server, access, cors);
     chat.register_routes(routes);
@@ -561,6 +573,11 @@ void add_serve_command(CLI::App& app, int& exit_code) {
     command->add_option("--max-batch-tokens", options->max_batch_tokens, "tokens per forward step")
         ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))
         ->capture_default_str();
+    command
+        ->add_option("--max-request-headers", options->max_request_headers,
+                     "requests with more headers get 431 and the connection closes")
+        ->capture_default_str()
+        ->check(CLI::Range(size_t{8}, size_t{100000}));
     command->add_option("--max-body-bytes", options->max_body_bytes, "larger request bodies get 413")
         ->check(CLI::Range(size_t{1}, size_t{1} << 32))
         ->capture_default_str();
@@ -581,6 +598,11 @@ void add_serve_command(CLI::App& app, int& exit_code) {
         ->add_option("--max-connections-per-client", options->max_connections_per_client,
                      "open connections per client IP; more get 429 (0: no limit)")
         ->capture_default_str();
+    command
+        ->add_option("--client-ipv6-prefix", options->client_ipv6_prefix,
+                     "an IPv6 client is counted by this prefix of its address (a host holds a whole /64)")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 128));
     command->add_option("--drain-timeout", options->drain_timeout, "seconds to finish requests on SIGTERM")
         ->check(CLI::Range(0.0, 86400.0))
         ->capture_default_str();
@@ -640,6 +662,11 @@ void add_serve_command(CLI::App& app, int& exit_code) {
     command
         ->add_option("--disaggregation-timeout", options->disaggregation_timeout,
                      "seconds a KV transfer may take, claim included")
+        ->capture_default_str();
+    command
+        ->add_option("--disaggregation-allowed-prefill", options->disaggregation_allowed_prefill,
+                     "decode: the prefill servers a request may name, HOST, HOST:PORT or ADDRESS/BITS (names are "
+                     "never resolved)")
         ->capture_default_str();
     command->add_option("--disaggregation-fault", options->disaggregation_fault)->group("");  // tests only
     command

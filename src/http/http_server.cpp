@@ -26,6 +26,11 @@
 namespace tempered::http {
 namespace {
 
+// httplib adds these pseudo-headers itself; they are not the client's.
+bool is_pseudo_header(const std::string& name) {
+    return name == "REMOTE_ADDR" || name == "REMOTE_PORT" || name == "LOCAL_ADDR" || name == "LOCAL_PORT";
+}
+
 // Waits up to `timeout` for `events` on `fd`; false on timeout or error.
 bool wait_for(int fd, short events, std::chrono::milliseconds timeout) {
     pollfd entry{fd, events, 0};
@@ -279,7 +284,7 @@ std::string timeout_message(ReadDeadline::Phase phase, const HttpServerOptions& 
 
 }  // namespace
 
-HttpResponse default_error_response(int status, std::string_view message, std::string_view /*path*/) {
+HttpResponse default_error_response(int status, std::string_view message, const HttpRequest& /*request*/) {
     nlohmann::json body = {
         {"error", {{"message", message}, {"type", error_type_for(status)}, {"param", nullptr}, {"code", nullptr}}}};
     return HttpResponse::json(status, body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
@@ -291,7 +296,9 @@ HttpResponse default_error_response(int status, std::string_view message, std::s
 class TrackingServer final : public httplib::Server {
 public:
     TrackingServer(const HttpServerOptions& options, const ErrorRenderer& render_error)
-        : options_(options), render_error_(render_error), per_client_(options.max_connections_per_client) {
+        : options_(options),
+          render_error_(render_error),
+          per_client_(options.max_connections_per_client, options.client_ipv6_prefix) {
         if (::pipe2(stop_pipe_, O_CLOEXEC) != 0) stop_pipe_[0] = stop_pipe_[1] = -1;
     }
     ~TrackingServer() override {
@@ -360,7 +367,7 @@ private:
     // makes its 400 a 408); then the connection closes.
     void answer_timeout(ConnectionStream& stream) const {
         if (stream.response_started()) return;
-        const HttpResponse response = render_error_(408, timeout_message(stream.timed_out(), options_), "");
+        const HttpResponse response = render_error_(408, timeout_message(stream.timed_out(), options_), HttpRequest{});
         // No lingering for a client already too slow: only what it has sent is read.
         answer_and_close(stream, closing_response(response, "Request Timeout"), std::chrono::milliseconds(0));
     }
@@ -371,7 +378,7 @@ private:
             render_error_(429,
                           "too many connections from this address: the limit is " +
                               std::to_string(per_client_.max_per_client()) + " (--max-connections-per-client)",
-                          "");
+                          HttpRequest{});
         // Answered on accept, likely before the request arrives: wait briefly for it (and the close).
         answer_and_close(stream, closing_response(response, "Too Many Requests"), std::chrono::milliseconds(500));
     }
@@ -414,6 +421,11 @@ struct HttpServer::Impl {
     void serve(const httplib::Request& in, std::string body, httplib::Response& out, bool guard_passed = false) const;
     // The route's guard on the headers alone; true when it answered (and the body must stay unread).
     bool refused_before_body(const httplib::Request& in, httplib::Response& out) const;
+    // More headers than --max-request-headers: true when it answered 431 (and the connection closes).
+    bool refused_for_header_count(const httplib::Request& in, httplib::Response& out) const;
+    // `Expect: 100-continue`: the header count and the route's key are checked before the client is told to
+    // send its body; the status to answer (100, or the refusal's).
+    int continue_or_refuse(const httplib::Request& in, httplib::Response& out) const;
     void serve_with_body(const httplib::Request& in, httplib::Response& out,
                          const httplib::ContentReader& reader) const;
     void to_httplib(HttpResponse response, httplib::Response& out) const;
@@ -454,10 +466,7 @@ HttpRequest HttpServer::Impl::request_of(const httplib::Request& in) const {
         request.connection_probe = [fd = current_connection->socket()] { return socket_alive(fd); };
     }
     for (const auto& [name, value] : in.headers) {
-        // httplib adds these pseudo-headers itself; they are not the client's.
-        if (name == "REMOTE_ADDR" || name == "REMOTE_PORT" || name == "LOCAL_ADDR" || name == "LOCAL_PORT") {
-            continue;
-        }
+        if (is_pseudo_header(name)) continue;
         request.headers.emplace(name, value);
     }
     for (const auto& [name, value] : in.params) request.query.emplace(name, value);
@@ -477,6 +486,26 @@ bool HttpServer::Impl::refused_before_body(const httplib::Request& in, httplib::
     return true;
 }
 
+bool HttpServer::Impl::refused_for_header_count(const httplib::Request& in, httplib::Response& out) const {
+    size_t count = 0;
+    for (const auto& [name, value] : in.headers)
+        if (!is_pseudo_header(name)) ++count;
+    if (count <= options.max_header_count) return false;
+    HttpResponse response = render_error(431,
+                                         "Too many request headers: " + std::to_string(count) + ", the limit is " +
+                                             std::to_string(options.max_header_count) + " (--max-request-headers)",
+                                         request_of(in));
+    if (current_connection != nullptr) current_connection->close_after_response();
+    response.headers.emplace("Connection", "close");
+    to_httplib(std::move(response), out);
+    return true;
+}
+
+int HttpServer::Impl::continue_or_refuse(const httplib::Request& in, httplib::Response& out) const {
+    if (refused_for_header_count(in, out) || refused_before_body(in, out)) return out.status;
+    return 100;
+}
+
 void HttpServer::Impl::serve(const httplib::Request& in, std::string body, httplib::Response& out,
                              bool guard_passed) const {
     if (current_connection != nullptr) current_connection->end_reading();  // the handler's time is not the client's
@@ -486,14 +515,14 @@ void HttpServer::Impl::serve(const httplib::Request& in, std::string body, httpl
     HttpResponse response;
     switch (match.outcome) {
         case Router::Outcome::NotFound:
-            response = render_error(404, "Invalid URL (" + in.method + " " + in.path + ")", in.path);
+            response = render_error(404, "Invalid URL (" + in.method + " " + in.path + ")", request);
             break;
         case Router::Outcome::MethodNotAllowed: {
             std::string allowed;
             for (const std::string& method : match.allowed_methods) {
                 allowed += (allowed.empty() ? "" : ", ") + method;
             }
-            response = render_error(405, "Method " + in.method + " not allowed for " + in.path, in.path);
+            response = render_error(405, "Method " + in.method + " not allowed for " + in.path, request);
             response.headers.emplace("Allow", allowed);
             break;
         }
@@ -504,9 +533,9 @@ void HttpServer::Impl::serve(const httplib::Request& in, std::string body, httpl
                 if (!guard_passed && *match.guard) refused = (*match.guard)(request);
                 response = refused ? std::move(*refused) : (*match.handler)(request);
             } catch (const std::exception& error) {
-                response = render_error(500, std::string("internal error: ") + error.what(), in.path);
+                response = render_error(500, std::string("internal error: ") + error.what(), request);
             } catch (...) {
-                response = render_error(500, "internal error", in.path);
+                response = render_error(500, "internal error", request);
             }
             break;
     }
@@ -541,17 +570,17 @@ void HttpServer::Impl::serve_with_body(const httplib::Request& in, httplib::Resp
             render_error(413,
                          "Request body too large: the limit is " + std::to_string(options.max_body_bytes) +
                              " bytes (--max-body-bytes)",
-                         in.path);
+                         request_of(in));
         out.headers.clear();
         to_httplib(response, out);
         return;
     }
     if (!read_ok && current_connection != nullptr && current_connection->timed_out() != ReadDeadline::Phase::None) {
-        to_httplib(render_error(408, timeout_message(current_connection->timed_out(), options), in.path), out);
+        to_httplib(render_error(408, timeout_message(current_connection->timed_out(), options), request_of(in)), out);
         return;
     }
     if (!read_ok) {
-        to_httplib(render_error(400, "Could not read the request body", in.path), out);
+        to_httplib(render_error(400, "Could not read the request body", request_of(in)), out);
         return;
     }
     serve(in, std::move(body), out, /*guard_passed=*/true);
@@ -579,6 +608,13 @@ void HttpServer::Impl::configure() {
     auto with_body = [this](const httplib::Request& in, httplib::Response& out, const httplib::ContentReader& reader) {
         serve_with_body(in, out, reader);
     };
+    server.set_pre_routing_handler([this](const httplib::Request& in, httplib::Response& out) {
+        return refused_for_header_count(in, out) ? httplib::Server::HandlerResponse::Handled
+                                                 : httplib::Server::HandlerResponse::Unhandled;
+    });
+    // Without this httplib answers 100 Continue to any request that asks, before a key or a limit is checked.
+    server.set_expect_100_continue_handler(
+        [this](const httplib::Request& in, httplib::Response& out) { return continue_or_refuse(in, out); });
     server.Get(any, plain);
     server.Options(any, plain);
     server.Post(any, with_body);
@@ -596,14 +632,14 @@ void HttpServer::Impl::configure() {
             if (late != ReadDeadline::Phase::None) out.status = 408;
             const HttpResponse response =
                 late != ReadDeadline::Phase::None
-                    ? render_error(408, timeout_message(late, options), in.path)
-                    : render_error(out.status, "HTTP error " + std::to_string(out.status), in.path);
+                    ? render_error(408, timeout_message(late, options), request_of(in))
+                    : render_error(out.status, "HTTP error " + std::to_string(out.status), request_of(in));
             out.set_content(response.body, response.content_type.c_str());
             return httplib::Server::HandlerResponse::Handled;
         }));
     server.set_exception_handler([this](const httplib::Request& in, httplib::Response& out, std::exception_ptr) {
         out.headers.clear();
-        to_httplib(render_error(500, "internal error", in.path), out);
+        to_httplib(render_error(500, "internal error", request_of(in)), out);
     });
 }
 

@@ -53,15 +53,20 @@ struct HttpServerOptions {
     // Connections one remote IP may hold open; past it a new one gets 429 and is closed at once. 0: no
     // limit (the default: routers, gateways and tests reach us from one address).
     size_t max_connections_per_client = 0;
+    int client_ipv6_prefix = 64;        // an IPv6 client is counted by this prefix of its address
     size_t max_body_bytes = 32u << 20;  // larger bodies get 413
+    // Request headers past this many get 431 and the connection closes (--max-request-headers): each one is
+    // kept and scanned per request. Apache's LimitRequestFields default; a browser sends about 20.
+    size_t max_header_count = 100;
 };
 
-// Renders an error the server itself produces (404 unknown path, 405, 413, 400 malformed HTTP,
-// 500 handler threw) into a response. `path`: the request's path ("" when the error comes before one was
-// read), so a route family with its own error envelope can have it here too.
-using ErrorRenderer = std::function<HttpResponse(int status, std::string_view message, std::string_view path)>;
+// Renders an error the server itself produces (404 unknown path, 405, 413, 431, 400 malformed HTTP,
+// 500 handler threw) into a response. `request`: its method, path and headers (all empty when the error comes
+// before a request was read), so a route family with its own error envelope has it here too, and an allowed
+// origin gets its CORS headers on these errors as on any answer.
+using ErrorRenderer = std::function<HttpResponse(int status, std::string_view message, const HttpRequest& request)>;
 // The default renderer: {"error":{"message","type","param":null,"code":null}}.
-HttpResponse default_error_response(int status, std::string_view message, std::string_view path);
+HttpResponse default_error_response(int status, std::string_view message, const HttpRequest& request);
 
 class HttpServer {
 public:

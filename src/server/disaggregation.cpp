@@ -49,6 +49,15 @@ std::optional<api::ApiError> Disaggregation::attach(const std::optional<api::Boo
         options.min_tokens = 0;
         options.kv_export = server_->open_export(target->room);
     } else {
+        // Checked before anything is opened: the target comes from the request body.
+        if (!settings_.allowed_prefill.allows(target->host, target->port)) {
+            api::ApiError refused = api::invalid_request(
+                "bootstrap_host " + target->host + ":" + std::to_string(target->port) +
+                    " is not a prefill server this decode server may fetch from (--disaggregation-allowed-prefill).",
+                "bootstrap_host", "bootstrap_host_not_allowed");
+            refused.http_status = 403;
+            return refused;
+        }
         options.kv_import = client_->open_import(target->host, target->port, target->room);
     }
     return std::nullopt;
@@ -58,6 +67,8 @@ nlohmann::json Disaggregation::describe() const {
     nlohmann::json info = {{"disaggregation_mode", disaggregation_mode_name(settings_.mode)}};
     if (settings_.mode == DisaggregationMode::None) return info;
     if (settings_.mode == DisaggregationMode::Prefill) info["disaggregation_bootstrap_port"] = settings_.bootstrap_port;
+    if (settings_.mode == DisaggregationMode::Decode)
+        info["disaggregation_allowed_prefill"] = settings_.allowed_prefill.entries();
     info["disaggregation_transfer"] = transfer_path_name(settings_.transfer.path);
     info["disaggregation_timeout_seconds"] = static_cast<double>(settings_.transfer.timeout.count()) / 1000.0;
     return info;

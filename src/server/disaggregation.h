@@ -19,6 +19,7 @@
 #include "core/result.h"
 #include "disagg/kv_transfer_client.h"
 #include "disagg/kv_transfer_server.h"
+#include "disagg/prefill_allowlist.h"
 #include "engine/generation.h"
 
 namespace tempered {
@@ -32,6 +33,8 @@ struct DisaggregationSettings {
     std::string bootstrap_host = "0.0.0.0";  // where a prefill server's bootstrap port listens
     int bootstrap_port = 8998;               // SGLang's default
     KvTransferConfig transfer;
+    // Decode: the prefill servers a request's bootstrap_host and bootstrap_port may name.
+    PrefillAllowlist allowed_prefill = PrefillAllowlist::loopback();
 };
 
 class Disaggregation {

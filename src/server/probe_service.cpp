@@ -1,5 +1,7 @@
 #include "server/probe_service.h"
 
+#include <filesystem>
+
 namespace tempered {
 
 void ProbeService::register_routes(GuardedRoutes& routes) {
@@ -72,6 +74,12 @@ http::HttpResponse ProbeService::get_load(const http::HttpRequest&) const {
                                                  {"num_tokens", stats.tokens_in_kv + stats.waiting_prompt_tokens}}}));
 }
 
+// The file's name alone: the probes answer without a key, and a path tells who runs the server and where (a
+// home directory); routers need none of it.
+namespace {
+std::string model_file_name(const std::string& path) { return std::filesystem::path(path).filename().string(); }
+}  // namespace
+
 // The GGUF file is reported as model_file, not SGLang's model_path: sgl-model-gateway loads a tokenizer
 // from model_path (an HF id or a tokenizer.json directory) and, given a GGUF path, tries HuggingFace and
 // warns. The gateway needs no tokenizer to route HTTP requests.
@@ -80,7 +88,7 @@ http::HttpResponse ProbeService::server_info(const http::HttpRequest&) const {
     const ServiceSettings& settings = path_.settings();
     const EngineStats stats = path_.generator().stats();
     const ModelConfig& config = model.config;
-    return json_response({{"model_file", model.path},
+    return json_response({{"model_file", model_file_name(model.path)},
                           {"served_model_name", settings.served_model_name},
                           {"architecture", config.architecture},
                           {"max_model_len", config.context_length},
@@ -104,7 +112,7 @@ http::HttpResponse ProbeService::model_info(const http::HttpRequest&) const {
     const ServedModel& model = path_.model();
     const ServiceSettings& settings = path_.settings();
     const ModelConfig& config = model.config;
-    return json_response({{"model_file", model.path},
+    return json_response({{"model_file", model_file_name(model.path)},
                           {"served_model_name", settings.served_model_name},
                           {"is_generation", true},
                           {"model_type", config.architecture},

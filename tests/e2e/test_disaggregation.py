@@ -418,3 +418,20 @@ def test_the_decode_server_killed_mid_stream_through_the_gateway(tmp_path):
         prefill = cluster.prefills[0]
         assert wait_for(lambda: rooms_waiting(prefill) == 0 and kv_blocks_in_use(prefill) == 0)
         assert still_serves(prefill)
+
+
+def test_a_decode_server_refuses_a_prefill_it_does_not_allow_before_connecting(pair):
+    """The bootstrap target is the request's: only --disaggregation-allowed-prefill (loopback by default) is
+    fetched from; anything else is a 403 naming bootstrap_host, at once, with no connection or lookup."""
+    _, cluster = pair
+    decode = cluster.decodes[0]
+    for host in ("10.9.8.7", "example.com", "2001:db8::1"):
+        body = {**pd_body(cluster.prefills[0], 424242), "bootstrap_host": host}
+        started = time.monotonic()
+        status, answer = post(decode.url, "/v1/completions", body, timeout=30)
+        assert status == 403, (host, status, answer)
+        assert answer["error"]["param"] == "bootstrap_host" and host in answer["error"]["message"]
+        assert time.monotonic() - started < 2
+    info = harness.http_json("GET", decode.url + "/server_info", None)[1]
+    assert info["disaggregation"]["disaggregation_allowed_prefill"] == ["127.0.0.0/8", "::1", "localhost"]
+    assert still_serves(decode)

@@ -99,7 +99,7 @@ std::vector<std::string> data_payloads(const std::string& body) {
 TEST(SseStream, ChatChunksThenUsageThenDone) {
     FakeGeneration generation;
     http::HttpServer server(http::HttpServerOptions{.threads = 8});
-    server.set_error_renderer([](int status, std::string_view message, std::string_view /*path*/) {
+    server.set_error_renderer([](int status, std::string_view message, const http::HttpRequest& /*request*/) {
         return http_error_response(status, message);
     });
     server.route("POST", "/v1/chat/completions",

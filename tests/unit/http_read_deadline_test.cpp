@@ -60,6 +60,26 @@ TEST(ClientConnectionLimit, RefusesPastTheLimitPerAddressAndFreesOnClose) {
     EXPECT_FALSE(limit.try_open("127.0.0.1"));
 }
 
+TEST(ClientConnectionLimit, AnIpv6ClientIsCountedByItsPrefix) {
+    ClientConnectionLimit limit(2);
+    // One host rotating through its /64: one count.
+    EXPECT_TRUE(limit.try_open("2001:db8:1:2::1"));
+    EXPECT_TRUE(limit.try_open("2001:db8:1:2:aaaa:bbbb:cccc:dddd"));
+    EXPECT_FALSE(limit.try_open("2001:db8:1:2:ffff::9"));
+    EXPECT_EQ(limit.open_from("2001:db8:1:2::77"), 2u);
+    EXPECT_TRUE(limit.try_open("2001:db8:1:3::1"));  // the next /64 is another client
+    limit.close("2001:db8:1:2::1");
+    EXPECT_TRUE(limit.try_open("2001:db8:1:2::5"));
+    EXPECT_EQ(client_key("2001:db8:1:2:aaaa::1", 64), "2001:db8:1:2::/64");
+    EXPECT_EQ(client_key("2001:db8:1:2:aaaa::1", 48), "2001:db8:1::/48");
+    EXPECT_EQ(client_key("::ffff:10.1.2.3", 64), "10.1.2.3");  // an IPv4 client behind a dual stack
+    EXPECT_EQ(client_key("10.1.2.3", 64), "10.1.2.3");
+    EXPECT_EQ(client_key("not an address", 64), "not an address");
+    ClientConnectionLimit exact(1, 128);
+    EXPECT_TRUE(exact.try_open("2001:db8::1"));
+    EXPECT_TRUE(exact.try_open("2001:db8::2"));
+}
+
 TEST(ClientConnectionLimit, ZeroIsNoLimit) {
     ClientConnectionLimit limit(0);
     for (int i = 0; i < 1000; ++i) EXPECT_TRUE(limit.try_open("127.0.0.1"));

@@ -118,7 +118,7 @@ TEST(HttpServer, HandlerExceptionBecomes500) {
 
 TEST(HttpServer, CustomErrorRenderer) {
     HttpServer server(small_options());
-    server.set_error_renderer([](int status, std::string_view message, std::string_view /*path*/) {
+    server.set_error_renderer([](int status, std::string_view message, const http::HttpRequest& /*request*/) {
         return HttpResponse::text(status, "custom: " + std::string(message));
     });
     ASSERT_TRUE(server.start().ok());
