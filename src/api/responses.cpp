@@ -175,6 +175,7 @@ BodyJson chat_completion_json(const ResponseMeta& meta, const std::vector<ChatCh
         if (!choice.tool_call_violations.empty())
             array.back()["tool_call_violations"] = tool_call_violations_json(choice.tool_call_violations);
         if (choice.reasoning_budget) array.back()["reasoning_budget"] = reasoning_budget_json(*choice.reasoning_budget);
+        if (choice.closed_early) array.back()["closed_early"] = true;
     }
     json["choices"] = std::move(array);
     json["usage"] = usage_json(usage);
@@ -205,6 +206,7 @@ BodyJson chat_chunk_json(const ResponseMeta& meta, const std::vector<ChatChunkCh
         if (!choice.tool_call_violations.empty())
             array.back()["tool_call_violations"] = tool_call_violations_json(choice.tool_call_violations);
         if (choice.reasoning_budget) array.back()["reasoning_budget"] = reasoning_budget_json(*choice.reasoning_budget);
+        if (choice.closed_early) array.back()["closed_early"] = true;
     }
     json["choices"] = std::move(array);
     if (include_usage_field) json["usage"] = nullptr;
@@ -228,6 +230,7 @@ BodyJson completion_choices_json(const std::vector<CompletionChoice>& choices) {
                          {"logprobs", choice.logprobs ? completion_logprobs_json(*choice.logprobs) : BodyJson(nullptr)},
                          {"finish_reason", finish_reason_json(choice.finish_reason)}});
         if (choice.token_ids) array.back()["token_ids"] = *choice.token_ids;
+        if (choice.closed_early) array.back()["closed_early"] = true;
     }
     return array;
 }

@@ -127,6 +127,8 @@ struct ChatChoice {
     std::vector<ToolCall> tool_calls;
     std::vector<ToolCallViolation> tool_call_violations;  // omitted when empty
     FinishReason finish_reason = FinishReason::Stop;
+    // A grammar's answer closed early to fit max_tokens (finish_reason "length"): "closed_early": true.
+    bool closed_early = false;
     std::optional<std::vector<TokenLogprob>> logprobs;  // set when the request asked for logprobs
 };
 nlohmann::json chat_completion_json(const ResponseMeta& meta, const std::vector<ChatChoice>& choices,
@@ -154,6 +156,7 @@ struct ChatChunkChoice {
     int index = 0;
     ChatDelta delta;
     std::optional<FinishReason> finish_reason;  // set on the choice's last chunk
+    bool closed_early = false;                  // on the last chunk, as ChatChoice
     std::optional<std::vector<TokenLogprob>> logprobs;
     std::vector<ToolCallViolation> tool_call_violations;  // found in this chunk's text; omitted when empty
     std::optional<ReasoningBudget> reasoning_budget;      // on the choice's last chunk, when it reasoned
@@ -171,6 +174,7 @@ struct CompletionChoice {
     int index = 0;
     std::string text;
     std::optional<FinishReason> finish_reason;  // null in stream chunks before the last
+    bool closed_early = false;                  // as ChatChoice
     std::optional<CompletionLogprobs> logprobs;
     std::optional<std::vector<int32_t>> token_ids;  // return_token_ids: "token_ids" (absent otherwise)
 };

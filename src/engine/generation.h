@@ -77,6 +77,8 @@ struct ChoiceDelta {
     std::vector<int32_t> tokens;         // those tokens
     std::optional<FinishReason> finish;
     std::optional<std::string> stop_string;  // on the finishing delta of a choice a stop string ended
+    // On the finishing delta: a grammar's answer was closed early to fit max_tokens (engine/grammar_closing.h).
+    bool closed_early = false;
     // The choice's loop report: on the delta where the loop is detected, and on its finishing delta.
     std::optional<DegenerationReport> degeneration;
     // With reasoning handling: the text that came inside reasoning (`text` stays the content), and on

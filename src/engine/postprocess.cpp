@@ -39,6 +39,7 @@ Postprocessor::Postprocessor(const Tokenizer& tokenizer, const ModelConfig& conf
       kv_(kv),
       observer_(observer),
       sequence_ids_(sequence_ids),
+      closing_(tokenizer),
       transfer_ready_(std::move(transfer_ready)) {
     for (int32_t token = 0; token < std::min<int64_t>(tokenizer.vocab_size(), config.vocab_size); ++token)
         if (tokenizer.is_end_of_generation(token)) end_of_generation_tokens_.push_back(token);
@@ -132,9 +133,29 @@ ChoiceDelta Postprocessor::sample(Request& request, Sequence& sequence, const fl
     // The request's sampling, or the guard's fallback once it resampled this choice.
     const NextTokenParams params{sequence_sampling(options, sequence), options.penalties, options.top_logprobs,
                                  sequence_dry(options, sequence)};
+    // The tokens this choice may still take: its max_tokens, and the context.
+    const int64_t left = std::min(options.max_tokens - sequence.generated(),
+                                  config_.context_length - static_cast<int64_t>(sequence.tokens.size()));
+    if (constraint) {
+        if (const auto closing = closing_.before_draw(*constraint, left)) {
+            take_closing_token(request, sequence, *closing, row, delta);
+            return delta;
+        }
+    }
     ConstrainedToken drawn =
         next_constrained_token(row, params, history, constraint, sequence.rng, workspace_, constrained_workspace_);
     if (observer_ && drawn.mask_seconds) observer_->on_grammar_mask(*drawn.mask_seconds);
+    if (constraint) {
+        if (const auto closing = closing_.after_draw(*constraint, drawn.sampled.token, left)) {
+            if (*closing == GrammarClosing::kEndHere) {
+                sequence.closed_early = true;
+                end_where_it_is(sequence, delta, FinishReason::Length);
+            } else {
+                take_closing_token(request, sequence, *closing, row, delta);
+            }
+            return delta;
+        }
+    }
     if (constraint && !constraint->accept(drawn.sampled.token)) {
         end_refused_by_grammar(sequence, delta);
         return delta;
@@ -153,6 +174,18 @@ std::optional<SampledToken> Postprocessor::forced_reasoning_token(const Generati
     SampledToken forced{*token, std::nullopt};
     if (options.top_logprobs >= 0) forced.logprob = token_logprob(logits, *token, options.top_logprobs);
     return forced;
+}
+
+void Postprocessor::take_closing_token(Request& request, Sequence& sequence, int32_t token,
+                                       std::span<const float> logits, ChoiceDelta& delta) {
+    SampledToken closing{token, std::nullopt};
+    if (request.options.top_logprobs >= 0) closing.logprob = token_logprob(logits, token, request.options.top_logprobs);
+    if (!sequence.constraint->accept(token)) {  // cannot happen: the way is the grammar's own
+        end_refused_by_grammar(sequence, delta);
+        return;
+    }
+    sequence.closed_early = true;
+    take_token(request, sequence, std::move(closing), /*forced=*/true, delta);
 }
 
 void Postprocessor::take_token(Request& request, Sequence& sequence, SampledToken next, bool forced,
@@ -195,7 +228,9 @@ void Postprocessor::append_text(const Request& request, Sequence& sequence, int3
     }
     // The grammar's sentence is complete and nothing may follow: the answer is whole.
     const bool grammar_complete = sequence.constraint && sequence.constraint->must_end();
-    if (!sequence.finish_reason && grammar_complete) sequence.finish_reason = FinishReason::Stop;
+    // Closed early to fit the limit, the sentence is whole but the answer was cut: "length".
+    if (!sequence.finish_reason && grammar_complete)
+        sequence.finish_reason = sequence.closed_early ? FinishReason::Length : FinishReason::Stop;
     if (!sequence.finish_reason && (sequence.generated() >= options.max_tokens ||
                                     static_cast<int64_t>(sequence.tokens.size()) >= config_.context_length))
         sequence.finish_reason = FinishReason::Length;
@@ -207,6 +242,7 @@ void Postprocessor::append_text(const Request& request, Sequence& sequence, int3
     if (sequence.reasoning) delta.reasoning = sequence.reasoning->report();
     sequence.finished = true;
     delta.finish = sequence.finish_reason;
+    delta.closed_early = sequence.closed_early;
     kv_.release(sequence.id);
 }
 
@@ -223,6 +259,7 @@ void Postprocessor::end_where_it_is(Sequence& sequence, ChoiceDelta& delta, Fini
     sequence.finish_reason = reason;
     sequence.finished = true;
     delta.finish = sequence.finish_reason;
+    delta.closed_early = sequence.closed_early;
     kv_.release(sequence.id);
 }
 

@@ -15,6 +15,7 @@
 
 #include "engine/constrained_draw.h"
 #include "engine/engine_observer.h"
+#include "engine/grammar_closing.h"
 #include "engine/scheduler.h"
 #include "engine/sequence.h"
 #include "kv/kv_block_pool.h"
@@ -55,6 +56,9 @@ private:
     std::optional<SampledToken> forced_reasoning_token(const GenerationOptions& options, Sequence& sequence,
                                                        std::span<const float> logits);
     void take_token(Request& request, Sequence& sequence, SampledToken next, bool forced, ChoiceDelta& delta);
+    // A token of the grammar's shortest way to a complete sentence, taken instead of a draw (grammar_closing.h).
+    void take_closing_token(Request& request, Sequence& sequence, int32_t token, std::span<const float> logits,
+                            ChoiceDelta& delta);
     void record_token_time(Request& request, Sequence& sequence);
     void append_text(const Request& request, Sequence& sequence, int32_t token, bool forced, ChoiceDelta& delta);
     void end_refused_by_grammar(Sequence& sequence, ChoiceDelta& delta);
@@ -69,6 +73,7 @@ private:
     std::vector<int32_t> end_of_generation_tokens_;  // masked while min_tokens is unmet or with ignore_eos
     NextTokenWorkspace workspace_;
     ConstrainedDrawWorkspace constrained_workspace_;
+    GrammarClosing closing_;
     std::vector<Request*> touched_;  // requests with a chunk in this step, in plan order
     std::vector<Request*> finished_;
     std::vector<Request*> awaiting_export_;

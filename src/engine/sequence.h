@@ -45,6 +45,8 @@ struct Sequence {
     ReasoningPhase* reasoning = nullptr;
     bool finished = false;
     std::optional<FinishReason> finish_reason;
+    // The grammar's shortest way to a complete sentence was forced to fit the token limit (grammar_closing.h).
+    bool closed_early = false;
     EngineClock::time_point last_token_time;
 
     // Choice i of a request draws from a generator seeded with (options.seed, i), so a seeded request repeats.

@@ -14,6 +14,7 @@ bool GrammarVocabulary::ends_generation(int32_t token) const {
 Constraint::Constraint(Grammar grammar, std::shared_ptr<const GrammarVocabulary> vocabulary,
                        std::vector<int32_t> trigger_tokens, AfterComplete after_complete)
     : grammar_(std::move(grammar)),
+      lengths_(grammar_),
       vocabulary_(std::move(vocabulary)),
       trigger_tokens_(std::move(trigger_tokens)),
       after_complete_(after_complete),
@@ -48,6 +49,33 @@ bool ConstraintState::allows(int32_t token) {
     const bool accepted = matcher_->accept_bytes(*bytes);
     matcher_->rollback(before);
     return accepted;
+}
+
+uint32_t ConstraintState::distance() const { return active() ? constraint_->lengths().distance(*matcher_) : 0; }
+
+std::optional<std::string> ConstraintState::completion() const {
+    if (!active()) return std::string();
+    return constraint_->lengths().completion(*matcher_);
+}
+
+std::optional<uint32_t> ConstraintState::distance_after(int32_t token) {
+    if (!active() || constraint_->vocabulary().ends_generation(token)) return distance();
+    const std::string* bytes = bytes_of(token);
+    const Matcher::Checkpoint before = matcher_->checkpoint();
+    if (bytes == nullptr || !matcher_->accept_bytes(*bytes)) return std::nullopt;
+    const uint32_t after = constraint_->lengths().distance(*matcher_);
+    matcher_->rollback(before);
+    return after;
+}
+
+std::optional<std::string> ConstraintState::completion_after(int32_t token) {
+    if (!active() || constraint_->vocabulary().ends_generation(token)) return completion();
+    const std::string* bytes = bytes_of(token);
+    const Matcher::Checkpoint before = matcher_->checkpoint();
+    if (bytes == nullptr || !matcher_->accept_bytes(*bytes)) return std::nullopt;
+    std::optional<std::string> after = constraint_->lengths().completion(*matcher_);
+    matcher_->rollback(before);
+    return after;
 }
 
 bool ConstraintState::accept(int32_t token) {

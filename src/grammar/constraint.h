@@ -23,6 +23,7 @@
 #include "grammar/grammar.h"
 #include "grammar/matcher.h"
 #include "grammar/position_masks.h"
+#include "grammar/shortest_completion.h"
 #include "grammar/token_mask.h"
 
 namespace tempered::grammar {
@@ -56,6 +57,8 @@ public:
     Constraint& operator=(const Constraint&) = delete;
 
     const Grammar& grammar() const { return grammar_; }
+    // The fewest bytes from any position to a complete sentence (closing an answer near its limit).
+    const CompletionLengths& lengths() const { return lengths_; }
     const GrammarVocabulary& vocabulary() const { return *vocabulary_; }
     const std::vector<int32_t>& trigger_tokens() const { return trigger_tokens_; }
     AfterComplete after_complete() const { return after_complete_; }
@@ -67,6 +70,7 @@ public:
 
 private:
     Grammar grammar_;
+    CompletionLengths lengths_;  // over grammar_
     std::shared_ptr<const GrammarVocabulary> vocabulary_;
     std::vector<int32_t> trigger_tokens_;
     AfterComplete after_complete_;
@@ -97,6 +101,13 @@ public:
     bool accept(int32_t token);
     // The sentence is complete, nothing can follow, and the constraint ends generation there.
     bool must_end() const;
+
+    // Active: the fewest bytes to a complete sentence (0 once complete), and one way there (CompletionLengths).
+    uint32_t distance() const;
+    std::optional<std::string> completion() const;
+    // The same as if `token` came next, the state unchanged; nullopt when the grammar refuses it.
+    std::optional<uint32_t> distance_after(int32_t token);
+    std::optional<std::string> completion_after(int32_t token);
 
 private:
     bool accept_while_active(int32_t token);

@@ -102,6 +102,7 @@ void ChatResponseBuilder::fold_whole(const ChoiceDelta& delta) {
         choice.reasoning_budget = finish_reasoning(delta);
         if (choice.reasoning_budget && !choice.reasoning_content) choice.reasoning_content = "";
         choice.finish_reason = finish_reason(delta);
+        choice.closed_early = delta.closed_early;
         if (choice.content->empty() && !choice.tool_calls.empty()) choice.content.reset();  // only calls: null
     }
     if (shape_.logprobs)
@@ -129,6 +130,7 @@ std::optional<nlohmann::json> ChatResponseBuilder::stream_chunk(const ChoiceDelt
     }
     chunk.tool_call_violations = std::move(step.violations);
     if (delta.finish) chunk.finish_reason = finish_reason(delta);
+    chunk.closed_early = delta.closed_early;
     if (shape_.logprobs) chunk.logprobs = api_logprobs(delta.logprobs);
     return api::chat_chunk_json(meta_, {chunk}, shape_.include_usage);
 }

@@ -64,6 +64,7 @@ api::ApiResult<GenerationOptions> ChatService::chat_options(const api::ChatReque
     auto constraint = path_.output_constraint(request.generation, tools);
     if (!constraint) return constraint.error();
     options->constraint = std::move(constraint).value();
+    if (auto error = path_.check_grammar_room(*options)) return *error;
     options->reasoning = reasoning_options(reasoning_, path_.settings().reasoning, request, options->prompt);
     if (tools) options->tool_calls = tools->family;  // each choice's output processor reads its calls
     if (auto error = path_.attach_disaggregation(request.generation, 0, 1, *options)) return *error;

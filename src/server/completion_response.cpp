@@ -64,7 +64,9 @@ std::vector<nlohmann::json> CompletionResponseBuilder::on_delta(const ChoiceDelt
     }
     if (delta.finish) {
         choice.finish = delta.finish;
+        choice.closed_early = delta.closed_early;
         chunk.finish_reason = to_api_finish_reason(*delta.finish);
+        chunk.closed_early = delta.closed_early;
     }
     // A token without text of its own (end of generation, part of a character) still goes out with its id.
     const bool says_something = !chunk.text.empty() || chunk.finish_reason || !delta.logprobs.empty() ||
@@ -87,6 +89,7 @@ nlohmann::json CompletionResponseBuilder::final_body(const api::Usage& usage) {
             choices_[c].finish ? to_api_finish_reason(*choices_[c].finish) : api::FinishReason::Length;
         if (shape_.logprobs) result.logprobs = choices_[c].logprobs;
         if (shape_.token_ids) result.token_ids = choices_[c].token_ids;
+        result.closed_early = choices_[c].closed_early;
     }
     return api::text_completion_json(meta_, results, usage);
 }

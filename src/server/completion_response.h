@@ -44,6 +44,7 @@ private:
         api::CompletionLogprobs logprobs;
         int64_t token_offset = 0;  // where the next token's text starts in `text` (by token bytes)
         std::vector<int32_t> token_ids;
+        bool closed_early = false;
     };
     // Appends the delta's tokens to the choice's logprobs; returns the part for a stream chunk.
     api::CompletionLogprobs append_logprobs(ChoiceText& choice, const std::vector<TokenLogprob>& logprobs) const;

@@ -54,6 +54,7 @@ std::optional<api::ApiError> CompletionService::submit_prompts(const api::Comple
                                      param.c_str(), kDefaultCompletionTokens, prompts.tokens.size());
         if (!options) return options.error();
         options->constraint = *constraint;
+        if (auto error = path_.check_grammar_room(*options)) return error;
         if (auto error = path_.attach_disaggregation(request.generation, p, prompts.tokens.size(), *options))
             return error;
         all_options.push_back(std::move(options).value());

@@ -176,6 +176,20 @@ void GenerationPath::mark_unapplied(const ResolvedSampling& sampling, nlohmann::
     }
 }
 
+std::optional<api::ApiError> GenerationPath::check_grammar_room(const GenerationOptions& options) const {
+    const grammar::Constraint* constraint = options.constraint.get();
+    if (constraint == nullptr || constraint->starts_lazily() || options.max_tokens <= 0 || !model_.has_model)
+        return std::nullopt;
+    const std::optional<std::string> shortest = constraint->lengths().shortest_sentence();
+    if (!shortest) return std::nullopt;
+    const size_t needed = model_.tokenizer.encode(*shortest, false, true).size();
+    if (static_cast<size_t>(options.max_tokens) >= needed) return std::nullopt;
+    return api::invalid_request("max_tokens is " + std::to_string(options.max_tokens) +
+                                    ", but the shortest answer the format allows takes " + std::to_string(needed) +
+                                    " tokens (" + *shortest + ").",
+                                "max_tokens", "max_tokens_too_small");
+}
+
 GenerationJob GenerationPath::generation_job(const char* endpoint, const http::HttpRequest& http_request,
                                              const api::GenerationRequest& generation, const ResolvedSampling& sampling,
                                              const std::string& response_id,

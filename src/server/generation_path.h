@@ -91,6 +91,9 @@ public:
     // response_format), else response_format's, else the lazy tool-call grammar of tool_choice auto.
     api::ApiResult<std::shared_ptr<const grammar::Constraint>> output_constraint(
         const api::GenerationRequest& generation, const std::optional<ToolCallSetup>& tools);
+    // A grammar that applies from the first token needs max_tokens to hold its shortest sentence (a 400 naming
+    // max_tokens otherwise); within it, an answer is closed early rather than cut (engine/grammar_closing.h).
+    std::optional<api::ApiError> check_grammar_room(const GenerationOptions& options) const;
     // What every generation request's loop needs from the request: streaming, the request id, sampling.
     GenerationJob generation_job(const char* endpoint, const http::HttpRequest& http_request,
                                  const api::GenerationRequest& generation, const ResolvedSampling& sampling,

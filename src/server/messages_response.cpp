@@ -96,6 +96,7 @@ void MessagesBuilder::finish(const ChoiceDelta& delta) {
     close_block();
     finish_ = delta.finish;
     stop_sequence_ = delta.stop_string;
+    if (delta.closed_early) extras_["closed_early"] = true;
     const bool said_something = called_ || std::any_of(content_.begin(), content_.end(),
                                                        [](const nlohmann::json& b) { return b["type"] != "thinking"; });
     if (answer_metrics_ && !said_something) answer_metrics_->count_empty_content();

@@ -130,6 +130,7 @@ std::vector<nlohmann::json> ResponsesBuilder::on_delta(const ChoiceDelta& delta)
 
 void ResponsesBuilder::finish(const ChoiceDelta& delta) {
     finish_ = delta.finish;
+    if (delta.closed_early) extras_["closed_early"] = true;
     close_open(*finish_ == FinishReason::Stop ? "completed" : "incomplete");
     if (answer_metrics_ && !said_something_) answer_metrics_->count_empty_content();
     if (!delta.reasoning) return;
