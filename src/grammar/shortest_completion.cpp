@@ -1,6 +1,9 @@
 #include "grammar/shortest_completion.h"
 
+#include <functional>
 #include <limits>
+#include <queue>
+#include <utility>
 
 namespace tempered::grammar {
 namespace {
@@ -26,32 +29,63 @@ CompletionLengths::CompletionLengths(const Grammar& grammar)
       rule_min_(grammar.rule_alternatives.size(), kNever),
       best_alt_(grammar.rule_alternatives.size(), 0),
       suffix_min_(grammar.elements.size(), kNever) {
-    const auto element_cost = [this](const Element& element) {
-        if (element.kind == Element::Kind::kBytes) return uint32_t{1};
-        if (element.kind == Element::Kind::kRule) return rule_min_[element.index];
-        return uint32_t{0};
-    };
-    // A rule's length only falls as the others' do, so the sweep ends (each pass lowers one at least).
-    for (bool changed = true; changed;) {
-        changed = false;
-        for (RuleId rule = 0; rule < grammar.rule_alternatives.size(); ++rule) {
-            for (uint32_t start : grammar.rule_alternatives[rule]) {
-                uint32_t cost = 0;
-                for (uint32_t at = start; grammar.elements[at].kind != Element::Kind::kEnd && cost != kNever; ++at)
-                    cost = saturating_add(cost, element_cost(grammar.elements[at]));
-                if (cost < rule_min_[rule]) {
-                    rule_min_[rule] = cost;
-                    best_alt_[rule] = start;
-                    changed = true;
-                }
-            }
-        }
-    }
+    compute_rule_lengths();
     // Each alternative's suffixes, from its end backwards.
     for (size_t at = grammar.elements.size(); at-- > 0;) {
         const Element& element = grammar.elements[at];
-        suffix_min_[at] =
-            element.kind == Element::Kind::kEnd ? 0 : saturating_add(element_cost(element), suffix_min_[at + 1]);
+        uint32_t cost = 0;
+        if (element.kind == Element::Kind::kBytes) cost = 1;
+        if (element.kind == Element::Kind::kRule) cost = rule_min_[element.index];
+        suffix_min_[at] = element.kind == Element::Kind::kEnd ? 0 : saturating_add(cost, suffix_min_[at + 1]);
+    }
+}
+
+// Knuth's generalisation of Dijkstra to grammars: an alternative's length is a sum of non-negative parts, so the
+// rule with the smallest tentative length is final when it leaves the queue, and each alternative is summed again
+// only when one of the rules it names becomes final: O(grammar size x references per alternative), whatever the
+// order of the rules (a client's GBNF may chain thousands of them backwards).
+void CompletionLengths::compute_rule_lengths() {
+    const auto& rules = grammar_.rule_alternatives;
+    std::vector<std::vector<std::pair<RuleId, uint32_t>>> users(rules.size());  // rule -> (rule, alternative start)
+    std::vector<uint32_t> tentative(rules.size(), kNever);
+    std::vector<bool> final_(rules.size(), false);
+    using Entry = std::pair<uint32_t, RuleId>;
+    std::priority_queue<Entry, std::vector<Entry>, std::greater<>> queue;
+    const auto alternative_length = [&](uint32_t start) {
+        uint32_t total = 0;
+        for (uint32_t at = start; grammar_.elements[at].kind != Element::Kind::kEnd; ++at) {
+            const Element& element = grammar_.elements[at];
+            const uint32_t part = element.kind == Element::Kind::kBytes ? 1
+                                  : final_[element.index]               ? rule_min_[element.index]
+                                                                        : kNever;
+            total = saturating_add(total, part);
+            if (total == kNever) break;
+        }
+        return total;
+    };
+    const auto offer = [&](RuleId rule, uint32_t start) {
+        const uint32_t length = alternative_length(start);
+        if (length < tentative[rule]) {
+            tentative[rule] = length;
+            best_alt_[rule] = start;
+            queue.push({length, rule});
+        }
+    };
+    for (RuleId rule = 0; rule < rules.size(); ++rule)
+        for (uint32_t start : rules[rule]) {
+            for (uint32_t at = start; grammar_.elements[at].kind != Element::Kind::kEnd; ++at)
+                if (grammar_.elements[at].kind == Element::Kind::kRule)
+                    users[grammar_.elements[at].index].push_back({rule, start});
+            offer(rule, start);
+        }
+    while (!queue.empty()) {
+        const auto [length, rule] = queue.top();
+        queue.pop();
+        if (final_[rule] || length != tentative[rule]) continue;
+        final_[rule] = true;
+        rule_min_[rule] = length;
+        for (const auto& [user, start] : users[rule])
+            if (!final_[user]) offer(user, start);
     }
 }
 

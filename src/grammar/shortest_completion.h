@@ -33,6 +33,7 @@ public:
     std::optional<std::string> shortest_sentence() const;
 
 private:
+    void compute_rule_lengths();
     uint32_t stack_distance(const std::vector<uint32_t>& context) const;
     bool append_from(uint32_t position, std::string& out, int depth) const;
 

@@ -72,6 +72,19 @@ TEST(ShortestCompletion, ARecursiveJsonSchemaClosesFromEveryPrefix) {
     }
 }
 
+TEST(ShortestCompletion, ALongChainOfRulesInAnyOrder) {
+    // A client's GBNF may chain many rules; each is summed once per rule it names, whatever the order.
+    std::string text = "root ::= r0\n";
+    constexpr int kRules = 3000;
+    for (int i = 0; i < kRules; ++i)
+        text += "r" + std::to_string(i) + " ::= \"a\" r" + std::to_string(i + 1) + " | \"bb\" r" +
+                std::to_string(i + 1) + "\n";
+    text += "r" + std::to_string(kRules) + " ::= \"z\"\n";
+    const Grammar grammar = gbnf(text.c_str());
+    const CompletionLengths lengths(grammar);
+    EXPECT_EQ(lengths.shortest_sentence(), std::string(kRules, 'a') + "z");
+}
+
 TEST(ShortestCompletion, NoFiniteSentenceIsSaid) {
     const Grammar grammar = gbnf(R"g(root ::= "a" root)g");
     const CompletionLengths lengths(grammar);
