@@ -2,7 +2,8 @@
 // parse_completion_request as a request or an ApiError, never crash or throw (an escaping exception is a
 // bug, so nothing here catches). A parsed request is also validated against a small vocabulary, and a
 // response_format json_schema is compiled into a grammar as the server does (src/grammar); a schema the
-// compiler refuses must do so with a SchemaError, never by crashing; a structured_outputs GBNF grammar is read
+// compiler refuses must do so with a SchemaError, never by crashing; every grammar's shortest sentence is one
+// the grammar accepts; a structured_outputs GBNF grammar is read
 // (grammar/gbnf.h) and, when it reads, written back and read again. The same body is read as a Responses and as a
 // Messages request (api/responses_request.h, api/messages_request.h), and the chat body each amounts to goes
 // through the chat parser, as the server does.
@@ -16,10 +17,21 @@
 #include "api/responses_request.h"
 #include "grammar/gbnf.h"
 #include "grammar/json_schema.h"
+#include "grammar/shortest_completion.h"
 
 namespace {
 
 constexpr tempered::api::ModelLimits kLimits{.vocab_size = 49152};
+
+// The shortest sentence a grammar has, as a request's max_tokens check and the answer's closing use it: what it
+// spells, the grammar accepts.
+void check_shortest_sentence(const tempered::grammar::Grammar& grammar) {
+    const tempered::grammar::CompletionLengths lengths(grammar);
+    const auto sentence = lengths.shortest_sentence();
+    if (!sentence) return;
+    tempered::grammar::Matcher matcher(grammar);
+    if (!matcher.accept_bytes(*sentence) || !matcher.is_complete()) __builtin_trap();
+}
 
 // What the server does with a parsed response_format before generating.
 void compile_response_format(const tempered::api::ResponseFormat& format) {
@@ -27,6 +39,7 @@ void compile_response_format(const tempered::api::ResponseFormat& format) {
     if (format.kind == Kind::Grammar) {
         auto grammar = tempered::grammar::read_gbnf(format.grammar);
         if (!grammar) return;
+        check_shortest_sentence(*grammar);
         auto written = tempered::grammar::write_gbnf(*grammar);
         const bool readable_size = written && written->size() <= tempered::grammar::kMaxGbnfBytes;
         if (readable_size && !tempered::grammar::read_gbnf(*written)) __builtin_trap();  // what we write, we read
@@ -35,6 +48,7 @@ void compile_response_format(const tempered::api::ResponseFormat& format) {
     if (format.kind != Kind::JsonSchema) return;
     auto grammar = tempered::grammar::compile_json_schema(format.schema);
     if (grammar && grammar->rule_alternatives.empty()) __builtin_trap();  // a grammar has its root rule
+    if (grammar) check_shortest_sentence(*grammar);
 }
 
 // The Responses and Messages translations of the body, and their chat bodies through chat's parser.
