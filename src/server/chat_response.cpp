@@ -62,11 +62,8 @@ std::optional<api::ReasoningBudget> ChatResponseBuilder::finish_reasoning(const 
     if (!delta.reasoning) return std::nullopt;
     const ReasoningReport& report = *delta.reasoning;
     reasoning_tokens_ = reasoning_tokens_.value_or(0) + report.reasoning_tokens;
-    if (!report.reasoned) return std::nullopt;
-    if (answer_metrics_) answer_metrics_->count_reasoning(report);
-    api::ReasoningBudget budget{report.tokens, report.budget, std::nullopt};
-    if (report.forced_end) budget.forced_end = forced_end_name(*report.forced_end);
-    return budget;
+    if (report.reasoned && answer_metrics_) answer_metrics_->count_reasoning(report);
+    return reasoning_budget_of(report);
 }
 
 // A chat choice that ended with nothing to show: no content and no calls (the seed's empty answers).

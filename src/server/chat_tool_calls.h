@@ -76,4 +76,24 @@ private:
     int returned_ = 0;  // of those, returned as calls
 };
 
+// The calls of a one-choice answer (the Responses and Messages builders): the setup it reads under, owned, or
+// none, and then every delta's text is content.
+class OneChoiceToolCalls {
+public:
+    void read_with(ToolCallSetup setup, ServingMetrics& metrics) {
+        setup_ = std::make_unique<ToolCallSetup>(std::move(setup));
+        reader_.emplace(*setup_, metrics);
+    }
+    ToolCallStep read(const ChoiceDelta& delta) {
+        if (reader_) return reader_->read(delta);
+        ToolCallStep step;
+        step.content = delta.text;
+        return step;
+    }
+
+private:
+    std::unique_ptr<ToolCallSetup> setup_;
+    std::optional<ChoiceToolCalls> reader_;
+};
+
 }  // namespace tempered

@@ -1,8 +1,10 @@
-// What the chat and completions response builders share: the engine's finish reason in OpenAI's terms.
+// What the response builders share: the engine's finish reason in OpenAI's terms, a choice's reasoning report as
+// its reasoning_budget object.
 #pragma once
 
 #include "api/responses.h"
 #include "engine/generation.h"
+#include "engine/reasoning_phase.h"
 
 namespace tempered {
 
@@ -13,6 +15,14 @@ inline api::FinishReason to_api_finish_reason(FinishReason reason) {
         case FinishReason::Repetition: return api::FinishReason::Repetition;
     }
     return api::FinishReason::Stop;
+}
+
+// The choice's reasoning_budget; nullopt when it never reasoned.
+inline std::optional<api::ReasoningBudget> reasoning_budget_of(const ReasoningReport& report) {
+    if (!report.reasoned) return std::nullopt;
+    api::ReasoningBudget budget{report.tokens, report.budget, std::nullopt};
+    if (report.forced_end) budget.forced_end = forced_end_name(*report.forced_end);
+    return budget;
 }
 
 }  // namespace tempered

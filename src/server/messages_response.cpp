@@ -1,6 +1,7 @@
 #include "server/messages_response.h"
 
 #include "api/sse.h"
+#include "server/endpoint_support.h"
 #include "settings/degeneration_report.h"
 
 namespace tempered {
@@ -11,11 +12,6 @@ MessagesBuilder::MessagesBuilder(nlohmann::json frame, bool stream, int64_t prom
       stream_(stream),
       prompt_tokens_(prompt_tokens),
       resolved_sampling_(std::move(resolved_sampling)) {}
-
-void MessagesBuilder::read_tool_calls(ToolCallSetup setup, ServingMetrics& metrics) {
-    tool_call_setup_ = std::make_unique<ToolCallSetup>(std::move(setup));
-    tool_calls_.emplace(*tool_call_setup_, metrics);
-}
 
 std::vector<nlohmann::json> MessagesBuilder::opening_chunks() {
     nlohmann::json message = frame_;
@@ -78,11 +74,7 @@ void MessagesBuilder::add_call(const api::ToolCall& call) {
 
 std::vector<nlohmann::json> MessagesBuilder::on_delta(const ChoiceDelta& delta) {
     if (!delta.reasoning_text.empty()) append(BlockKind::Thinking, delta.reasoning_text);
-    ToolCallStep step;
-    if (tool_calls_)
-        step = tool_calls_->read(delta);
-    else
-        step.content = delta.text;
+    ToolCallStep step = tool_calls_.read(delta);
     if (!step.content.empty()) append(BlockKind::Text, step.content);
     for (const api::ToolCall& call : step.calls) add_call(call);
     for (api::ToolCallViolation& violation : step.violations) violations_.push_back(std::move(violation));
@@ -104,9 +96,7 @@ void MessagesBuilder::finish(const ChoiceDelta& delta) {
     const ReasoningReport& report = *delta.reasoning;
     if (!report.reasoned) return;
     if (answer_metrics_) answer_metrics_->count_reasoning(report);
-    api::ReasoningBudget budget{report.tokens, report.budget, std::nullopt};
-    if (report.forced_end) budget.forced_end = forced_end_name(*report.forced_end);
-    extras_["reasoning_budget"] = api::reasoning_budget_json(budget);
+    extras_["reasoning_budget"] = api::reasoning_budget_json(*reasoning_budget_of(report));
 }
 
 std::string MessagesBuilder::stop_reason() const {

@@ -24,7 +24,9 @@ class MessagesBuilder final : public ResponseBuilder {
 public:
     // `frame`: id, model and the fields known before generation; `prompt_tokens` for message_start.
     MessagesBuilder(nlohmann::json frame, bool stream, int64_t prompt_tokens, nlohmann::json resolved_sampling);
-    void read_tool_calls(ToolCallSetup setup, ServingMetrics& metrics);
+    void read_tool_calls(ToolCallSetup setup, ServingMetrics& metrics) {
+        tool_calls_.read_with(std::move(setup), metrics);
+    }
     void count_answers(ServingMetrics& metrics) { answer_metrics_ = &metrics; }
 
     std::vector<nlohmann::json> opening_chunks() override;
@@ -56,8 +58,7 @@ private:
     bool stream_;
     int64_t prompt_tokens_;
     nlohmann::json resolved_sampling_;
-    std::unique_ptr<ToolCallSetup> tool_call_setup_;
-    std::optional<ChoiceToolCalls> tool_calls_;
+    OneChoiceToolCalls tool_calls_;
     ServingMetrics* answer_metrics_ = nullptr;
 
     std::vector<nlohmann::json> pending_;               // events of the delta being read

@@ -1,6 +1,7 @@
 #include "server/responses_response.h"
 
 #include "api/sse.h"
+#include "server/endpoint_support.h"
 #include "settings/degeneration_report.h"
 
 namespace tempered {
@@ -26,11 +27,6 @@ nlohmann::json usage_json(const api::Usage& usage, int64_t reasoning_tokens) {
 
 ResponsesBuilder::ResponsesBuilder(nlohmann::json frame, bool stream, nlohmann::json resolved_sampling)
     : frame_(std::move(frame)), stream_(stream), resolved_sampling_(std::move(resolved_sampling)) {}
-
-void ResponsesBuilder::read_tool_calls(ToolCallSetup setup, ServingMetrics& metrics) {
-    tool_call_setup_ = std::make_unique<ToolCallSetup>(std::move(setup));
-    tool_calls_.emplace(*tool_call_setup_, metrics);
-}
 
 void ResponsesBuilder::emit(const char* type, nlohmann::json event) {
     event["type"] = type;
@@ -113,11 +109,7 @@ void ResponsesBuilder::add_call(const api::ToolCall& call) {
 
 std::vector<nlohmann::json> ResponsesBuilder::on_delta(const ChoiceDelta& delta) {
     if (!delta.reasoning_text.empty()) append(ItemKind::Reasoning, delta.reasoning_text);
-    ToolCallStep step;
-    if (tool_calls_)
-        step = tool_calls_->read(delta);
-    else
-        step.content = delta.text;
+    ToolCallStep step = tool_calls_.read(delta);
     if (!step.content.empty()) append(ItemKind::Message, step.content);
     said_something_ = said_something_ || !step.content.empty() || !step.calls.empty();
     for (const api::ToolCall& call : step.calls) add_call(call);
@@ -138,9 +130,7 @@ void ResponsesBuilder::finish(const ChoiceDelta& delta) {
     reasoning_tokens_ += report.reasoning_tokens;
     if (!report.reasoned) return;
     if (answer_metrics_) answer_metrics_->count_reasoning(report);
-    api::ReasoningBudget budget{report.tokens, report.budget, std::nullopt};
-    if (report.forced_end) budget.forced_end = forced_end_name(*report.forced_end);
-    extras_["reasoning_budget"] = api::reasoning_budget_json(budget);
+    extras_["reasoning_budget"] = api::reasoning_budget_json(*reasoning_budget_of(report));
 }
 
 nlohmann::json ResponsesBuilder::response(const char* status, const api::Usage* usage) const {

@@ -25,7 +25,9 @@ public:
     // `frame`: the response object's fields known before generation (id, created_at, model, the echoed
     // request fields); `resolved_sampling`: the generation's sampling report, for the guard's object.
     ResponsesBuilder(nlohmann::json frame, bool stream, nlohmann::json resolved_sampling);
-    void read_tool_calls(ToolCallSetup setup, ServingMetrics& metrics);
+    void read_tool_calls(ToolCallSetup setup, ServingMetrics& metrics) {
+        tool_calls_.read_with(std::move(setup), metrics);
+    }
     // Counts the finished answer's reasoning and an empty answer, as chat does (chat_response.h).
     void count_answers(ServingMetrics& metrics) { answer_metrics_ = &metrics; }
     // Called with the finished response object (completed or incomplete), for the response store.
@@ -63,8 +65,7 @@ private:
     nlohmann::json frame_;
     bool stream_;
     nlohmann::json resolved_sampling_;
-    std::unique_ptr<ToolCallSetup> tool_call_setup_;
-    std::optional<ChoiceToolCalls> tool_calls_;
+    OneChoiceToolCalls tool_calls_;
     std::function<void(const nlohmann::json&)> finished_;
     ServingMetrics* answer_metrics_ = nullptr;
     bool said_something_ = false;  // some content or a returned call
