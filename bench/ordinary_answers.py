@@ -14,7 +14,15 @@ Two sets per model:
 Each answer is generated through /v1/completions with the chat template's rendering as the prompt (/tokenize with
 messages), so that its token ids come back (return_token_ids); logprobs give each token's text for the measure.
 
+A first cut kept every answer whose *end* does not loop (the measure as seed_report.py applies it); it kept
+answers that loop in the middle and then break off ("1. to be" ... "64. to be", then a closing line). --refilter
+applies the same measure to every prefix of each answer of the corpus and keeps only those with no loop
+anywhere (text_measures.loop_anywhere), the token texts coming from each model's /detokenize; it also leaves out
+a structured answer nested deeper than text_measures.NESTING_LOOP_DEPTH (one seed nested a new "children" level
+per item until max_tokens: the nesting loop the guard is meant to see, which a measure over tokens cannot).
+
 Usage: bench/ordinary_answers.py [--bin build/tempered] [--seeds 4] [--out tests/fixtures/guard/ordinary_answers.jsonl]
+       bench/ordinary_answers.py --refilter [--out ...]
 """
 import argparse
 import concurrent.futures
@@ -26,6 +34,7 @@ import urllib.request
 from local_server import start_server
 from seed_prompts import seed_prompts
 from seed_report import token_loop
+from text_measures import NESTING_LOOP_DEPTH, json_nesting_depth, loop_anywhere, numbers_as_one_unit
 
 REPO = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 MODELS = {"smollm2": "smollm2-135m-instruct", "qwen-coder": "qwen2.5-coder-0.5b-instruct"}
@@ -89,12 +98,51 @@ def run_model(args, short):
         process.wait(timeout=120)
 
 
+def token_texts(port, model, ids):
+    """Each id's text, one /detokenize per id."""
+    return {i: post(port, "/detokenize", {"model": model, "tokens": [i]})["prompt"] for i in sorted(ids)}
+
+
+def refilter(args):
+    with open(args.out) as f:
+        rows = [json.loads(line) for line in f]
+    kept = []
+    for short, model in MODELS.items():
+        mine = [r for r in rows if r["model"] == model]
+        process, port = start_server(args.bin, model, ["--degeneration-guard", "off"], timeout=300)
+        try:
+            texts = token_texts(port, model, {i for r in mine for i in r["token_ids"]})
+        finally:
+            process.send_signal(signal.SIGTERM)
+            process.wait(timeout=120)
+        for r in mine:
+            units, _ = numbers_as_one_unit([texts[i] for i in r["token_ids"]])
+            found = loop_anywhere(units)
+            depth = json_nesting_depth(r["text"]) if r["set"] == "structured" else 0
+            if depth > NESTING_LOOP_DEPTH:
+                print(short, r["set"], r["prompt_index"], r["seed"], "left out: JSON nested", depth, "deep")
+            elif found is None:
+                kept.append(r)
+            else:
+                print(short, r["set"], r["prompt_index"], r["seed"], "left out: loops up to unit", found[0],
+                      "period", found[1].period)
+        print(short, len(mine), "answers,", sum(r["model"] == model for r in kept), "kept", flush=True)
+    with open(args.out, "w") as out:
+        for r in kept:
+            out.write(json.dumps(r, ensure_ascii=False) + "\n")
+    print("kept", len(kept), "of", len(rows))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--bin", default=os.path.join(REPO, "build", "tempered"))
     parser.add_argument("--seeds", type=int, default=4)
     parser.add_argument("--out", default=os.path.join(REPO, "tests", "fixtures", "guard", "ordinary_answers.jsonl"))
+    parser.add_argument("--refilter", action="store_true", help="drop answers of --out that loop anywhere")
     args = parser.parse_args()
+    if args.refilter:
+        refilter(args)
+        return
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     kept = 0
     with open(args.out, "w") as out:

@@ -11,6 +11,7 @@ LOOP_MIN_SHARE = 0.2  # ... covering at least this share of the answer's units
 LOOP_MIN_UNITS = 12  # ... and at least this many units: "no, no, no." is not a loop
 REPEATED_NGRAM_N = 4
 NUMBER = "<number>"
+NESTING_LOOP_DEPTH = 16  # a JSON answer nested deeper than this went down one level per item until cut
 
 
 @dataclass
@@ -49,6 +50,40 @@ def loop_suffix(units, max_period=None):
         if best is None or covered > best.units:  # ties keep the shorter period (the block, not a multiple)
             best = Loop(period=period, units=covered, start=count - covered)
     return best
+
+
+def loop_anywhere(units, max_period=None):
+    """The first loop_suffix of any prefix of the answer: a loop the answer later broke counts too (a list going
+    round 64 times, then a closing line). (prefix length, Loop) or None. Quadratic in the worst case; fine for
+    answers of a few hundred units."""
+    for end in range(LOOP_MIN_UNITS, len(units) + 1):
+        loop = loop_suffix(units[:end], max_period)
+        if loop is not None:
+            return end, loop
+    return None
+
+
+def json_nesting_depth(text):
+    """The deepest bracket nesting ({ and [) of a JSON text, brackets inside strings left out; for a text that
+    is not JSON, the same count over its characters."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for c in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif c == "\\":
+                escaped = True
+            elif c == '"':
+                in_string = False
+        elif c == '"':
+            in_string = True
+        elif c in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif c in "]}":
+            depth -= 1
+    return deepest
 
 
 def numbers_as_one_unit(tokens):
