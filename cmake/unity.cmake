@@ -12,7 +12,12 @@
 # tests/unit/source_dir.cpp) and generated ones (the web UI) stay on their own, as do those with
 # SKIP_UNITY_BUILD_INCLUSION set. Two files of a batch share one translation unit: their
 # anonymous-namespace names must differ (a unit test file nests its own in a namespace named after it).
+#
+# tempered_unity(<target> FOLDERS_UNDER <root>) batches each folder under <root> (src/api, src/chat with
+# its subfolders...) apart, so a target made of several modules' sources (the fuzz build's) gets the
+# batches those modules' own libraries have, whose names are known not to collide.
 function(tempered_unity target)
+  cmake_parse_arguments(PARSE_ARGV 1 unity "" "FOLDERS_UNDER" "")
   if(NOT TEMPERED_UNITY_BATCH OR NOT TARGET ${target})
     return()
   endif()
@@ -38,23 +43,38 @@ function(tempered_unity target)
   endforeach()
 
   list(SORT batched)
-  list(LENGTH batched count)
   set(unity_sources "")
-  set(index 0)
-  while(index LESS count)
-    math(EXPR batch "${index} / ${TEMPERED_UNITY_BATCH}")
-    set(content "")
-    foreach(offset RANGE 1 ${TEMPERED_UNITY_BATCH})
-      if(index LESS count)
-        list(GET batched ${index} path)
-        file(RELATIVE_PATH relative ${unity_dir} ${path})
-        string(APPEND content "#include \"${relative}\"\n")
-        math(EXPR index "${index} + 1")
-      endif()
-    endforeach()
-    # CONFIGURE rewrites the file only when its text changes, so a reconfigure rebuilds nothing.
-    file(CONFIGURE OUTPUT ${unity_dir}/batch_${batch}.cpp CONTENT "${content}")
-    list(APPEND unity_sources ${unity_dir}/batch_${batch}.cpp)
-  endwhile()
+  set(batch 0)
+  set(content "")
+  set(in_batch 0)
+  set(batch_folder "")
+  foreach(path ${batched})
+    set(folder "")
+    if(unity_FOLDERS_UNDER)
+      file(RELATIVE_PATH folder ${unity_FOLDERS_UNDER} ${path})
+      string(REGEX REPLACE "/.*" "" folder ${folder})
+    endif()
+    if(in_batch EQUAL TEMPERED_UNITY_BATCH OR (in_batch AND NOT folder STREQUAL batch_folder))
+      tempered_unity_write_batch()
+    endif()
+    set(batch_folder "${folder}")
+    file(RELATIVE_PATH relative ${unity_dir} ${path})
+    string(APPEND content "#include \"${relative}\"\n")
+    math(EXPR in_batch "${in_batch} + 1")
+  endforeach()
+  if(in_batch)
+    tempered_unity_write_batch()
+  endif()
   set_property(TARGET ${target} PROPERTY SOURCES ${alone} ${unity_sources})
 endfunction()
+
+# Writes the batch being gathered in tempered_unity (content) and starts the next: a macro, so it works
+# on the caller's variables.
+macro(tempered_unity_write_batch)
+  # CONFIGURE rewrites the file only when its text changes, so a reconfigure rebuilds nothing.
+  file(CONFIGURE OUTPUT ${unity_dir}/batch_${batch}.cpp CONTENT "${content}")
+  list(APPEND unity_sources ${unity_dir}/batch_${batch}.cpp)
+  math(EXPR batch "${batch} + 1")
+  set(content "")
+  set(in_batch 0)
+endmacro()

@@ -45,8 +45,8 @@ void GuardedRoutes::page(std::string_view path_pattern, http::HttpHandler handle
 void GuardedRoutes::add_preflight_routes() {
     if (!cors_.enabled()) return;
     for (const auto& [path, methods] : methods_by_path_)
-        server_.route("OPTIONS", path, [&cors = cors_, methods](const http::HttpRequest& request) {
-            return cors.preflight(request, methods);
+        server_.route("OPTIONS", path, [&cors = cors_, allowed = methods](const http::HttpRequest& request) {
+            return cors.preflight(request, allowed);
         });
 }
 

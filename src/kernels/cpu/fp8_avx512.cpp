@@ -2,7 +2,9 @@
 #include <immintrin.h>
 
 #pragma GCC diagnostic ignored "-Wuninitialized"  // GCC 12's AVX-512 headers; see matmul_q8_avx512.cpp
+#if !defined(__clang__)                           // a GCC warning; clang has no such group
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 #include "kernels/cpu/fp8_avx.h"
 

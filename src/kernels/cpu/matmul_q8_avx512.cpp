@@ -8,7 +8,9 @@
 // GCC 12's AVX-512 headers build some intrinsics on _mm512_undefined_*(), which -Wuninitialized then
 // reports at every use (a false positive, fixed in later GCC).
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#if !defined(__clang__)  // a GCC warning; clang has no such group
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 #include "kernels/cpu/matmul_kernels.h"
 #include "kernels/cpu/matmul_q8_driver.h"
