@@ -21,8 +21,13 @@ anywhere (text_measures.loop_anywhere), the token texts coming from each model's
 a structured answer nested deeper than text_measures.NESTING_LOOP_DEPTH (one seed nested a new "children" level
 per item until max_tokens: the nesting loop the guard is meant to see, which a measure over tokens cannot).
 
+--looping writes the other side, tests/fixtures/guard/looping_answers.jsonl: the answers of the seed prompts at
+temperature 0 that the seed scenario's measure calls looping, and Qwen2.5-Coder's "small tree of names" under a
+recursive schema nesting until max_tokens; the guard must flag at least 90 % of them.
+
 Usage: bench/ordinary_answers.py [--bin build/tempered] [--seeds 4] [--out tests/fixtures/guard/ordinary_answers.jsonl]
        bench/ordinary_answers.py --refilter [--out ...]
+       bench/ordinary_answers.py --looping [--looping-out ...]
 """
 import argparse
 import concurrent.futures
@@ -49,10 +54,10 @@ def post(port, path, body):
         return json.load(response)
 
 
-def answer(port, model, messages, seed, response_format=None):
+def answer(port, model, messages, seed, response_format=None, temperature=TEMPERATURE):
     """One answer to `messages`: its token ids, their texts, the answer's text and finish reason."""
     prompt = post(port, "/tokenize", {"model": model, "messages": messages})["tokens"]
-    body = {"model": model, "prompt": prompt, "max_tokens": MAX_TOKENS, "temperature": TEMPERATURE, "seed": seed,
+    body = {"model": model, "prompt": prompt, "max_tokens": MAX_TOKENS, "temperature": temperature, "seed": seed,
             "logprobs": 0, "return_token_ids": True}
     if response_format:
         body["response_format"] = response_format
@@ -133,13 +138,60 @@ def refilter(args):
     print("kept", len(kept), "of", len(rows))
 
 
+TREE_SCHEMA = {"type": "object", "properties": {"name": {"type": "string"},
+                                               "children": {"type": "array", "items": {"$ref": "#"}}},
+               "required": ["name", "children"]}
+
+
+def looping(args):
+    """The recall side: the seed prompts at temperature 0 (the seed scenario's t0-off), and the issue's "small
+    tree of names" under a recursive schema on Qwen2.5-Coder; kept when they loop (the seed scenario's measure:
+    the end loops; for the tree, nested deeper than NESTING_LOOP_DEPTH)."""
+    kept = []
+    for short, model in MODELS.items():
+        process, port = start_server(args.bin, model, ["--degeneration-guard", "off"], timeout=300)
+        try:
+            jobs = [{"set": "chat", "kind": kind, "prompt_index": index, "seed": index,
+                     "messages": [{"role": "user", "content": prompt}]}
+                    for index, (kind, prompt) in enumerate(seed_prompts())]
+            if short == "qwen-coder":
+                jobs.append({"set": "structured", "kind": "tree", "prompt_index": 0, "seed": 0,
+                             "messages": [{"role": "user", "content": "Give me a small tree of names as JSON."}],
+                             "response_format": {"type": "json_schema",
+                                                 "json_schema": {"name": "tree", "schema": TREE_SCHEMA}}})
+            def one(job):
+                return {**job, **answer(port, model, job["messages"], job["seed"], job.get("response_format"), 0.0)}
+            with concurrent.futures.ThreadPoolExecutor(max_workers=16) as pool:
+                answers = list(pool.map(one, jobs))
+        finally:
+            process.send_signal(signal.SIGTERM)
+            process.wait(timeout=120)
+        for a in answers:
+            loop = token_loop(a.pop("token_texts"))
+            nested = a["set"] == "structured" and json_nesting_depth(a["text"]) > NESTING_LOOP_DEPTH
+            a.pop("messages")
+            a.pop("response_format", None)
+            if loop or nested:
+                kept.append({"model": model, "loop": loop, **a})
+        print(short, len(answers), "answers,", sum(k["model"] == model for k in kept), "looping", flush=True)
+    with open(args.looping_out, "w") as out:
+        for a in kept:
+            out.write(json.dumps(a, ensure_ascii=False) + "\n")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--bin", default=os.path.join(REPO, "build", "tempered"))
     parser.add_argument("--seeds", type=int, default=4)
     parser.add_argument("--out", default=os.path.join(REPO, "tests", "fixtures", "guard", "ordinary_answers.jsonl"))
     parser.add_argument("--refilter", action="store_true", help="drop answers of --out that loop anywhere")
+    parser.add_argument("--looping", action="store_true", help="write the looping answers instead (--looping-out)")
+    parser.add_argument("--looping-out",
+                        default=os.path.join(REPO, "tests", "fixtures", "guard", "looping_answers.jsonl"))
     args = parser.parse_args()
+    if args.looping:
+        looping(args)
+        return
     if args.refilter:
         refilter(args)
         return

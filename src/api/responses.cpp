@@ -92,7 +92,10 @@ BodyJson usage_json(const Usage& usage) {
 namespace {
 
 BodyJson loop_sighting_json(const LoopSighting& loop) {
-    return {{"detected_at_token", loop.detected_at_token}, {"period", loop.period}, {"repeats", loop.repeats}};
+    return {{"detected_at_token", loop.detected_at_token},
+            {"period", loop.period},
+            {"repeats", loop.repeats},
+            {"kind", loop.kind}};
 }
 
 }  // namespace

@@ -46,13 +46,14 @@ void add_reasoning_tokens(nlohmann::json& usage, int64_t reasoning_tokens);
 // --- degeneration (the loop guard) ---
 
 // A loop the server's degeneration guard saw in a choice: rendered as the choice's "degeneration" object
-// {"detected_at_token", "period", "repeats", "phase", "action"}, plus "sampling" (the values a resample
+// {"detected_at_token", "period", "repeats", "kind", "phase", "action"}, plus "sampling" (the values a resample
 // switched to, each with source "guard" and what it replaced) and "after_resample" (a later loop, only
 // flagged) when they apply. Absent from a choice with no loop.
 struct LoopSighting {
     int64_t detected_at_token = 0;  // index in the choice's output tokens
     int32_t period = 0;
     int32_t repeats = 0;
+    std::string kind = "tokens";  // what repeated: "tokens" | "numbers" | "nesting" (output/loop_channel.h)
 };
 struct Degeneration {
     LoopSighting loop;

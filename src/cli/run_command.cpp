@@ -148,7 +148,7 @@ int run(const RunOptions& options) {
     generation.sampling = sampling.sampler_params();
     generation.penalties = sampling.penalty_params();
     generation.seed = static_cast<uint64_t>(sampling.seed.value);
-    guard->build_breakers(*bundle.tokenizer);
+    guard->build_vocabulary_tables(*bundle.tokenizer);
     generation.guard = guard->guard;
 
     const KvCacheShape shape = kv_cache_shape(bundle.model->config(), *kv_type);

@@ -330,7 +330,7 @@ Result<ServiceSettings> service_settings(const ServeOptions& options, const Load
     auto guard = choose_degeneration_guard(options.degeneration_guard, sampling->degeneration_guard);
     if (!guard) return guard.error();
     settings.degeneration = std::move(guard).value();
-    settings.degeneration.build_breakers(*bundle.tokenizer);
+    settings.degeneration.build_vocabulary_tables(*bundle.tokenizer);
     log.info("degeneration guard: " + settings.degeneration.describe().dump());
     if (auto applied = apply_reasoning_flags(options, settings); !applied) return applied.error();
     for (const auto& note : sampling->notes) log.info(note);

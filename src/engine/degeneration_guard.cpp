@@ -42,9 +42,11 @@ DegenerationGuard default_degeneration_guard() {
     DegenerationGuard guard;
     guard.action = DegenerationAction::Flag;
     guard.detector.min_pattern_size = 1;
-    guard.detector.max_pattern_size = 64;
+    guard.detector.max_pattern_size = 128;
     guard.detector.min_count = 3;
-    guard.detector.min_loop_tokens = 20;
+    guard.detector.min_loop_tokens = 24;
+    guard.detector.shapes = true;
+    guard.detector.min_loop_share = 0.2f;
     return guard;
 }
 
@@ -52,7 +54,7 @@ SequenceGuard::Outcome SequenceGuard::observe(int32_t token, const Step& step) {
     Outcome outcome;
     if (!watch_) {
         if (!step.guard.active()) return outcome;
-        watch_.emplace(step.guard.detector);
+        watch_.emplace(step.guard.detector, step.guard.shapes, step.structured);
     }
     const LoopWatch::Seen seen = watch_->observe(token);
     if (report_) {  // the loops as far as they went on
@@ -110,7 +112,8 @@ DegenerationPhase phase_of(const Sequence& sequence) {
 bool guard_generated_token(const GenerationOptions& options, Sequence& sequence, int32_t token, ChoiceDelta& delta,
                            EngineObserver* observer) {
     const DegenerationPhase phase = phase_of(sequence);
-    const SequenceGuard::Step step{options.guard, options.sampling, request_dry(options), phase, sequence.finished};
+    const SequenceGuard::Step step{options.guard, options.sampling,  request_dry(options),
+                                   phase,         sequence.finished, sequence.constraint.has_value()};
     SequenceGuard::Outcome outcome = sequence.guard.observe(token, step);
     if (outcome.detected && observer)
         observer->on_degeneration(outcome.detected->action, outcome.detected->phase, outcome.detected->period);

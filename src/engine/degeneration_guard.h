@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -17,6 +18,7 @@
 
 #include "output/loop_watch.h"
 #include "output/repetition_detector.h"
+#include "output/token_shapes.h"
 #include "sampling/dry.h"
 #include "sampling/sampler.h"
 
@@ -69,14 +71,18 @@ struct DegenerationGuard {
     DegenerationAction action = DegenerationAction::Off;
     RepetitionDetectionParams detector;  // validated (validate_repetition_detection)
     FallbackSampling fallback;
+    // The vocabulary's shapes for detector.shapes (set once per model at start-up); without them only exact
+    // repeats of tokens are seen.
+    std::shared_ptr<const TokenShapes> shapes;
 
     bool active() const { return action != DegenerationAction::Off && detector.enabled(); }
 };
 
-// The server's guard when the operator sets nothing: flag, periods 1..64, at least 3 copies covering at
-// least 20 tokens. "la Femme, " (4 tokens) is caught at its 5th copy, a 10-token sentence at its 3rd;
-// a run of one token needs 20, so a table rule or an indent never fires (tests/unit/engine_degeneration_
-// guard_test.cpp holds ordinary answers to that).
+// The server's guard when the operator sets nothing: flag, periods 1..128, at least 3 copies covering at least
+// 24 tokens and a fifth of the output's last 512, shapes on (numbers and nesting need more: output/loop_watch.h).
+// "la Femme, " (4 tokens) is caught at its 6th copy, a 10-token sentence at its 3rd; a run of one token needs 24,
+// so a table rule or an indent never fires. tests/unit/engine_guard_corpora_test.cpp holds it to 580 ordinary
+// answers of both real models (none flagged) and 24 looping ones (all flagged).
 DegenerationGuard default_degeneration_guard();
 
 // What resample changed: the values before (the request's) and after.
@@ -112,7 +118,8 @@ public:
         const SamplingParams& request_sampling;
         const DryParams& request_dry;
         DegenerationPhase phase = DegenerationPhase::Content;
-        bool finishing = false;  // the token already ends the choice (stop string, length, end of generation)
+        bool finishing = false;   // the token already ends the choice (stop string, length, end of generation)
+        bool structured = false;  // the choice is under a grammar: its JSON nesting is watched too
     };
     // A loop first seen with this token, as the metrics count it.
     struct NewLoop {

@@ -1,20 +1,44 @@
 #include "output/loop_watch.h"
 
+#include <algorithm>
+
 namespace tempered {
 
+RepetitionDetectionParams shape_loop_params(const RepetitionDetectionParams& params, LoopKind kind) {
+    RepetitionDetectionParams shaped = params;
+    const bool nesting = kind == LoopKind::Nesting;
+    shaped.min_count = std::max(params.min_count, nesting ? kNestingMinCopies : kNumbersMinCopies);
+    if (!nesting) shaped.min_loop_tokens = std::max(params.min_loop_tokens, kNumbersMinLoopUnits);
+    return shaped;
+}
+
+LoopWatch::LoopWatch(const RepetitionDetectionParams& params, std::shared_ptr<const TokenShapes> shapes,
+                     bool structured) {
+    channels_.emplace_back(LoopKind::Tokens, params, nullptr);
+    if (!params.shapes || !shapes) return;
+    channels_.emplace_back(LoopKind::Numbers, shape_loop_params(params, LoopKind::Numbers), shapes);
+    if (structured) channels_.emplace_back(LoopKind::Nesting, shape_loop_params(params, LoopKind::Nesting), shapes);
+}
+
 LoopWatch::Seen LoopWatch::observe(int32_t token) {
-    const std::optional<RepetitionEvent> event = detector_.observe(token);
-    if (event && !first_loop_) {
-        first_loop_ = LoopSighting{watched_before_ + event->detected_at_token, event->period, event->repeats};
-        loop_running_ = true;
-        return Seen::FirstLoop;
+    const int64_t index = observed_++;
+    std::optional<LoopSighting> seen;
+    for (size_t c = 0; c < channels_.size(); ++c) {
+        auto sighting = channels_[c].observe(token, index);
+        if (sighting && !seen && looking_) {
+            seen = sighting;
+            loop_channel_ = c;
+        }
     }
-    if (event) {
-        // Only restart() resets the detector, so a second event always follows one; its index counts from
-        // the output's start like the first's.
-        const int64_t restarted_at = first_loop_->detected_at_token + 1;
-        loop_after_restart_ = LoopSighting{restarted_at + event->detected_at_token, event->period, event->repeats};
+    if (seen) {
+        // Until restart(), the other channels seeing the same loop later is not news.
+        looking_ = false;
         loop_running_ = true;
+        if (!first_loop_) {
+            first_loop_ = seen;
+            return Seen::FirstLoop;
+        }
+        loop_after_restart_ = seen;
         return Seen::LoopAfterRestart;
     }
     if (loop_running_ && first_loop_) follow(loop_after_restart_ ? *loop_after_restart_ : *first_loop_);
@@ -22,20 +46,21 @@ LoopWatch::Seen LoopWatch::observe(int32_t token) {
 }
 
 void LoopWatch::restart() {
-    detector_.reset();
+    for (LoopChannel& channel : channels_) channel.reset();
+    looking_ = true;
     loop_running_ = false;
 }
 
 void LoopWatch::watch_again() {
-    watched_before_ += detector_.tokens_observed();
-    detector_.reset();
+    for (LoopChannel& channel : channels_) channel.start_over();
     first_loop_.reset();
     loop_after_restart_.reset();
+    looking_ = true;
     loop_running_ = false;
 }
 
 void LoopWatch::follow(LoopSighting& loop) {
-    const int32_t repeats = detector_.current_repeats(loop.period);
+    const int32_t repeats = channels_[loop_channel_].current_repeats();
     if (repeats < loop.repeats) {
         loop_running_ = false;  // broken: a later run of the same period is another matter
         return;

@@ -1,26 +1,26 @@
-// One choice's output watched for loops: the loop detector (repetition_detector.h) plus what a report of a
-// loop needs from it: where the loop was seen, and how long it went on after that. The degeneration guard
-// (engine/degeneration_guard.h) acts on what it sees; the output processor reports it for another engine's
-// stream. Counts are in tokens: the detector is fed token ids.
+// One choice's output watched for loops: its loop channels (loop_channel.h: exact tokens, and shapes) plus what a
+// report of a loop needs from them: where the first loop was seen, which channel saw it, and how long it went on
+// after that. The degeneration guard (engine/degeneration_guard.h) acts on what it sees; the output processor
+// reports it for another engine's stream. Counts are in tokens.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
+#include <vector>
 
+#include "output/loop_channel.h"
 #include "output/repetition_detector.h"
 
 namespace tempered {
 
-// One loop seen in a choice's output.
-struct LoopSighting {
-    int64_t detected_at_token = 0;  // index in the choice's output (0: its first generated token)
-    int32_t period = 0;             // the repeated block's length in tokens
-    int32_t repeats = 0;            // whole copies in a row: at detection, then as far as the loop went on
-};
-
 class LoopWatch {
 public:
-    explicit LoopWatch(const RepetitionDetectionParams& params) : detector_(params) {}
+    // The tokens channel always; with params.shapes and the vocabulary's `shapes`, the numbers channel, and
+    // the nesting channel too when the output is `structured` (under a grammar). Shape channels count a loop
+    // only with more copies than the params ask for exact repeats (shape_loop_params).
+    explicit LoopWatch(const RepetitionDetectionParams& params, std::shared_ptr<const TokenShapes> shapes = nullptr,
+                       bool structured = false);
 
     enum class Seen { Nothing, FirstLoop, LoopAfterRestart };
     // Feeds one output token: a loop first seen with it (the first loop, or one after restart()), else
@@ -40,12 +40,22 @@ public:
 private:
     void follow(LoopSighting& loop);
 
-    RepetitionDetector detector_;
+    std::vector<LoopChannel> channels_;
     std::optional<LoopSighting> first_loop_;
     std::optional<LoopSighting> loop_after_restart_;
+    bool looking_ = true;        // a sighting now is news: no loop seen since the start or the last restart
+    size_t loop_channel_ = 0;    // the channel that saw the loop last seen
     bool loop_running_ = false;  // the loop last seen is still going on, so its repeats still grow
-    // Output tokens observed before watch_again(), so that indices count from the output's start.
-    int64_t watched_before_ = 0;
+    int64_t observed_ = 0;       // output tokens observed, the first one's index 0
 };
+
+// Copies in a row a shape channel needs at least (tuned on tests/fixtures/guard/ordinary_answers.jsonl).
+inline constexpr int32_t kNumbersMinCopies = 3;
+inline constexpr int32_t kNumbersMinLoopUnits = 40;  // a list of 13 numbers ("[3, 1, 4, ...]") is no loop
+inline constexpr int32_t kNestingMinCopies = 4;
+
+// What a shape channel (numbers, nesting) needs to call a repeat a loop: a repeat of shapes is weaker evidence
+// than a repeat of tokens (a table's rows have one shape), so it takes more copies.
+RepetitionDetectionParams shape_loop_params(const RepetitionDetectionParams& params, LoopKind kind);
 
 }  // namespace tempered

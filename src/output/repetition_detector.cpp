@@ -9,8 +9,8 @@ namespace tempered {
 
 namespace {
 
-// Fills the history before any token arrives; vocabulary ids are never negative, so no comparison with
-// a real token matches it and a period cannot count tokens the sequence does not have.
+// Fills the history before any token arrives; no vocabulary id or shape unit (loop_channel.h) is -1, so no
+// comparison with a real one matches it and a period cannot count tokens the sequence does not have.
 constexpr int32_t kNoToken = -1;
 
 InvalidRepetitionParam field_error(std::string field, std::string rule) {
@@ -27,6 +27,8 @@ Result<RepetitionDetectionParams, InvalidRepetitionParam> validate_repetition_de
         return field_error("max_pattern_size", "must be <= " + std::to_string(kMaxRepetitionPatternSize));
     }
     if (params.min_loop_tokens < 0) return field_error("min_loop_tokens", "must be >= 0 (0: no minimum)");
+    if (!(params.min_loop_share >= 0.0f && params.min_loop_share <= 1.0f))
+        return field_error("min_loop_share", "must be between 0 and 1");
     if (params.min_pattern_size > params.max_pattern_size) {
         return field_error("min_pattern_size", "must be <= max_pattern_size");
     }

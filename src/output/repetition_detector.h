@@ -31,16 +31,26 @@ struct RepetitionDetectionParams {
     // Not vLLM's: the loop must also cover at least this many tokens (0: no minimum). One min_count cannot
     // both catch a 4-token phrase after a few copies and spare 3 dashes of a table rule; a length can.
     int32_t min_loop_tokens = 0;
+    // Not vLLM's: also look for loops of shapes, numbers whatever their digits and, under a grammar, JSON
+    // structure whatever its strings (output/loop_channel.h). Off here; the server's guard turns it on.
+    bool shapes = false;
+    // Not vLLM's: the loop must also cover at least this share of the output's last kLoopShareWindow tokens (of
+    // the whole output while it is shorter) before it counts; until then it is followed, and forgotten if it
+    // breaks first. 0: none. A few repeated sentences near the end of a long answer are not yet a loop; a loop
+    // that takes over is, however long the output already is.
+    float min_loop_share = 0.0f;
 
     bool enabled() const { return max_pattern_size > 0; }
 };
+
+inline constexpr int64_t kLoopShareWindow = 512;
 
 // The longest period a detector may watch: it bounds the per-token cost and the per-sequence memory.
 inline constexpr int32_t kMaxRepetitionPatternSize = 1024;
 
 // Which of the params is wrong and the rule it breaks, so the API can name the field in its 400.
 struct InvalidRepetitionParam {
-    std::string field;  // "max_pattern_size", "min_pattern_size", "min_count" or "min_loop_tokens"
+    std::string field;  // "max_pattern_size", "min_pattern_size", "min_count", "min_loop_tokens" or "min_loop_share"
     std::string rule;   // "must be >= 2 when max_pattern_size is set"
 };
 
@@ -63,8 +73,8 @@ public:
     // detector that never fires.
     explicit RepetitionDetector(const RepetitionDetectionParams& params);
 
-    // Feeds the next output token (a vocabulary id, never negative). Returns the event on the token where
-    // the first loop is detected, and nothing before or after it: a sequence reports one loop until reset().
+    // Feeds the next output token (a vocabulary id, or a shape unit: any value but -1). Returns the event on the token
+    // where the first loop is detected, and nothing before or after it: a sequence reports one loop until reset().
     std::optional<RepetitionEvent> observe(int32_t token);
 
     // The loop detected so far, if any.

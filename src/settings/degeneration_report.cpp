@@ -7,7 +7,9 @@
 namespace tempered {
 namespace {
 
-api::LoopSighting api_loop(const LoopSighting& loop) { return {loop.detected_at_token, loop.period, loop.repeats}; }
+api::LoopSighting api_loop(const LoopSighting& loop) {
+    return {loop.detected_at_token, loop.period, loop.repeats, loop_kind_name(loop.kind)};
+}
 
 // {"value": after, "source": "guard", "replaced": {"value": before, "source": what the request's report
 // said, or "default" for a value it does not list}}.

@@ -111,6 +111,13 @@ Status read_object(const Reader& reader, const nlohmann::json& object) {
             auto n = reader.integer(value, key, 0);
             if (!n) return n.error();
             *size = *n;
+        } else if (key == "min_loop_share") {
+            auto share = reader.number(value, key);
+            if (!share) return share.error();
+            detector.min_loop_share = static_cast<float>(*share);
+        } else if (key == "shapes") {
+            if (!value.is_boolean()) return reader.error(key, "must be true or false (got " + value.dump() + ")");
+            detector.shapes = value.get<bool>();
         } else if (key == "action") {
             status = read_action(reader, value);
         } else if (key == "fallback") {
@@ -118,7 +125,7 @@ Status read_object(const Reader& reader, const nlohmann::json& object) {
         } else {
             return reader.error(key,
                                 "is not a guard setting (known: action, max_pattern_size, min_pattern_size, "
-                                "min_count, min_loop_tokens, fallback)");
+                                "min_count, min_loop_tokens, min_loop_share, shapes, fallback)");
         }
         if (!status) return status.error();
     }
@@ -167,15 +174,16 @@ DegenerationGuard guard_for_request(const DegenerationGuard& server,
     return guard;
 }
 
-void DegenerationGuardSettings::build_breakers(const Tokenizer& tokenizer) {
-    // The default list is empty: no reason to decode the whole vocabulary at start-up for it.
+void DegenerationGuardSettings::build_vocabulary_tables(const Tokenizer& tokenizer) {
+    std::vector<std::string> token_texts;
+    token_texts.reserve(static_cast<size_t>(tokenizer.vocab_size()));
+    for (int32_t id = 0; id < tokenizer.vocab_size(); ++id) token_texts.push_back(tokenizer.decode({&id, 1}));
+    // Built whether or not the server's guard looks at shapes: a request's own guard may.
+    guard.shapes = std::make_shared<const TokenShapes>(token_texts);
     if (dry_sequence_breakers.empty()) {
         guard.fallback.dry.breakers = std::make_shared<const DryBreakers>();
         return;
     }
-    std::vector<std::string> token_texts;
-    token_texts.reserve(static_cast<size_t>(tokenizer.vocab_size()));
-    for (int32_t id = 0; id < tokenizer.vocab_size(); ++id) token_texts.push_back(tokenizer.decode({&id, 1}));
     const DryTokenize tokenize = [&tokenizer](std::string_view text) { return tokenizer.encode(text, false, false); };
     guard.fallback.dry.breakers =
         std::make_shared<const DryBreakers>(make_dry_breakers(dry_sequence_breakers, token_texts, tokenize));
@@ -187,7 +195,9 @@ nlohmann::json DegenerationGuardSettings::describe() const {
                           {"max_pattern_size", detector.max_pattern_size},
                           {"min_pattern_size", detector.min_pattern_size},
                           {"min_count", detector.min_count},
-                          {"min_loop_tokens", detector.min_loop_tokens}};
+                          {"min_loop_tokens", detector.min_loop_tokens},
+                          {"min_loop_share", float_for_json(detector.min_loop_share)},
+                          {"shapes", detector.shapes}};
     const FallbackSampling& fallback = guard.fallback;
     nlohmann::json sampling = nlohmann::json::object();
     if (fallback.temperature) sampling["temperature"] = float_for_json(*fallback.temperature);

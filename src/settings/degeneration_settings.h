@@ -2,10 +2,10 @@
 // "degeneration_guard" key of the --config file (the flag wins), and how one request's
 // `repetition_detection` overrides it. Either form is a bare action name ("flag", "stop", "resample",
 // "off") or a JSON object:
-//   {"action": "resample", "max_pattern_size": 64, "min_pattern_size": 1, "min_count": 3,
-//    "min_loop_tokens": 20, "fallback": {"temperature": 0.7, "top_p": .., "top_k": .., "min_p": ..,
-//    "dry_multiplier": 0.8, "dry_base": 1.75, "dry_allowed_length": 2, "dry_penalty_last_n": -1,
-//    "dry_sequence_breakers": []}}
+//   {"action": "resample", "max_pattern_size": 128, "min_pattern_size": 1, "min_count": 3,
+//    "min_loop_tokens": 24, "min_loop_share": 0.2, "shapes": true, "fallback": {"temperature": 0.7, "top_p": ..,
+//    "top_k": .., "min_p": .., "dry_multiplier": 0.8, "dry_base": 1.75, "dry_allowed_length": 2, "dry_penalty_last_n":
+//    -1, "dry_sequence_breakers": []}}
 // where every key is optional and defaults to default_degeneration_guard()'s value.
 #pragma once
 
@@ -24,11 +24,13 @@
 namespace tempered {
 
 struct DegenerationGuardSettings {
-    DegenerationGuard guard = default_degeneration_guard();  // fallback.dry.breakers: set by build_breakers
+    // fallback.dry.breakers and shapes: set by build_vocabulary_tables
+    DegenerationGuard guard = default_degeneration_guard();
     std::vector<std::string> dry_sequence_breakers = kFallbackDryBreakers;
 
-    // Turns the fallback's breaker strings into tokens for `tokenizer`, once, at start-up.
-    void build_breakers(const Tokenizer& tokenizer);
+    // Once, at start-up: the vocabulary's shapes for the loop channels, and the fallback's breaker strings as
+    // tokens of `tokenizer`.
+    void build_vocabulary_tables(const Tokenizer& tokenizer);
     // For the start-up log and /server_info.
     nlohmann::json describe() const;
 };

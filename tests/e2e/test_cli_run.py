@@ -30,11 +30,11 @@ def test_the_seed_loop_is_noticed_and_stopped():
                "--temperature", "0", "--max-tokens", "200"]
     flagged = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert flagged.returncode == 0, flagged.stderr
-    assert re.search(r'degeneration: \{"action":"flag","detected_at_token":\d+,"period":4,"phase":"content"',
+    assert re.search(r'degeneration: \{"action":"flag","detected_at_token":\d+,"kind":"tokens","period":4,"phase":"content"',
                      flagged.stderr), flagged.stderr
     stopped = subprocess.run(command + ["--degeneration-guard", "stop"], capture_output=True, text=True, timeout=120)
     assert stopped.returncode == 0, stopped.stderr
-    assert re.search(r'degeneration: \{"action":"stop","detected_at_token":\d+,"period":4', stopped.stderr)
+    assert re.search(r'degeneration: \{"action":"stop","detected_at_token":\d+,"kind":"tokens","period":4', stopped.stderr)
     assert stopped.stdout.rstrip().endswith("la Femme, la Femme, la Femme")
     assert len(stopped.stdout) < len(flagged.stdout) / 2
 

@@ -54,10 +54,10 @@ def repeated_ngram_share(tokens, n=4):
 def check_loop_report(degeneration, action, completion_tokens):
     assert degeneration["action"] == action
     assert degeneration["phase"] == "content"
-    assert 1 <= degeneration["period"] <= 64
+    assert 1 <= degeneration["period"] <= 128
     assert degeneration["repeats"] >= 3
-    # The default guard wants at least 20 tokens of loop; the answer's list starts well before it.
-    assert 20 <= degeneration["detected_at_token"] < completion_tokens
+    # The default guard wants at least 24 tokens of loop; the answer's list starts well before it.
+    assert 24 <= degeneration["detected_at_token"] < completion_tokens
 
 
 # ---- the default server: flag
@@ -145,7 +145,8 @@ def test_completions_carry_the_object_and_the_repetition_finish(default_server):
 def test_server_info_shows_the_guard(default_server):
     guard = default_server.get("/server_info").json()["degeneration_guard"]
     assert guard["action"] == "flag"
-    assert guard["max_pattern_size"] == 64 and guard["min_count"] == 3 and guard["min_loop_tokens"] == 20
+    assert guard["max_pattern_size"] == 128 and guard["min_count"] == 3 and guard["min_loop_tokens"] == 24
+    assert guard["min_loop_share"] == 0.2 and guard["shapes"] is True
     assert guard["fallback"]["temperature"] == 0.7 and guard["fallback"]["dry_multiplier"] == 0.8
     assert "degeneration guard:" in default_server.log()
 

@@ -32,10 +32,12 @@ TEST(DegenerationGuardFlag, DefaultsToFlagWithTheDefaultThresholds) {
     const DegenerationGuardSettings settings = parsed("");
     EXPECT_EQ(settings.guard.action, DegenerationAction::Flag);
     const RepetitionDetectionParams& detector = settings.guard.detector;
-    EXPECT_EQ(detector.max_pattern_size, 64);
+    EXPECT_EQ(detector.max_pattern_size, 128);
     EXPECT_EQ(detector.min_pattern_size, 1);
     EXPECT_EQ(detector.min_count, 3);
-    EXPECT_EQ(detector.min_loop_tokens, 20);
+    EXPECT_EQ(detector.min_loop_tokens, 24);
+    EXPECT_EQ(detector.min_loop_share, 0.2f);
+    EXPECT_TRUE(detector.shapes);
     EXPECT_EQ(settings.guard.fallback.temperature, 0.7f);
     EXPECT_EQ(settings.guard.fallback.dry.multiplier, 0.8f);
     EXPECT_TRUE(settings.dry_sequence_breakers.empty()) << "the fallback's DRY must see loops across lines";
@@ -49,7 +51,7 @@ TEST(DegenerationGuardFlag, ABareActionNameKeepsTheDefaultThresholds) {
                                                                  {"resample", DegenerationAction::Resample}}) {
         const DegenerationGuardSettings settings = parsed(name);
         EXPECT_EQ(settings.guard.action, action) << name;
-        EXPECT_EQ(settings.guard.detector.min_loop_tokens, 20) << name;
+        EXPECT_EQ(settings.guard.detector.min_loop_tokens, 24) << name;
     }
     EXPECT_FALSE(parsed("off").guard.active());
     EXPECT_TRUE(parsed("stop").guard.active());
@@ -58,7 +60,8 @@ TEST(DegenerationGuardFlag, ABareActionNameKeepsTheDefaultThresholds) {
 TEST(DegenerationGuardFlag, AJsonObjectSetsThresholdsActionAndFallback) {
     const DegenerationGuardSettings settings = parsed(
         R"({"action": "resample", "max_pattern_size": 32, "min_pattern_size": 2, "min_count": 4,
-            "min_loop_tokens": 0, "fallback": {"temperature": 1.0, "top_k": 40, "min_p": 0.05,
+            "min_loop_tokens": 0, "min_loop_share": 0.5, "shapes": false,
+            "fallback": {"temperature": 1.0, "top_k": 40, "min_p": 0.05,
             "dry_multiplier": 0.5, "dry_base": 2, "dry_allowed_length": 3, "dry_penalty_last_n": 128,
             "dry_sequence_breakers": ["\n", "."]}})");
     const DegenerationGuard& guard = settings.guard;
@@ -67,6 +70,8 @@ TEST(DegenerationGuardFlag, AJsonObjectSetsThresholdsActionAndFallback) {
     EXPECT_EQ(guard.detector.min_pattern_size, 2);
     EXPECT_EQ(guard.detector.min_count, 4);
     EXPECT_EQ(guard.detector.min_loop_tokens, 0);
+    EXPECT_EQ(guard.detector.min_loop_share, 0.5f);
+    EXPECT_FALSE(guard.detector.shapes);
     EXPECT_EQ(guard.fallback.temperature, 1.0f);
     EXPECT_EQ(guard.fallback.top_k, 40);
     EXPECT_EQ(guard.fallback.min_p, 0.05f);
@@ -80,10 +85,12 @@ TEST(DegenerationGuardFlag, AJsonObjectSetsThresholdsActionAndFallback) {
     const DegenerationGuardSettings partial = parsed(R"({"min_count": 5})");
     EXPECT_EQ(partial.guard.action, DegenerationAction::Flag);
     EXPECT_EQ(partial.guard.detector.min_count, 5);
-    EXPECT_EQ(partial.guard.detector.max_pattern_size, 64);
+    EXPECT_EQ(partial.guard.detector.max_pattern_size, 128);
 }
 
 TEST(DegenerationGuardFlag, BadValuesNameTheFlagAndTheKey) {
+    EXPECT_EQ(refusal("{\"min_loop_share\": 1.5}"), "--degeneration-guard: min_loop_share must be between 0 and 1");
+    EXPECT_EQ(refusal("{\"shapes\": 1}"), "--degeneration-guard: shapes must be true or false (got 1)");
     EXPECT_EQ(refusal("halt"), "--degeneration-guard: action must be one of off, flag, stop, resample (got \"halt\")");
     EXPECT_EQ(refusal("{\"min_count\": 1}"),
               "--degeneration-guard: min_count must be >= 2 when max_pattern_size is set");
@@ -131,7 +138,9 @@ TEST(DegenerationGuardFlag, ARequestsRepetitionDetectionStopsThatRequest) {
 TEST(DegenerationGuardFlag, DescribeShowsWhatTheServerRuns) {
     const nlohmann::json described = parsed(R"({"action": "resample", "fallback": {"top_p": 0.9}})").describe();
     EXPECT_EQ(described["action"], "resample");
-    EXPECT_EQ(described["min_loop_tokens"], 20);
+    EXPECT_EQ(described["min_loop_tokens"], 24);
+    EXPECT_EQ(described["min_loop_share"], 0.2);
+    EXPECT_EQ(described["shapes"], true);
     EXPECT_EQ(described["fallback"]["temperature"], 0.7);
     EXPECT_EQ(described["fallback"]["top_p"], 0.9);
     EXPECT_EQ(described["fallback"]["dry_multiplier"], 0.8);
@@ -171,12 +180,14 @@ TEST(DegenerationResponse, TheObjectNamesTheLoopAndWhatAResampleChanged) {
     EXPECT_FALSE(shown.contains("after_resample"));
 
     DegenerationReport flagged;
-    flagged.loop = {3, 1, 20};
+    flagged.loop = {3, 1, 20, LoopKind::Numbers};
     const nlohmann::json plain = api::degeneration_json(to_api_degeneration(flagged, kResolved));
-    EXPECT_EQ(
-        plain,
-        nlohmann::json(
-            {{"detected_at_token", 3}, {"period", 1}, {"repeats", 20}, {"phase", "content"}, {"action", "flag"}}));
+    EXPECT_EQ(plain, nlohmann::json({{"detected_at_token", 3},
+                                     {"period", 1},
+                                     {"repeats", 20},
+                                     {"kind", "numbers"},
+                                     {"phase", "content"},
+                                     {"action", "flag"}}));
 }
 
 struct ChatRun {
