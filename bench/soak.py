@@ -51,6 +51,9 @@ def parse_args(argv):
     parser.add_argument("--streams", type=int, default=64, help="concurrent clients")
     parser.add_argument("--sample-seconds", type=float, default=60.0)
     parser.add_argument("--warmup-minutes", type=float, help="default: a tenth of the run, at most 3")
+    parser.add_argument("--rss-slope-limit", type=float,
+                        help="MiB/min: also check the RSS slope after warm-up (least squares) is at most this "
+                             "(issue 30: 0.02 over 2 hours, --warmup-minutes 10)")
     parser.add_argument("--timeout", type=float, default=120.0, help="client timeout per request, seconds")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--api-key", default=os.environ.get("TEMPERED_SOAK_API_KEY"),
@@ -253,6 +256,7 @@ def main(argv):
                       f"{os.getloadavg()[0]:.1f} at the end",
            "config": {"streams": args.streams, "duration_s": args.duration_s, "sample_s": args.sample_seconds,
                       "warmup_s": args.warmup_s, "timeout_s": args.timeout, "seed": args.seed,
+                      "rss_slope_limit": args.rss_slope_limit,
                       "api_key": bool(args.api_key)},
            "samples": soak.samples, "final": final, "flush": flush, "after_flush": after_flush,
            "server_exit": exit_status, "requests": soak.requests}

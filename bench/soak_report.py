@@ -24,6 +24,8 @@ GAUGES = {
     "aborted": "tempered:requests_aborted_total",
     "failed": "tempered:requests_failed_total",
     "rejected": "tempered:requests_rejected_total",
+    "heap_in_use": "tempered:malloc_in_use_bytes",
+    "heap_free": "tempered:malloc_free_bytes",
 }
 LINE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)')
 
@@ -58,7 +60,30 @@ def process_sample(pid):
     except OSError:
         return {"rss_bytes": -1, "fds": -1, "threads": -1}
     return {"rss_bytes": int(status["VmRSS"].split()[0]) * 1024, "fds": len(os.listdir(f"/proc/{pid}/fd")),
-            "threads": int(status["Threads"])}
+            "threads": int(status["Threads"])} | rss_by_mapping(pid)
+
+
+def rss_by_mapping(pid):
+    """The resident bytes by kind of mapping (/proc/PID/smaps): "stacks" (the anonymous 8 MiB mappings of thread
+    stacks), "heap" ([heap] and the other anonymous mappings: malloc's arenas, its mmapped blocks, the KV pool)
+    and "files" (the model's weights, libraries). Which one creeps says where to look."""
+    kinds = {"rss_stacks": 0, "rss_heap": 0, "rss_files": 0}
+    try:
+        with open(f"/proc/{pid}/smaps") as f:
+            kind = None
+            for line in f:
+                fields = line.split()
+                if "-" in fields[0] and len(fields) >= 5 and ":" in fields[3]:  # a mapping's header line
+                    start, end = (int(x, 16) for x in fields[0].split("-"))
+                    path = fields[5] if len(fields) > 5 else ""
+                    anonymous = path == "" or path == "[heap]"
+                    kind = ("rss_stacks" if anonymous and end - start == 8 << 20 and path == ""
+                            else "rss_heap" if anonymous else "rss_files")
+                elif fields[0] == "Rss:" and kind:
+                    kinds[kind] += int(fields[1]) * 1024
+    except OSError:
+        return {}
+    return kinds
 
 
 # ---- checks
@@ -90,6 +115,7 @@ def checks(run):
                    f"waiting {number(final.get('waiting'))})"},
         flat_check(samples, "rss_bytes", warmup, lambda first: first * RSS_GROWTH + RSS_SLACK, MIB, " MiB"),
         flat_check(samples, "fds", warmup, lambda first: first + fd_slack),
+        rss_slope_check(samples, warmup, run["config"].get("rss_slope_limit")),
         flat_check(samples, "threads", warmup, lambda first: first + FD_SLACK),
         {"name": "fds when idle at the end == at the start +- slack",
          "ok": abs(final["fds"] - start["fds"]) <= FD_SLACK, "detail": f"{start['fds']} -> {final['fds']}"},
@@ -97,6 +123,29 @@ def checks(run):
          "detail": f"exit status {run['server_exit']}"},
     ]
     return result
+
+
+def rss_slope(samples, warmup_s, key="rss_bytes"):
+    """MiB per minute: the least-squares slope of `key` over the load samples after warm-up; None under 3."""
+    points = [(s["t_s"] / 60, s[key] / MIB) for s in samples
+              if s["phase"] == "load" and s["t_s"] >= warmup_s and s.get(key) is not None]
+    if len(points) < 3:
+        return None
+    mean_t = sum(t for t, _ in points) / len(points)
+    mean_v = sum(v for _, v in points) / len(points)
+    spread = sum((t - mean_t) ** 2 for t, _ in points)
+    return sum((t - mean_t) * (v - mean_v) for t, v in points) / spread if spread else None
+
+
+def rss_slope_check(samples, warmup_s, limit):
+    slope = rss_slope(samples, warmup_s)
+    parts = {key: rss_slope(samples, warmup_s, key) for key in ("rss_stacks", "rss_heap", "rss_files")}
+    by_kind = ", ".join(f"{key[len('rss_'):]} " + ("-" if value is None else f"{value:.4f}")
+                        for key, value in parts.items())
+    detail = "not enough samples" if slope is None else f"{slope:.4f} MiB/min after {warmup_s / 60:.0f} min ({by_kind})"
+    if limit is None or slope is None:
+        return {"name": "rss slope after warm-up (reported)", "ok": True, "detail": detail}
+    return {"name": f"rss slope after warm-up <= {limit} MiB/min", "ok": slope <= limit, "detail": detail}
 
 
 def number(value, spec="{:.0f}"):
@@ -124,9 +173,15 @@ def by_kind(requests):
 
 # ---- writing
 
+def mib(value):
+    return "-" if value is None else f"{value / MIB:.1f}"
+
+
 def sample_row(sample):
     finished = sample.get("finished", {})
-    return (f"| {sample['phase']} | {sample['t_s'] / 60:.1f} | {sample['rss_bytes'] / MIB:.1f} | {sample['fds']} | "
+    return (f"| {sample['phase']} | {sample['t_s'] / 60:.1f} | {sample['rss_bytes'] / MIB:.1f} | "
+            f"{mib(sample.get('rss_stacks'))} / {mib(sample.get('rss_heap'))} / {mib(sample.get('rss_files'))} | "
+            f"{mib(sample.get('heap_in_use'))} / {mib(sample.get('heap_free'))} | {sample['fds']} | "
             f"{sample['threads']} | {number(sample.get('kv_blocks_in_use'))} | "
             f"{number(sample.get('kv_usage'), '{:.3f}')} | {number(sample.get('running'))} | "
             f"{number(sample.get('waiting'))} | {number(finished.get('stop'))}/{number(finished.get('length'))}/"
@@ -150,9 +205,10 @@ def markdown(run, verdict):
               f"/flush_cache after idle: {run['flush'].rstrip('.')}.", ""]
     lines += outcome_tables(run)
     lines += ["## Samples", "",
-              "| phase | min | RSS MiB | fds | threads | KV blocks in use | KV usage | running | waiting | "
-              "finished stop/length/abort/error | aborted | failed | client requests done |",
-              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+              "| phase | min | RSS MiB | stacks / heap / files MiB | malloc in use / free MiB | fds | threads | "
+              "KV blocks in use | KV usage | running | waiting | finished stop/length/abort/error | aborted | failed | "
+              "client requests done |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     lines += [sample_row(sample) for sample in run["samples"]]
     lines += [sample_row(run["final"])] + ([sample_row(run["after_flush"])] if run.get("after_flush") else []) + [""]
     lines += lost_details(run["requests"])

@@ -26,6 +26,7 @@
 #include "kv/kv_block_pool.h"
 #include "kv/kv_dtype_name.h"
 #include "kv/kv_fp8_quality.h"
+#include "metrics/allocator_metrics.h"
 #include "reasoning/reasoning_parser.h"
 #include "runtime/chat_template_choice.h"
 #include "runtime/loaded_model.h"
@@ -447,6 +448,7 @@ int serve(const ServeOptions& options) {
     }
     Generator& engine = *generator;
     metrics.watch_engine([&engine] { return engine.stats(); });
+    metrics::watch_allocator(metrics.registry());
     // The endpoint services, each over the one generation path.
     GenerationPath path({*bundle.tokenizer, config, bundle.path, bundle.chat_template, own_model}, engine, metrics, log,
                         *settings);
