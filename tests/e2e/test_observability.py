@@ -430,3 +430,14 @@ def test_dashboard_queries_evaluate_in_prometheus(server, prometheus, dashboard)
         if promql_metric_names(expr) <= with_samples:
             assert result, f"{title}: {promql!r} is empty although its series are exported"
             assert not any(math.isinf(value) for _, value in result), (title, result)
+
+
+def test_the_allocator_and_resident_memory_are_exported(server):
+    # The soak's view of memory (bench/soak.py): what the program holds, what malloc keeps free, and the resident
+    # size, each from the server itself; the resident size is the process's own (as /proc says).
+    metrics = server.metrics()
+    resident = metrics.require("process_resident_memory_bytes")
+    assert resident > 50 * 2**20  # a model's weights and KV pool at least
+    assert metrics.require("tempered:malloc_in_use_bytes") > 2**20
+    assert metrics.require("tempered:malloc_free_bytes") >= 0
+    assert metrics.require("tempered:malloc_mapped_bytes") >= 0
