@@ -52,6 +52,14 @@ def test_kv_blocks_and_descriptors_return_when_idle(soak):
 def test_the_report_has_the_table_counts_and_verdict(soak):
     _, data, markdown = soak
     assert "## Verdict" in markdown and "**PASS**" in markdown
-    assert "| phase | min | RSS MiB | fds |" in markdown
+    assert "| phase | min | RSS MiB | stacks / heap / files MiB | malloc in use / free MiB | fds |" in markdown
+    assert "rss slope after warm-up (reported)" in markdown
+    load = [s for s in data["samples"] if s["phase"] == "load"]
+    # The RSS split by mapping adds up to VmRSS (give or take pages that move between the two reads), and the
+    # allocator's gauges come from the server's /metrics.
+    for sample in load:
+        split = sample["rss_stacks"] + sample["rss_heap"] + sample["rss_files"]
+        assert abs(split - sample["rss_bytes"]) < 0.05 * sample["rss_bytes"], sample
+        assert sample["heap_in_use"] > 0 and sample["heap_free"] >= 0
     assert "| cancel_stream |" in markdown and "| body_too_large |" in markdown
     assert len([s for s in data["samples"] if s["phase"] == "load"]) >= 2
