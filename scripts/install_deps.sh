@@ -9,7 +9,7 @@ serve_packages=(
   build-essential cmake ninja-build ccache pkg-config python3
   nlohmann-json3-dev libcli11-dev libcpp-httplib-dev libjs-marked node-dompurify
 )
-# GoogleTest for the unit tests, a venv for pytest, clang and its fuzzing runtime for fuzz/run.sh,
+# GoogleTest for the unit tests, a venv for pytest, clang (the ASan/UBSan build) and its fuzzing runtime (fuzz/run.sh),
 # clang-format-14 for the format check, Prometheus and Chromium for their end-to-end tests.
 test_packages=(
   python3-venv python3-pip unzip libgtest-dev libgmock-dev libbenchmark-dev
