@@ -16,7 +16,8 @@ namespace tempered::api {
 // "data: <payload>\n\n"; a payload with newlines becomes several data lines (one event).
 std::string sse_data(std::string_view payload);
 // One event carrying a JSON value. Invalid UTF-8 (a token that is half a character) becomes U+FFFD
-// rather than an exception.
+// rather than an exception; U+0085, U+2028 and U+2029 are written as \u escapes (clients that split lines as
+// str.splitlines does would cut the event at them).
 std::string sse_json(const nlohmann::json& value);
 // The error event for a failure mid-stream.
 std::string sse_error(const ApiError& error);

@@ -24,6 +24,18 @@ TEST(Sse, JsonEventSurvivesInvalidUtf8) {
     EXPECT_NE(event.find("\xef\xbf\xbd"), std::string::npos);  // U+FFFD
 }
 
+TEST(Sse, LineSeparatorsInsideStringsAreEscaped) {
+    // U+0085, U+2028, U+2029 raw would end a line for str.splitlines-style readers (httpx's iter_lines).
+    const std::string text =
+        "a\xC2\x85"
+        "b\xE2\x80\xA8"
+        "c\xE2\x80\xA9"
+        "d\xE2\x80\xA6";  // ... and U+2026 kept
+    const std::string event = sse_json({{"content", text}});
+    EXPECT_EQ(event, "data: {\"content\":\"a\\u0085b\\u2028c\\u2029d\xE2\x80\xA6\"}\n\n");
+    EXPECT_EQ(nlohmann::json::parse(event.substr(6, event.size() - 8))["content"], text);
+}
+
 TEST(Sse, ErrorEventCarriesTheEnvelope) {
     const std::string event = sse_error(internal_error("engine died"));
     ASSERT_EQ(event.rfind("data: ", 0), 0u);
