@@ -175,11 +175,17 @@ DegenerationGuard guard_for_request(const DegenerationGuard& server,
 }
 
 void DegenerationGuardSettings::build_vocabulary_tables(const Tokenizer& tokenizer) {
+    // The whole vocabulary is decoded only when a table needs it: the server's guard looks at shapes (a request's
+    // own repetition_detection never does), or the fallback has breakers.
+    const bool shapes = guard.detector.shapes && guard.active();
+    if (!shapes && dry_sequence_breakers.empty()) {
+        guard.fallback.dry.breakers = std::make_shared<const DryBreakers>();
+        return;
+    }
     std::vector<std::string> token_texts;
     token_texts.reserve(static_cast<size_t>(tokenizer.vocab_size()));
     for (int32_t id = 0; id < tokenizer.vocab_size(); ++id) token_texts.push_back(tokenizer.decode({&id, 1}));
-    // Built whether or not the server's guard looks at shapes: a request's own guard may.
-    guard.shapes = std::make_shared<const TokenShapes>(token_texts);
+    if (shapes) guard.shapes = std::make_shared<const TokenShapes>(token_texts);
     if (dry_sequence_breakers.empty()) {
         guard.fallback.dry.breakers = std::make_shared<const DryBreakers>();
         return;
