@@ -7,7 +7,7 @@ set -euo pipefail
 set_name=${1:-test}
 serve_packages=(
   build-essential cmake ninja-build ccache pkg-config python3
-  nlohmann-json3-dev libcli11-dev libcpp-httplib-dev libjs-marked node-dompurify
+  nlohmann-json3-dev libcli11-dev libcpp-httplib-dev libjemalloc-dev libjs-marked node-dompurify
 )
 # GoogleTest for the unit tests, a venv for pytest, clang (the ASan/UBSan build) and its fuzzing runtime (fuzz/run.sh),
 # clang-format-14 for the format check, Prometheus and Chromium for their end-to-end tests.

@@ -15,6 +15,8 @@
 
 #include "api/errors.h"
 #include "cli/commands.h"
+#include "core/allocator.h"
+#include "core/allocator_trimmer.h"
 #include "disagg/kv_layout.h"
 #include "edge/access_control.h"
 #include "edge/cors.h"
@@ -58,6 +60,7 @@ struct ServeOptions {
     int port = 8000;
     int threads = 0;
     int http_threads = 512;
+    double malloc_trim_interval = 10.0;  // seconds; 0: never (core/allocator_trimmer.h says why)
     std::string kv_cache_dtype = "f16";
     int64_t kv_cache_tokens = 32768;
     int64_t block_size = 16;
@@ -448,7 +451,12 @@ int serve(const ServeOptions& options) {
     }
     Generator& engine = *generator;
     metrics.watch_engine([&engine] { return engine.stats(); });
-    metrics::watch_allocator(metrics.registry());
+    AllocatorTrimmer trimmer(std::chrono::milliseconds(static_cast<int64_t>(options.malloc_trim_interval * 1000)));
+    char interval[32];
+    std::snprintf(interval, sizeof(interval), "every %g s", options.malloc_trim_interval);
+    log.info("allocator: " + allocator_name() + ", free pages given back " +
+             (options.malloc_trim_interval > 0 ? interval : "never (--malloc-trim-interval 0)"));
+    metrics::watch_allocator(metrics.registry(), &trimmer);
     // The endpoint services, each over the one generation path.
     GenerationPath path({*bundle.tokenizer, config, bundle.path, bundle.chat_template, own_model}, engine, metrics, log,
                         *settings);
@@ -555,6 +563,11 @@ void add_serve_command(CLI::App& app, int& exit_code) {
     command->add_option("--threads", options->threads, "compute threads; 0: every core")->capture_default_str();
     command->add_option("--http-threads", options->http_threads, "connections served at once")
         ->check(CLI::Range(4, 65536))
+        ->capture_default_str();
+    command
+        ->add_option("--malloc-trim-interval", options->malloc_trim_interval,
+                     "seconds between giving the allocator's free pages back to the system; 0: never")
+        ->check(CLI::Range(0.0, 86400.0))
         ->capture_default_str();
     command
         ->add_option("--kv-cache-dtype", options->kv_cache_dtype,

@@ -20,6 +20,7 @@
 
 #include "http/client_connection_limit.h"
 #include "http/httplib_include.h"
+#include "http/lifo_worker_pool.h"
 #include "http/read_deadline.h"
 #include "http/router.h"
 
@@ -230,8 +231,8 @@ std::string_view error_type_for(int status) { return status < 500 ? "invalid_req
 // runs from then, so a connection that waited in the queue for a thread has used part of it.
 thread_local Clock::time_point connection_accepted_at{};
 
-// httplib's thread pool, noting when each connection was accepted (httplib enqueues it right after
-// accept()) for the thread that serves it.
+// The worker pool httplib hands each accepted connection to (it enqueues it right after accept()),
+// noting when it was accepted for the thread that serves it.
 class AcceptTimingPool final : public httplib::TaskQueue {
 public:
     explicit AcceptTimingPool(size_t threads) : pool_(threads) {}
@@ -244,7 +245,7 @@ public:
     void shutdown() override { pool_.shutdown(); }
 
 private:
-    httplib::ThreadPool pool_;
+    LifoWorkerPool pool_;
 };
 
 // A whole response for a connection we close right after it (408, 429), written without httplib.

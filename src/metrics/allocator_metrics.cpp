@@ -1,38 +1,45 @@
 #include "metrics/allocator_metrics.h"
 
-#include <malloc.h>
-#include <unistd.h>
-
-#include <fstream>
+#include "core/allocator.h"
 
 namespace tempered::metrics {
+
 namespace {
 
-// The resident set from /proc/self/statm (its second field, in pages); 0 where it cannot be read.
-double resident_bytes() {
-    std::ifstream statm("/proc/self/statm");
-    long size_pages = 0;
-    long resident_pages = 0;
-    if (!(statm >> size_pages >> resident_pages)) return 0;
-    return static_cast<double>(resident_pages) * static_cast<double>(sysconf(_SC_PAGESIZE));
+// Counters follow the trimmer's running totals.
+void watch_trimmer(Registry& registry, const AllocatorTrimmer& trimmer) {
+    auto& trims = registry.counter("tempered:malloc_trims_total", "Times the allocator's free pages were given back.");
+    auto& seconds = registry.counter("tempered:malloc_trim_seconds_total", "Time spent giving free pages back.");
+    auto& longest = registry.gauge("tempered:malloc_trim_longest_seconds", "The longest single malloc_trim call.");
+    auto& released = registry.counter("tempered:malloc_trim_released_bytes_total",
+                                      "Resident bytes given back by malloc_trim (the resident size's drop).");
+    registry.on_collect([&trimmer, &trims, &seconds, &longest, &released] {
+        const AllocatorTrimStats stats = trimmer.stats();
+        auto follow = [](Counter& counter, double total) { counter.inc(total - counter.value()); };
+        follow(trims.get(), static_cast<double>(stats.trims));
+        follow(seconds.get(), stats.seconds);
+        follow(released.get(), static_cast<double>(stats.released_bytes));
+        longest.get().set(stats.longest_seconds);
+    });
 }
 
 }  // namespace
 
-void watch_allocator(Registry& registry) {
-    auto& in_use = registry.gauge("tempered:malloc_in_use_bytes", "Heap bytes the program holds (mallinfo2 uordblks).");
+void watch_allocator(Registry& registry, const AllocatorTrimmer* trimmer) {
+    auto& in_use = registry.gauge("tempered:malloc_in_use_bytes", "Heap bytes the program holds.");
     auto& free = registry.gauge("tempered:malloc_free_bytes",
-                                "Heap bytes freed by the program and kept by the allocator (mallinfo2 fordblks).");
+                                "Heap bytes the allocator keeps beyond what the program holds (core/allocator.h).");
     auto& mapped = registry.gauge("tempered:malloc_mapped_bytes",
-                                  "Bytes in blocks the allocator mapped directly (mallinfo2 hblkhd).");
+                                  "Bytes the allocator has mapped (glibc: blocks mapped directly).");
     auto& resident = registry.gauge("process_resident_memory_bytes", "Resident memory size in bytes.");
     registry.on_collect([&in_use, &free, &mapped, &resident] {
-        const struct mallinfo2 info = mallinfo2();
-        in_use.get().set(static_cast<double>(info.uordblks));
-        free.get().set(static_cast<double>(info.fordblks));
-        mapped.get().set(static_cast<double>(info.hblkhd));
-        resident.get().set(resident_bytes());
+        const AllocatorStats stats = allocator_stats();
+        in_use.get().set(static_cast<double>(stats.in_use_bytes));
+        free.get().set(static_cast<double>(stats.free_bytes));
+        mapped.get().set(static_cast<double>(stats.mapped_bytes));
+        resident.get().set(static_cast<double>(resident_set_bytes()));
     });
+    if (trimmer != nullptr) watch_trimmer(registry, *trimmer);
 }
 
 }  // namespace tempered::metrics

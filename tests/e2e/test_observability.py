@@ -45,8 +45,9 @@ def require_tool(name):
 
 @pytest.fixture(scope="module")
 def server_args():
-    """conftest's `server`, one for the module, with --max-running 2 so that a handful of requests queue."""
-    return ["--max-running", str(MAX_RUNNING)]
+    """conftest's `server`, one for the module, with --max-running 2 so that a handful of requests queue, and
+    the allocator trimmed every 0.3 s (not 10) so that its counters move within a test."""
+    return ["--max-running", str(MAX_RUNNING), "--malloc-trim-interval", "0.3"]
 
 
 def send_chats(server, count, max_tokens, prefix="Observe"):
@@ -441,3 +442,8 @@ def test_the_allocator_and_resident_memory_are_exported(server):
     assert metrics.require("tempered:malloc_in_use_bytes") > 2**20
     assert metrics.require("tempered:malloc_free_bytes") >= 0
     assert metrics.require("tempered:malloc_mapped_bytes") >= 0
+    # The trimmer gives free pages back every --malloc-trim-interval (0.3 s here); its totals are counters.
+    trims = wait_for_metric(server, "tempered:malloc_trims_total", lambda value: value >= 3)
+    assert trims >= 3
+    assert metrics.require("tempered:malloc_trim_seconds_total") >= 0
+    assert 0 < server.metrics().require("tempered:malloc_trim_longest_seconds") < 1.0

@@ -3,6 +3,7 @@
 // way counted) raise "in use" plus "mapped" by about that much, and the resident size is the process's own.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -50,6 +51,20 @@ TEST(AllocatorMetrics, InUseFollowsWhatTheProgramHolds) {
     EXPECT_GE(held_during - held_before, 63.0 * (1 << 20));
     EXPECT_LE(held_during - held_before, 80.0 * (1 << 20));
     for (char* block : blocks) std::free(block);
+}
+
+TEST(AllocatorMetrics, TrimmerTotalsAreCountersAtEveryScrape) {
+    AllocatorTrimmer trimmer(std::chrono::milliseconds(0));
+    Registry registry;
+    watch_allocator(registry, &trimmer);
+    EXPECT_EQ(value_of(registry.render(), "tempered:malloc_trims_total"), 0);
+    trimmer.trim_now();
+    trimmer.trim_now();
+    const std::string text = registry.render();
+    EXPECT_EQ(value_of(text, "tempered:malloc_trims_total"), 2);
+    EXPECT_GT(value_of(text, "tempered:malloc_trim_seconds_total"), 0);
+    EXPECT_GE(value_of(text, "tempered:malloc_trim_released_bytes_total"), 0);
+    EXPECT_NE(text.find("# TYPE tempered:malloc_trims_total counter"), std::string::npos);
 }
 
 }  // namespace metrics_allocator_test
