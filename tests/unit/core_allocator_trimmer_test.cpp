@@ -17,11 +17,12 @@ namespace core_allocator_trimmer_test {
 
 using namespace std::chrono_literals;
 
-bool under_address_sanitizer() {
-#if defined(__SANITIZE_ADDRESS__)
+// ASan's and TSan's allocators replace glibc's, which malloc_trim trims.
+bool under_a_sanitizer_allocator() {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
     return true;
 #elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
     return true;
 #endif
 #endif
@@ -29,7 +30,8 @@ bool under_address_sanitizer() {
 }
 
 TEST(AllocatorTrimmer, GivesFreedPagesInTheMiddleOfTheHeapBack) {
-    if (under_address_sanitizer()) GTEST_SKIP() << "ASan's allocator replaces glibc's, which malloc_trim trims";
+    if (under_a_sanitizer_allocator())
+        GTEST_SKIP() << "a sanitizer's allocator replaces glibc's, which malloc_trim trims";
     constexpr size_t kBlock = 256;
     constexpr size_t kBlocks = (48u << 20) / kBlock;
     std::vector<char*> blocks;
