@@ -28,14 +28,14 @@ while (($#)); do
   esac
 done
 ((${#bound[@]})) || bound=(-runs=20000)
-((${#harnesses[@]})) || harnesses=(gguf_fuzzer request_fuzzer jinja_fuzzer tokenizer_fuzzer)
+((${#harnesses[@]})) || harnesses=(gguf_fuzzer safetensors_fuzzer request_fuzzer jinja_fuzzer tokenizer_fuzzer)
 
 # Per harness: the longest input (bytes), the per-input time limit (s) and the memory limit (MiB). A
 # template may run the default JinjaLimits' 1M loop iterations: 0.6 s in a release build, 10-25 s
 # under ASan on a busy machine, hence jinja's 60 s; the tokenizer holds Gemma's 262k-token vocabulary.
-declare -A max_len=([gguf_fuzzer]=4096 [request_fuzzer]=8192 [jinja_fuzzer]=8192 [tokenizer_fuzzer]=512)
-declare -A timeout=([gguf_fuzzer]=5 [request_fuzzer]=10 [jinja_fuzzer]=60 [tokenizer_fuzzer]=10)
-declare -A rss_mb=([gguf_fuzzer]=1024 [request_fuzzer]=2048 [jinja_fuzzer]=2560 [tokenizer_fuzzer]=3072)
+declare -A max_len=([gguf_fuzzer]=4096 [safetensors_fuzzer]=4096 [request_fuzzer]=8192 [jinja_fuzzer]=8192 [tokenizer_fuzzer]=512)
+declare -A timeout=([gguf_fuzzer]=5 [safetensors_fuzzer]=5 [request_fuzzer]=10 [jinja_fuzzer]=60 [tokenizer_fuzzer]=10)
+declare -A rss_mb=([gguf_fuzzer]=1024 [safetensors_fuzzer]=1024 [request_fuzzer]=2048 [jinja_fuzzer]=2560 [tokenizer_fuzzer]=3072)
 
 # No hash_dir: -g1 would put the clone's path into every hash (scripts/build.sh).
 export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
