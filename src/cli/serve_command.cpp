@@ -286,6 +286,11 @@ Status apply_tool_call_flags(const ServeOptions& options, const SamplingSettings
 
 std::string default_served_name(const std::string& model_flag) {
     std::error_code ignored;
+    if (std::filesystem::is_directory(model_flag, ignored)) {  // a Hugging Face directory: its name
+        std::filesystem::path directory(model_flag);
+        if (!directory.has_filename()) directory = directory.parent_path();  // "dir/"
+        return directory.filename().string();
+    }
     if (!std::filesystem::is_regular_file(model_flag, ignored)) return model_flag;  // a known short name
     return std::filesystem::path(model_flag).stem().string();
 }

@@ -470,6 +470,20 @@ Result<GgufFile> GgufFile::open(const std::string& path) {
         return Error{std::move(message)};
     }
     file->file_ = std::move(mapped.value());  // the mapping's address, and so every tensor's data, stays put
+    file->path_ = path;
+    return file;
+}
+
+GgufFile GgufFile::assemble(std::string path, std::vector<std::pair<std::string, GgufValue>> metadata,
+                            std::vector<GgufTensorInfo> tensors, std::vector<AlignedBuffer> storage) {
+    GgufFile file;
+    file.version_ = 3;
+    file.path_ = std::move(path);
+    file.metadata_ = std::move(metadata);
+    for (size_t i = 0; i < file.metadata_.size(); ++i) file.metadata_index_.emplace(file.metadata_[i].first, i);
+    file.tensors_ = std::move(tensors);
+    for (size_t i = 0; i < file.tensors_.size(); ++i) file.tensor_index_.emplace(file.tensors_[i].name, i);
+    file.storage_ = std::move(storage);  // moving the buffers keeps their addresses
     return file;
 }
 

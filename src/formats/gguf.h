@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/aligned_buffer.h"
 #include "core/dtype.h"
 #include "core/mapped_file.h"
 #include "core/result.h"
@@ -72,6 +73,10 @@ public:
     static Result<GgufFile> open(const std::string& path);
     // Parses bytes the caller keeps alive (tests, the fuzzer). Tensor data pointers point into `bytes`.
     static Result<GgufFile> parse(std::span<const uint8_t> bytes);
+    // A GGUF view made in memory, not read from a file: a Hugging Face directory read as GGUF (hf/). Each
+    // tensor's data points into `storage`, which the view keeps; `path` names where it came from.
+    static GgufFile assemble(std::string path, std::vector<std::pair<std::string, GgufValue>> metadata,
+                             std::vector<GgufTensorInfo> tensors, std::vector<AlignedBuffer> storage);
 
     uint32_t version() const { return version_; }
     uint64_t alignment() const { return alignment_; }
@@ -92,10 +97,12 @@ public:
     const std::vector<GgufTensorInfo>& tensors() const { return tensors_; }
     const GgufTensorInfo* tensor(std::string_view name) const;
 
-    const std::string& path() const { return file_.path(); }
+    const std::string& path() const { return path_; }
 
 private:
     MappedFile file_;
+    std::string path_;
+    std::vector<AlignedBuffer> storage_;  // assembled views' tensor data
     uint32_t version_ = 0;
     uint64_t alignment_ = 32;
     uint64_t data_offset_ = 0;

@@ -37,9 +37,15 @@ Result<std::string> resolve_model_path(const std::string& name_or_path) {
                      "); fetch it with: scripts/pull_model.py " + name_or_path};
     }
     if (std::filesystem::is_regular_file(name_or_path, ignored)) return name_or_path;
+    if (std::filesystem::is_directory(name_or_path, ignored)) {
+        if (std::filesystem::is_regular_file(std::filesystem::path(name_or_path) / "config.json", ignored))
+            return name_or_path;  // a Hugging Face model directory
+        return Error{"'" + name_or_path + "' is a directory without config.json (not a Hugging Face model directory)"};
+    }
     std::string known_names;
     for (const auto& known : kKnownModels) known_names += (known_names.empty() ? "" : ", ") + std::string(known.name);
-    return Error{"no model file at '" + name_or_path + "' and it is not a known model name (" + known_names + ")"};
+    return Error{"no model file or directory at '" + name_or_path + "' and it is not a known model name (" +
+                 known_names + ")"};
 }
 
 }  // namespace tempered

@@ -71,8 +71,11 @@ Result<ModelSamplingDefaults> load_model_sampling_defaults(const GgufFile& file,
     ModelSamplingDefaults defaults = gguf_sampling_defaults(file);
     std::string path = explicit_path;
     if (path.empty()) {
-        auto beside = std::filesystem::path(file.path()).parent_path() / "generation_config.json";
+        // Beside a GGUF file, or inside the Hugging Face directory the model was read from.
         std::error_code ignored;
+        const std::filesystem::path source(file.path());
+        const auto beside =
+            (std::filesystem::is_directory(source, ignored) ? source : source.parent_path()) / "generation_config.json";
         if (std::filesystem::is_regular_file(beside, ignored)) path = beside.string();
     }
     if (path.empty()) return defaults;

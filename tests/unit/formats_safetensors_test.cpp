@@ -15,11 +15,11 @@ namespace formats_safetensors_test {
 
 // An 8-byte little-endian length, the header text, then the data buffer.
 std::vector<uint8_t> file_of(const std::string& header, const std::vector<uint8_t>& buffer) {
-    std::vector<uint8_t> bytes(8);
-    uint64_t length = header.size();
-    for (int i = 0; i < 8; ++i) bytes[static_cast<size_t>(i)] = static_cast<uint8_t>(length >> (8 * i));
-    bytes.insert(bytes.end(), header.begin(), header.end());
-    bytes.insert(bytes.end(), buffer.begin(), buffer.end());
+    std::vector<uint8_t> bytes(8 + header.size() + buffer.size());
+    const uint64_t length = header.size();
+    for (size_t i = 0; i < 8; ++i) bytes[i] = static_cast<uint8_t>(length >> (8 * i));
+    std::memcpy(bytes.data() + 8, header.data(), header.size());
+    if (!buffer.empty()) std::memcpy(bytes.data() + 8 + header.size(), buffer.data(), buffer.size());
     return bytes;
 }
 

@@ -1,0 +1,232 @@
+#include "hf/hf_config.h"
+
+#include <array>
+#include <cmath>
+
+#include "hf/gguf_values.h"
+
+namespace tempered {
+namespace {
+
+using nlohmann::json;
+
+// Reads config.json fields by name, each error naming the field.
+class ConfigReader {
+public:
+    explicit ConfigReader(const json& config) : config_(config) {}
+
+    bool has(const char* name) const { return config_.contains(name) && !config_.at(name).is_null(); }
+
+    Result<int64_t> integer(const char* name) const {
+        if (!has(name)) return Error{"config.json: missing \"" + std::string(name) + "\""};
+        const json& value = config_.at(name);
+        if (!value.is_number_integer() || value.get<int64_t>() < 1 || value.get<int64_t>() > (int64_t{1} << 32))
+            return Error{"config.json: \"" + std::string(name) + "\" is not a positive integer"};
+        return value.get<int64_t>();
+    }
+    Result<int64_t> integer_or(const char* name, int64_t fallback) const {
+        return has(name) ? integer(name) : Result<int64_t>(fallback);
+    }
+    Result<double> real(const char* name) const {
+        if (!has(name) || !config_.at(name).is_number())
+            return Error{"config.json: \"" + std::string(name) + "\" is missing or not a number"};
+        return config_.at(name).get<double>();
+    }
+    Result<double> real_or(const char* name, double fallback) const {
+        return has(name) ? real(name) : Result<double>(fallback);
+    }
+    std::string text_or(const char* name, std::string fallback) const {
+        return has(name) && config_.at(name).is_string() ? config_.at(name).get<std::string>() : fallback;
+    }
+    bool flag_or(const char* name, bool fallback) const {
+        return has(name) && config_.at(name).is_boolean() ? config_.at(name).get<bool>() : fallback;
+    }
+    const json& raw() const { return config_; }
+
+private:
+    const json& config_;
+};
+
+#define TEMPERED_READ(target, expression) \
+    do {                                  \
+        auto read_ = (expression);        \
+        if (!read_) return read_.error(); \
+        target = read_.value();           \
+    } while (0)
+
+struct Family {
+    std::string_view hf_name;
+    std::string_view architecture;
+};
+constexpr std::array kFamilies = {
+    Family{"LlamaForCausalLM", "llama"},
+    Family{"Qwen2ForCausalLM", "qwen2"},
+    Family{"Qwen3ForCausalLM", "qwen3"},
+    Family{"Gemma3ForCausalLM", "gemma3"},
+    Family{"Gemma3ForConditionalGeneration", "gemma3"},
+};
+
+// transformers 5 writes rope_parameters {rope_theta, rope_type, factor, ...}; 4.x rope_theta beside
+// rope_scaling {type | rope_type, factor, ...}.
+Status add_rope(const ConfigReader& config, const std::string& prefix, GgufMetadata& out) {
+    const json* parameters = nullptr;
+    if (config.has("rope_parameters") && config.raw().at("rope_parameters").is_object())
+        parameters = &config.raw().at("rope_parameters");
+    else if (config.has("rope_scaling") && config.raw().at("rope_scaling").is_object())
+        parameters = &config.raw().at("rope_scaling");
+    // Gemma 3 in transformers 5: one set per layer type; the global layers' is the model's rope, the sliding
+    // layers' base is checked by check_gemma3.
+    if (parameters != nullptr && parameters->contains("full_attention") && parameters->at("full_attention").is_object())
+        parameters = &parameters->at("full_attention");
+    double theta = 10000.0;
+    if (config.has("rope_theta")) TEMPERED_READ(theta, config.real("rope_theta"));
+    if (parameters != nullptr && parameters->contains("rope_theta"))
+        TEMPERED_READ(theta, ConfigReader(*parameters).real("rope_theta"));
+    out.emplace_back(prefix + ".rope.freq_base", gguf_float(theta));
+    if (parameters == nullptr) return Ok{};
+    const ConfigReader rope(*parameters);
+    const std::string type = rope.text_or("rope_type", rope.text_or("type", "default"));
+    if (type == "default") return Ok{};
+    double factor = 1.0;
+    TEMPERED_READ(factor, rope.real("factor"));
+    if (type == "linear") {
+        out.emplace_back(prefix + ".rope.scaling.type", gguf_string("linear"));
+        out.emplace_back(prefix + ".rope.scaling.factor", gguf_float(factor));
+        return Ok{};
+    }
+    if (type == "yarn") {
+        int64_t original = 0;
+        TEMPERED_READ(original, rope.integer("original_max_position_embeddings"));
+        out.emplace_back(prefix + ".rope.scaling.type", gguf_string("yarn"));
+        out.emplace_back(prefix + ".rope.scaling.factor", gguf_float(factor));
+        out.emplace_back(prefix + ".rope.scaling.original_context_length", gguf_uint(static_cast<uint64_t>(original)));
+        if (rope.has("attention_factor")) {
+            double attention_factor = 1.0;
+            TEMPERED_READ(attention_factor, rope.real("attention_factor"));
+            out.emplace_back(prefix + ".rope.scaling.attn_factor", gguf_float(attention_factor));
+        }
+        return Ok{};
+    }
+    return Error{"config.json: rope type '" + type + "' is not supported (default, linear, yarn)"};
+}
+
+// Gemma 3's pattern, local rope base and softmax scale are constants of tempered's gemma3 row
+// (models/model_registry.cpp); a directory that differs is refused rather than run wrongly.
+Status check_gemma3(const ConfigReader& config, int64_t layers, int64_t head_dim, const std::string& prefix,
+                    GgufMetadata& out) {
+    int64_t window = 0;
+    TEMPERED_READ(window, config.integer("sliding_window"));
+    out.emplace_back(prefix + ".attention.sliding_window", gguf_uint(static_cast<uint64_t>(window)));
+    if (config.has("layer_types") && config.raw().at("layer_types").is_array()) {
+        const json& types = config.raw().at("layer_types");
+        if (static_cast<int64_t>(types.size()) != layers)
+            return Error{"config.json: \"layer_types\" has the wrong length"};
+        for (int64_t i = 0; i < layers; ++i) {
+            const bool global = i % 6 == 5;
+            if (types[static_cast<size_t>(i)] != (global ? "full_attention" : "sliding_attention"))
+                return Error{"config.json: \"layer_types\" is not Gemma 3's five sliding layers to one full"};
+        }
+    } else {
+        int64_t period = 6;
+        TEMPERED_READ(period, config.integer_or("sliding_window_pattern", 6));
+        if (period != 6) return Error{"config.json: \"sliding_window_pattern\" must be 6 for Gemma 3"};
+    }
+    double local_base = 10000.0;
+    TEMPERED_READ(local_base, config.real_or("rope_local_base_freq", 10000.0));
+    if (config.has("rope_parameters") && config.raw().at("rope_parameters").contains("sliding_attention")) {
+        const json& sliding = config.raw().at("rope_parameters").at("sliding_attention");
+        if (!sliding.is_object()) return Error{"config.json: rope_parameters.sliding_attention is not an object"};
+        TEMPERED_READ(local_base, ConfigReader(sliding).real_or("rope_theta", 10000.0));
+    }
+    if (local_base != 10000.0) return Error{"config.json: \"rope_local_base_freq\" must be 10000 for Gemma 3"};
+    int64_t scalar = head_dim;
+    TEMPERED_READ(scalar, config.integer_or("query_pre_attn_scalar", head_dim));
+    if (scalar != head_dim) return Error{"config.json: \"query_pre_attn_scalar\" other than head_dim is not supported"};
+    if (config.has("final_logit_softcapping") || config.has("attn_logit_softcapping"))
+        return Error{"config.json: logit soft-capping is not supported"};
+    return Ok{};
+}
+
+Status check_activation(const ConfigReader& config, const std::string& architecture) {
+    const std::string expected = architecture == "gemma3" ? "gelu_pytorch_tanh" : "silu";
+    const std::string act = config.text_or("hidden_act", config.text_or("hidden_activation", expected));
+    if (act != expected) return Error{"config.json: activation '" + act + "' (expected " + expected + ")"};
+    if (config.flag_or("attention_bias", false) && architecture != "qwen2")
+        return Error{"config.json: \"attention_bias\" is not supported for " + architecture};
+    if (config.flag_or("mlp_bias", false)) return Error{"config.json: \"mlp_bias\" is not supported"};
+    if (config.flag_or("use_sliding_window", false) && architecture != "gemma3")
+        return Error{"config.json: \"use_sliding_window\" is not supported for " + architecture};
+    return Ok{};
+}
+
+}  // namespace
+
+std::vector<std::string> supported_hf_architectures() {
+    std::vector<std::string> names;
+    for (const Family& family : kFamilies) names.emplace_back(family.hf_name);
+    return names;
+}
+
+Result<HfModelDescription> describe_hf_model(const json& root) {
+    if (!root.is_object()) return Error{"config.json: not a JSON object"};
+    const auto names = root.find("architectures");
+    if (names == root.end() || !names->is_array() || names->empty() || !(*names)[0].is_string())
+        return Error{"config.json: no \"architectures\" list"};
+    HfModelDescription out;
+    out.hf_architecture = (*names)[0].get<std::string>();
+    for (const Family& family : kFamilies)
+        if (family.hf_name == out.hf_architecture) out.architecture = family.architecture;
+    if (out.architecture.empty()) {
+        std::string known;
+        for (const auto& name : supported_hf_architectures()) known += (known.empty() ? "" : ", ") + name;
+        return Error{"config.json: architecture '" + out.hf_architecture + "' is not supported (supported: " + known +
+                     ")"};
+    }
+    const bool multimodal = out.hf_architecture == "Gemma3ForConditionalGeneration";
+    if (multimodal) {
+        if (!root.contains("text_config") || !root.at("text_config").is_object())
+            return Error{"config.json: " + out.hf_architecture + " without a \"text_config\""};
+        out.tensor_prefixes = {"language_model.model.", "model.language_model."};
+        out.ignored_prefixes = {"vision_tower.", "multi_modal_projector.", "model.vision_tower.",
+                                "model.multi_modal_projector."};
+    }
+    const ConfigReader config(multimodal ? root.at("text_config") : root);
+    const std::string prefix = out.architecture;
+    if (auto checked = check_activation(config, out.architecture); !checked) return checked.error();
+
+    int64_t hidden = 0, ffn = 0, context = 0;
+    TEMPERED_READ(out.layer_count, config.integer("num_hidden_layers"));
+    TEMPERED_READ(hidden, config.integer("hidden_size"));
+    TEMPERED_READ(ffn, config.integer("intermediate_size"));
+    TEMPERED_READ(out.head_count, config.integer("num_attention_heads"));
+    TEMPERED_READ(out.kv_head_count, config.integer_or("num_key_value_heads", out.head_count));
+    TEMPERED_READ(context, config.integer("max_position_embeddings"));
+    int64_t head_dim = hidden / out.head_count;
+    TEMPERED_READ(head_dim, config.integer_or("head_dim", head_dim));
+    double epsilon = 0;
+    TEMPERED_READ(epsilon, config.real("rms_norm_eps"));
+
+    GgufMetadata& meta = out.metadata;
+    meta.emplace_back("general.architecture", gguf_string(out.architecture));
+    meta.emplace_back(prefix + ".block_count", gguf_uint(static_cast<uint64_t>(out.layer_count)));
+    meta.emplace_back(prefix + ".context_length", gguf_uint(static_cast<uint64_t>(context)));
+    meta.emplace_back(prefix + ".embedding_length", gguf_uint(static_cast<uint64_t>(hidden)));
+    meta.emplace_back(prefix + ".feed_forward_length", gguf_uint(static_cast<uint64_t>(ffn)));
+    meta.emplace_back(prefix + ".attention.head_count", gguf_uint(static_cast<uint64_t>(out.head_count)));
+    meta.emplace_back(prefix + ".attention.head_count_kv", gguf_uint(static_cast<uint64_t>(out.kv_head_count)));
+    meta.emplace_back(prefix + ".attention.key_length", gguf_uint(static_cast<uint64_t>(head_dim)));
+    meta.emplace_back(prefix + ".attention.value_length", gguf_uint(static_cast<uint64_t>(head_dim)));
+    meta.emplace_back(prefix + ".attention.layer_norm_rms_epsilon", gguf_float(epsilon));
+    if (auto rope = add_rope(config, prefix, meta); !rope) return rope.error();
+    if (out.architecture == "gemma3") {
+        if (auto checked = check_gemma3(config, out.layer_count, head_dim, prefix, meta); !checked)
+            return checked.error();
+        out.norms_plus_one = true;
+    }
+    out.permute_query_key = out.architecture == "llama";
+    if (config.flag_or("tie_word_embeddings", root.value("tie_word_embeddings", false))) out.head_name.clear();
+    if (multimodal) out.head_name.clear();  // Gemma 3's language model always ties its head
+    return out;
+}
+
+}  // namespace tempered

@@ -1,0 +1,219 @@
+#include "hf/hf_tensors.h"
+
+#include <array>
+#include <cstring>
+#include <vector>
+
+#include "core/half.h"
+
+namespace tempered {
+namespace {
+
+struct NameRule {
+    std::string_view hf_suffix;  // after "layers.N."
+    std::string_view gguf_suffix;
+};
+// Per-layer names; Gemma's post_attention_layernorm is a post-norm, the others' the feed-forward's pre-norm.
+constexpr std::array kLayerRules = {
+    NameRule{"input_layernorm.weight", "attn_norm.weight"},
+    NameRule{"self_attn.q_proj.weight", "attn_q.weight"},
+    NameRule{"self_attn.k_proj.weight", "attn_k.weight"},
+    NameRule{"self_attn.v_proj.weight", "attn_v.weight"},
+    NameRule{"self_attn.q_proj.bias", "attn_q.bias"},
+    NameRule{"self_attn.k_proj.bias", "attn_k.bias"},
+    NameRule{"self_attn.v_proj.bias", "attn_v.bias"},
+    NameRule{"self_attn.o_proj.weight", "attn_output.weight"},
+    NameRule{"self_attn.q_norm.weight", "attn_q_norm.weight"},
+    NameRule{"self_attn.k_norm.weight", "attn_k_norm.weight"},
+    NameRule{"mlp.gate_proj.weight", "ffn_gate.weight"},
+    NameRule{"mlp.up_proj.weight", "ffn_up.weight"},
+    NameRule{"mlp.down_proj.weight", "ffn_down.weight"},
+    NameRule{"pre_feedforward_layernorm.weight", "ffn_norm.weight"},
+    NameRule{"post_feedforward_layernorm.weight", "post_ffw_norm.weight"},
+};
+
+bool starts_with(std::string_view text, std::string_view prefix) { return text.substr(0, prefix.size()) == prefix; }
+bool ends_with(std::string_view text, std::string_view suffix) {
+    return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
+}
+
+Result<std::string> layer_tensor_name(const HfModelDescription& model, std::string_view rest) {
+    size_t digits = 0;
+    while (digits < rest.size() && rest[digits] >= '0' && rest[digits] <= '9') ++digits;
+    if (digits == 0 || digits > 6 || digits >= rest.size() || rest[digits] != '.') return Error{"no layer number"};
+    const std::string layer(rest.substr(0, digits));
+    if (std::stoll(layer) >= model.layer_count) return Error{"layer " + layer + " past num_hidden_layers"};
+    const std::string_view suffix = rest.substr(digits + 1);
+    if (suffix == "post_attention_layernorm.weight")
+        return "blk." + layer + (model.architecture == "gemma3" ? ".post_attention_norm.weight" : ".ffn_norm.weight");
+    if (suffix == "self_attn.rotary_emb.inv_freq") return std::string();
+    for (const NameRule& rule : kLayerRules)
+        if (suffix == rule.hf_suffix) return "blk." + layer + "." + std::string(rule.gguf_suffix);
+    return Error{"unknown"};
+}
+
+// The row `row` of a permuted Q/K matrix comes from: llama.cpp's converter reshapes the rows to
+// (heads, 2, head_dim / 2) and swaps the last two axes, so that rope's pairs become adjacent.
+int64_t permuted_source_row(int64_t row, int64_t rows, int64_t heads) {
+    const int64_t head_dim = rows / heads;
+    const int64_t half = head_dim / 2;
+    const int64_t head = row / head_dim;
+    const int64_t within = row % head_dim;
+    return head * head_dim + (within % 2) * half + within / 2;
+}
+
+// One row of `count` source elements as floats.
+Status read_row(const SafetensorsTensor& tensor, uint64_t first, uint64_t count, float* out) {
+    const uint8_t* bytes = tensor.data.data() + first * safetensors_dtype_bytes(tensor.dtype);
+    switch (tensor.dtype) {
+        case SafetensorsDType::F32: std::memcpy(out, bytes, count * sizeof(float)); return Ok{};
+        case SafetensorsDType::F16:
+        case SafetensorsDType::BF16:
+            for (uint64_t i = 0; i < count; ++i) {
+                uint16_t bits = 0;
+                std::memcpy(&bits, bytes + 2 * i, 2);
+                out[i] = tensor.dtype == SafetensorsDType::F16 ? half_to_float(bits) : bf16_to_float(bits);
+            }
+            return Ok{};
+        default:
+            return Error{"tensor '" + tensor.name + "' has dtype " + std::string(safetensors_dtype_name(tensor.dtype)) +
+                         " (F32, F16 and BF16 are read)"};
+    }
+}
+
+// llama.cpp's quantize_row_q8_0_ref: d = max|x| / 127, q = round(x / d), d stored as a half.
+void quantize_row_q8_0(const float* x, int64_t n, uint8_t* out) {
+    for (int64_t block = 0; block < n / 32; ++block) {
+        const float* values = x + block * 32;
+        float amax = 0.0f;
+        for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(values[i]));
+        const float d = amax / 127.0f;
+        const float inverse = d != 0.0f ? 1.0f / d : 0.0f;
+        const uint16_t d_half = float_to_half(d);
+        uint8_t* dst = out + block * 34;
+        std::memcpy(dst, &d_half, 2);
+        for (int i = 0; i < 32; ++i)
+            dst[2 + i] = static_cast<uint8_t>(static_cast<int8_t>(std::roundf(values[i] * inverse)));
+    }
+}
+
+void write_row(DType type, const float* row, int64_t n, uint8_t* out) {
+    switch (type) {
+        case DType::F16:
+            for (int64_t i = 0; i < n; ++i) {
+                const uint16_t bits = float_to_half(row[i]);
+                std::memcpy(out + 2 * i, &bits, 2);
+            }
+            return;
+        case DType::BF16:
+            for (int64_t i = 0; i < n; ++i) {
+                const uint16_t bits = float_to_bf16(row[i]);
+                std::memcpy(out + 2 * i, &bits, 2);
+            }
+            return;
+        case DType::Q8_0: quantize_row_q8_0(row, n, out); return;
+        default: std::memcpy(out, row, static_cast<size_t>(n) * sizeof(float)); return;
+    }
+}
+
+struct Conversion {
+    DType type = DType::F32;
+    bool permute = false;
+    int64_t permute_heads = 0;
+    bool plus_one = false;
+};
+
+Conversion conversion_for(const HfModelDescription& model, const std::string& gguf_name,
+                          const SafetensorsTensor& tensor, DType matrix_type) {
+    Conversion conversion;
+    const bool matrix = tensor.shape.size() == 2;
+    conversion.type = matrix && hf_matrix_type_supported(matrix_type) ? matrix_type : DType::F32;
+    if (conversion.type == DType::Q8_0 && tensor.shape.back() % 32 != 0) conversion.type = DType::F16;
+    if (model.permute_query_key && matrix) {
+        if (ends_with(gguf_name, ".attn_q.weight")) conversion.permute_heads = model.head_count;
+        if (ends_with(gguf_name, ".attn_k.weight")) conversion.permute_heads = model.kv_head_count;
+        conversion.permute = conversion.permute_heads > 0;
+    }
+    conversion.plus_one = model.norms_plus_one && !matrix && ends_with(gguf_name, "norm.weight");
+    return conversion;
+}
+
+// The tensor converted into `storage`, described GGUF's way.
+Result<GgufTensorInfo> convert_tensor(const SafetensorsTensor& tensor, const std::string& gguf_name,
+                                      const Conversion& conversion, std::vector<AlignedBuffer>& storage) {
+    if (tensor.shape.empty() || tensor.shape.size() > 2)
+        return Error{"tensor '" + tensor.name + "': only 1-D and 2-D tensors are read"};
+    const int64_t cols = static_cast<int64_t>(tensor.shape.back());
+    const int64_t rows = tensor.shape.size() == 2 ? static_cast<int64_t>(tensor.shape[0]) : 1;
+    if (conversion.permute && (rows % conversion.permute_heads != 0 || (rows / conversion.permute_heads) % 2 != 0))
+        return Error{"tensor '" + tensor.name + "': rows do not split into heads of even size"};
+    const auto row_bytes = dtype_row_bytes(conversion.type, static_cast<uint64_t>(cols));
+    if (!row_bytes) return Error{"tensor '" + tensor.name + "': rows do not fill whole blocks"};
+    storage.emplace_back(static_cast<size_t>(*row_bytes * static_cast<uint64_t>(rows)));
+    uint8_t* out = reinterpret_cast<uint8_t*>(storage.back().data());
+    std::vector<float> row(static_cast<size_t>(cols));
+    for (int64_t r = 0; r < rows; ++r) {
+        const int64_t source = conversion.permute ? permuted_source_row(r, rows, conversion.permute_heads) : r;
+        if (auto read = read_row(tensor, static_cast<uint64_t>(source * cols), static_cast<uint64_t>(cols), row.data());
+            !read)
+            return read.error();
+        if (conversion.plus_one)
+            for (float& value : row) value += 1.0f;
+        write_row(conversion.type, row.data(), cols, out + static_cast<uint64_t>(r) * *row_bytes);
+    }
+    GgufTensorInfo info;
+    info.name = gguf_name;
+    info.type = conversion.type;
+    info.dims = tensor.shape.size() == 2 ? std::vector<uint64_t>{tensor.shape[1], tensor.shape[0]} : tensor.shape;
+    info.size_bytes = *row_bytes * static_cast<uint64_t>(rows);
+    info.data = out;
+    return info;
+}
+
+}  // namespace
+
+bool hf_matrix_type_supported(DType type) {
+    return type == DType::F32 || type == DType::F16 || type == DType::BF16 || type == DType::Q8_0;
+}
+
+Result<std::string> gguf_tensor_name(const HfModelDescription& model, std::string_view hf_name) {
+    for (const std::string& prefix : model.ignored_prefixes)
+        if (starts_with(hf_name, prefix)) return std::string();
+    if (!model.head_name.empty() && hf_name == model.head_name) return std::string("output.weight");
+    if (ends_with(hf_name, "lm_head.weight")) return std::string();  // a tied head saved anyway
+    for (const std::string& prefix : model.tensor_prefixes) {
+        if (!starts_with(hf_name, prefix)) continue;
+        const std::string_view rest = hf_name.substr(prefix.size());
+        if (rest == "embed_tokens.weight") return std::string("token_embd.weight");
+        if (rest == "norm.weight") return std::string("output_norm.weight");
+        if (starts_with(rest, "layers.")) {
+            auto name = layer_tensor_name(model, rest.substr(7));
+            if (name) return name;
+        }
+    }
+    return Error{"tensor '" + std::string(hf_name) + "' is not one tempered reads for " + model.hf_architecture};
+}
+
+Result<GgufFile> assemble_hf_model(const HfModelDescription& model, const SafetensorsDirectory& weights,
+                                   const std::string& path, DType matrix_type, GgufMetadata extra_metadata) {
+    if (!hf_matrix_type_supported(matrix_type))
+        return Error{"weights: " + std::string(dtype_name(matrix_type)) + " is not a type matrices are converted to"};
+    std::vector<GgufTensorInfo> tensors;
+    std::vector<AlignedBuffer> storage;
+    for (const SafetensorsTensor* tensor : weights.tensors()) {
+        auto name = gguf_tensor_name(model, tensor->name);
+        if (!name) return Error{path + ": " + name.error().message};
+        if (name->empty()) continue;
+        auto info = convert_tensor(*tensor, *name, conversion_for(model, *name, *tensor, matrix_type), storage);
+        if (!info) return Error{path + ": " + info.error().message};
+        tensors.push_back(std::move(info).value());
+    }
+    if (!model.head_name.empty() && weights.tensor(model.head_name) == nullptr)
+        return Error{path + ": config.json does not tie the output to the embeddings, and " + model.head_name +
+                     " is missing"};
+    GgufMetadata metadata = model.metadata;
+    for (auto& entry : extra_metadata) metadata.push_back(std::move(entry));
+    return GgufFile::assemble(path, std::move(metadata), std::move(tensors), std::move(storage));
+}
+
+}  // namespace tempered

@@ -1,0 +1,30 @@
+// A Hugging Face directory's tensors as the GGUF tensors the loaders read: renamed ("model.layers.3.self_attn.
+// q_proj.weight" -> "blk.3.attn_q.weight"), shapes written GGUF's way (innermost first), and converted as
+// llama.cpp's converter would (Q/K rows reordered for Llama, Gemma's norms stored as 1 + w); matrices in
+// the type asked for (--quantize), vectors as F32.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/dtype.h"
+#include "core/result.h"
+#include "formats/gguf.h"
+#include "formats/safetensors_directory.h"
+#include "hf/hf_config.h"
+
+namespace tempered {
+
+// F32, F16, BF16 (kept as floats) or Q8_0 (quantized at load: llama.cpp's reference rounding).
+bool hf_matrix_type_supported(DType type);
+
+// The GGUF name of `hf_name`; "" for a tensor tempered does not read (another tower, rotary caches);
+// an Error for one it does not know.
+Result<std::string> gguf_tensor_name(const HfModelDescription& model, std::string_view hf_name);
+
+// The directory's weights and `model`'s metadata as one in-memory GGUF view named `path`.
+Result<GgufFile> assemble_hf_model(const HfModelDescription& model, const SafetensorsDirectory& weights,
+                                   const std::string& path, DType matrix_type, GgufMetadata extra_metadata);
+
+}  // namespace tempered
