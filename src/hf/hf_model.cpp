@@ -89,7 +89,7 @@ bool is_hf_directory(const std::string& path) {
     return fs::is_directory(path, ignored) && fs::is_regular_file(fs::path(path) / "config.json", ignored);
 }
 
-Result<GgufFile> open_hf_directory(const std::string& directory, DType matrix_type) {
+Result<GgufFile> open_hf_directory(const std::string& directory, DType matrix_type, HfParts parts) {
     const fs::path root(directory);
     auto config_text = read_text(root / "config.json");
     if (!config_text) return config_text.error();
@@ -102,6 +102,11 @@ Result<GgufFile> open_hf_directory(const std::string& directory, DType matrix_ty
                                                                            : root.filename().string()));
     if (auto added = add_chat_template(root, extra); !added) return Error{directory + "/" + added.error().message};
     if (auto added = add_tokenizer(root, extra); !added) return Error{directory + "/" + added.error().message};
+    if (parts == HfParts::Tokenizer) {
+        GgufMetadata metadata = model->metadata;
+        for (auto& entry : extra) metadata.push_back(std::move(entry));
+        return GgufFile::assemble(directory, std::move(metadata), {}, {});
+    }
     auto weights = SafetensorsDirectory::open(directory);
     if (!weights) return weights.error();
     return assemble_hf_model(*model, *weights, directory, matrix_type, std::move(extra));

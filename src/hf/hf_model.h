@@ -15,6 +15,10 @@ namespace tempered {
 // Whether `path` is a directory holding a config.json (what --model DIR means).
 bool is_hf_directory(const std::string& path);
 
-Result<GgufFile> open_hf_directory(const std::string& directory, DType matrix_type);
+// What to read: everything, or (upstream mode, tokenizer checks) the config and tokenizer without weights.
+enum class HfParts { Everything, Tokenizer };
+
+Result<GgufFile> open_hf_directory(const std::string& directory, DType matrix_type,
+                                   HfParts parts = HfParts::Everything);
 
 }  // namespace tempered

@@ -1,6 +1,8 @@
 #include "hf/hf_tokenizer.h"
 
+#include <cctype>
 #include <string_view>
+#include <unordered_map>
 
 #include "hf/gguf_values.h"
 
@@ -124,25 +126,103 @@ Result<std::vector<GgufValue>> read_merges(const json& model) {
     return out;
 }
 
+// The SentencePiece form (Gemma): BPE with byte fallback over text whose spaces the normalizer turned into
+// U+2581, with no pre-splitting. tempered's SentencePiece encoder merges the adjacent pair whose result
+// scores highest; a token's score here is minus the rank of the first merge that makes it, so the pair
+// with the lowest merge rank wins, as in the reference library.
+const char* const kSpaceMark = "\u2581";
+
+bool replaces_spaces(const json& node) {
+    return is_type(node, "Replace") && node.contains("pattern") && node.at("pattern").value("String", "") == " " &&
+           node.value("content", "") == kSpaceMark;
+}
+
+// add_space_prefix from the normalizer: Replace alone, or Prepend(U+2581) then Replace.
+Result<bool> sentencepiece_space_prefix(const json& normalizer) {
+    if (replaces_spaces(normalizer)) return false;
+    if (is_type(normalizer, "Sequence") && normalizer.contains("normalizers")) {
+        const json& steps = normalizer.at("normalizers");
+        if (steps.size() == 2 && is_type(steps[0], "Prepend") && steps[0].value("prepend", "") == kSpaceMark &&
+            replaces_spaces(steps[1]))
+            return true;
+    }
+    return Error{"tokenizer.json: byte-fallback BPE with normalizer " + normalizer.dump().substr(0, 200) +
+                 " is not the SentencePiece form tempered reads"};
+}
+
+// No pre-splitting: none, or a split on " " that finds nothing once the normalizer has replaced the spaces.
+bool splits_nothing(const json& pre) {
+    return pre.is_null() ||
+           (is_type(pre, "Split") && pre.contains("pattern") && pre.at("pattern").value("String", "") == " " &&
+            pre.value("behavior", "") == "MergedWithPrevious");
+}
+
+bool is_byte_token(const std::string& text) {
+    return text.size() == 6 && text.compare(0, 3, "<0x") == 0 && text[5] == '>' &&
+           std::isxdigit(static_cast<unsigned char>(text[3])) && std::isxdigit(static_cast<unsigned char>(text[4]));
+}
+
+// Scores from merge ranks: the first merge that makes a token gives it -rank; tokens no merge makes (single
+// characters, bytes, specials) score below every merge.
+Result<std::vector<GgufValue>> scores_from_merges(const std::vector<GgufValue>& merges,
+                                                  const std::vector<std::string>& texts) {
+    std::unordered_map<std::string, size_t> id_of;
+    id_of.reserve(texts.size());
+    for (size_t id = 0; id < texts.size(); ++id) id_of.emplace(texts[id], id);
+    std::vector<double> score(texts.size(), -static_cast<double>(merges.size()) - 1.0);
+    std::vector<bool> made(texts.size());
+    for (size_t rank = 0; rank < merges.size(); ++rank) {
+        const std::string& merge = merges[rank].string_value;
+        const size_t space = merge.find(' ');
+        if (space == std::string::npos) return Error{"tokenizer.json: a merge without two parts"};
+        const auto it = id_of.find(merge.substr(0, space) + merge.substr(space + 1));
+        if (it == id_of.end())
+            return Error{"tokenizer.json: merge '" + merge + "' makes a token not in the vocabulary"};
+        if (!made[it->second]) {
+            score[it->second] = -static_cast<double>(rank);
+            made[it->second] = true;
+        }
+    }
+    std::vector<GgufValue> out;
+    out.reserve(score.size());
+    for (double value : score) out.push_back(gguf_float(value));
+    return out;
+}
+
 }  // namespace
 
 Result<GgufMetadata> hf_tokenizer_metadata(const json& tokenizer, const json& tokenizer_config) {
     if (!tokenizer.is_object() || !tokenizer.contains("model") || !tokenizer.at("model").is_object())
         return Error{"tokenizer.json: no model object"};
     const json& model = tokenizer.at("model");
-    if (model.value("type", "") != "BPE" || model.value("byte_fallback", false))
-        return Error{"tokenizer.json: model type '" + model.value("type", "") +
-                     "' is not one tempered reads yet (byte-level BPE)"};
-    auto pre = pre_tokenizer_name(tokenizer.value("pre_tokenizer", json()), model.value("ignore_merges", false));
-    if (!pre) return pre.error();
+    if (model.value("type", "") != "BPE")
+        return Error{"tokenizer.json: model type '" + model.value("type", "") + "' is not one tempered reads (BPE)"};
+    const bool sentencepiece = model.value("byte_fallback", false);
     auto vocabulary = read_vocabulary(tokenizer);
     if (!vocabulary) return vocabulary.error();
     auto merges = read_merges(model);
     if (!merges) return merges.error();
 
     GgufMetadata out;
-    out.emplace_back("tokenizer.ggml.model", gguf_string("gpt2"));
-    out.emplace_back("tokenizer.ggml.pre", gguf_string(*pre));
+    if (sentencepiece) {
+        auto space_prefix = sentencepiece_space_prefix(tokenizer.value("normalizer", json()));
+        if (!space_prefix) return space_prefix.error();
+        if (!splits_nothing(tokenizer.value("pre_tokenizer", json())))
+            return Error{"tokenizer.json: a byte-fallback BPE that splits words first is not read"};
+        auto scores = scores_from_merges(*merges, vocabulary->texts);
+        if (!scores) return scores.error();
+        for (size_t id = 0; id < vocabulary->texts.size(); ++id)
+            if (vocabulary->types[id] == 1 && is_byte_token(vocabulary->texts[id])) vocabulary->types[id] = 6;
+        out.emplace_back("tokenizer.ggml.model", gguf_string("llama"));
+        out.emplace_back("tokenizer.ggml.scores", gguf_array(GgufValueType::FLOAT32, std::move(scores).value()));
+        out.emplace_back("tokenizer.ggml.add_space_prefix", gguf_bool(*space_prefix));
+    } else {
+        auto pre = pre_tokenizer_name(tokenizer.value("pre_tokenizer", json()), model.value("ignore_merges", false));
+        if (!pre) return pre.error();
+        out.emplace_back("tokenizer.ggml.model", gguf_string("gpt2"));
+        out.emplace_back("tokenizer.ggml.pre", gguf_string(*pre));
+        out.emplace_back("tokenizer.ggml.merges", gguf_array(GgufValueType::STRING, std::move(merges).value()));
+    }
     std::vector<GgufValue> texts, types;
     for (size_t id = 0; id < vocabulary->texts.size(); ++id) {
         texts.push_back(gguf_string(vocabulary->texts[id]));
@@ -150,7 +230,6 @@ Result<GgufMetadata> hf_tokenizer_metadata(const json& tokenizer, const json& to
     }
     out.emplace_back("tokenizer.ggml.tokens", gguf_array(GgufValueType::STRING, std::move(texts)));
     out.emplace_back("tokenizer.ggml.token_type", gguf_array(GgufValueType::INT32, std::move(types)));
-    out.emplace_back("tokenizer.ggml.merges", gguf_array(GgufValueType::STRING, std::move(merges).value()));
     auto id_of = [&](const std::string& text) -> std::optional<int64_t> {
         if (text.empty()) return std::nullopt;
         for (size_t id = 0; id < vocabulary->texts.size(); ++id)
@@ -169,6 +248,10 @@ Result<GgufMetadata> hf_tokenizer_metadata(const json& tokenizer, const json& to
                              ? tokenizer_config.at("add_bos_token").get<bool>()
                              : !added_bos.empty();
     out.emplace_back("tokenizer.ggml.add_bos_token", gguf_bool(add_bos && bos));
+    out.emplace_back("tempered.tokenizer.special_tokens_as_given", gguf_bool(true));
+    const bool clean_spaces =
+        tokenizer_config.is_object() && tokenizer_config.value("clean_up_tokenization_spaces", false) == true;
+    out.emplace_back("tempered.tokenizer.clean_spaces", gguf_bool(clean_spaces));
     return out;
 }
 

@@ -13,7 +13,10 @@ Result<std::unique_ptr<LoadedModel>> load_model_bundle(const std::string& name_o
     auto bundle = std::make_unique<LoadedModel>();
     bundle->path = *path;
     // A Hugging Face directory becomes the same GGUF view (hf/hf_model.h), its matrices as Q8_0.
-    auto file = is_hf_directory(*path) ? open_hf_directory(*path, DType::Q8_0) : GgufFile::open(*path);
+    auto file = is_hf_directory(*path)
+                    ? open_hf_directory(*path, DType::Q8_0,
+                                        parts == ModelParts::Tokenizer ? HfParts::Tokenizer : HfParts::Everything)
+                    : GgufFile::open(*path);
     if (!file) return file.error();
     bundle->file = std::make_unique<GgufFile>(std::move(file.value()));
     auto tokenizer = Tokenizer::from_gguf(*bundle->file);

@@ -231,8 +231,16 @@ Result<Vocab> Vocab::build(const VocabSpec& spec, bool default_add_bos, bool cle
     if (vocab.add_bos && !vocab.bos_id) return Error{"tokenizer: add_bos is set but there is no BOS token"};
     if (vocab.add_eos && !vocab.eos_id) return Error{"tokenizer: add_eos is set but there is no EOS token"};
 
+    if (spec.clean_spaces) vocab.clean_spaces = *spec.clean_spaces;
+    const std::vector<uint32_t> given_attrs = vocab.attrs;
     detect_special_tokens(vocab, SpecialIds{in_range(spec.eot_id), in_range(spec.eom_id), in_range(spec.fim_pad_id),
                                             in_range(spec.fim_repo_id), in_range(spec.fim_sep_id)});
+    if (spec.special_tokens_as_given) {
+        vocab.attrs = given_attrs;
+        std::erase_if(vocab.end_of_generation, [&](int32_t id) {
+            return id != vocab.eos_id && !(vocab.attrs[static_cast<size_t>(id)] & kAttrControl);
+        });
+    }
     return vocab;
 }
 
@@ -280,6 +288,8 @@ Result<VocabSpec> VocabSpec::from_gguf(const GgufFile& file) {
     spec.add_bos = file.get_bool("tokenizer.ggml.add_bos_token");
     spec.add_eos = file.get_bool("tokenizer.ggml.add_eos_token");
     spec.add_space_prefix = file.get_bool("tokenizer.ggml.add_space_prefix");
+    spec.special_tokens_as_given = file.get_bool("tempered.tokenizer.special_tokens_as_given").value_or(false);
+    spec.clean_spaces = file.get_bool("tempered.tokenizer.clean_spaces");
     return spec;
 }
 

@@ -58,6 +58,11 @@ struct VocabSpec {
     std::optional<int64_t> bos_id, eos_id, unknown_id, eot_id, eom_id;
     std::optional<int64_t> fim_pad_id, fim_repo_id, fim_sep_id;
     std::optional<bool> add_bos, add_eos, add_space_prefix;
+    // A Hugging Face tokenizer.json (hf/): its added tokens are the special tokens, exactly. llama.cpp's
+    // guesses from token texts (an ordinary "</s>" or "<filename>" made control) pick end-of-generation ids
+    // only among them, and change no token's kind. Keys tempered.tokenizer.* of the in-memory view.
+    bool special_tokens_as_given = false;
+    std::optional<bool> clean_spaces;  // decode's clean-up (tokenizer_config.json clean_up_tokenization_spaces)
 
     static Result<VocabSpec> from_gguf(const GgufFile& file);
 };
