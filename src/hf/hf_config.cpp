@@ -159,6 +159,23 @@ Status check_activation(const ConfigReader& config, const std::string& architect
     return Ok{};
 }
 
+// quantization_config: absent, or DeepSeek's FP8 E4M3 with square or rectangular weight blocks.
+Status read_quantization(const json& root, HfModelDescription& out) {
+    const auto config = root.find("quantization_config");
+    if (config == root.end() || config->is_null()) return Ok{};
+    if (!config->is_object()) return Error{"config.json: \"quantization_config\" is not an object"};
+    const std::string method = config->value("quant_method", "");
+    if (method != "fp8" || config->value("fmt", "e4m3") != "e4m3")
+        return Error{"config.json: quantization '" + method + "' is not supported (fp8 e4m3 with block scales)"};
+    const json blocks = config->value("weight_block_size", json::array({128, 128}));
+    if (!blocks.is_array() || blocks.size() != 2 || !blocks[0].is_number_unsigned() || !blocks[1].is_number_unsigned() ||
+        blocks[0].get<int64_t>() < 1 || blocks[1].get<int64_t>() < 1)
+        return Error{"config.json: \"weight_block_size\" must be two positive integers"};
+    out.fp8_block_rows = blocks[0].get<int64_t>();
+    out.fp8_block_cols = blocks[1].get<int64_t>();
+    return Ok{};
+}
+
 }  // namespace
 
 std::vector<std::string> supported_hf_architectures() {
@@ -224,6 +241,7 @@ Result<HfModelDescription> describe_hf_model(const json& root) {
         out.norms_plus_one = true;
     }
     out.permute_query_key = out.architecture == "llama";
+    if (auto quantization = read_quantization(root, out); !quantization) return quantization.error();
     if (config.flag_or("tie_word_embeddings", root.value("tie_word_embeddings", false))) out.head_name.clear();
     if (multimodal) out.head_name.clear();  // Gemma 3's language model always ties its head
     return out;

@@ -32,6 +32,10 @@ struct HfModelDescription {
     bool permute_query_key = false;
     // Gemma's RMSNorm multiplies by (1 + w) and HF stores w; GGUF stores 1 + w (the converter adds 1).
     bool norms_plus_one = false;
+    // DeepSeek's block-scaled FP8 (quantization_config quant_method "fp8"): each F8_E4M3 matrix NAME has a
+    // NAME_scale_inv of one scale per block of fp8_block_rows x fp8_block_cols; w = e4m3(q) * scale. 0: none.
+    int64_t fp8_block_rows = 0;
+    int64_t fp8_block_cols = 0;
     int64_t head_count = 0;
     int64_t kv_head_count = 0;
     int64_t layer_count = 0;

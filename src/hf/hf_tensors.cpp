@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/half.h"
+#include "kernels/cpu/fp8.h"
 
 namespace tempered {
 namespace {
@@ -62,23 +63,69 @@ int64_t permuted_source_row(int64_t row, int64_t rows, int64_t heads) {
     return head * head_dim + (within % 2) * half + within / 2;
 }
 
-// One row of `count` source elements as floats.
-Status read_row(const SafetensorsTensor& tensor, uint64_t first, uint64_t count, float* out) {
-    const uint8_t* bytes = tensor.data.data() + first * safetensors_dtype_bytes(tensor.dtype);
+// Where a row's values come from: the tensor, and for FP8 its block scales.
+struct Source {
+    const SafetensorsTensor* tensor = nullptr;
+    const SafetensorsTensor* scale_inv = nullptr;  // (ceil(rows / block_rows), ceil(cols / block_cols))
+    int64_t block_rows = 0;
+    int64_t block_cols = 0;
+};
+
+float scalar_at(const SafetensorsTensor& tensor, uint64_t index) {
+    const uint8_t* bytes = tensor.data.data() + index * safetensors_dtype_bytes(tensor.dtype);
+    if (tensor.dtype == SafetensorsDType::F32) {
+        float value = 0;
+        std::memcpy(&value, bytes, sizeof(value));
+        return value;
+    }
+    uint16_t bits = 0;
+    std::memcpy(&bits, bytes, 2);
+    return tensor.dtype == SafetensorsDType::F16 ? half_to_float(bits) : bf16_to_float(bits);
+}
+
+// Row `row` of the source as `cols` floats.
+Status read_row(const Source& source, int64_t row, int64_t cols, float* out) {
+    const SafetensorsTensor& tensor = *source.tensor;
+    const uint64_t first = static_cast<uint64_t>(row) * static_cast<uint64_t>(cols);
     switch (tensor.dtype) {
-        case SafetensorsDType::F32: std::memcpy(out, bytes, count * sizeof(float)); return Ok{};
+        case SafetensorsDType::F32:
         case SafetensorsDType::F16:
         case SafetensorsDType::BF16:
-            for (uint64_t i = 0; i < count; ++i) {
-                uint16_t bits = 0;
-                std::memcpy(&bits, bytes + 2 * i, 2);
-                out[i] = tensor.dtype == SafetensorsDType::F16 ? half_to_float(bits) : bf16_to_float(bits);
+            for (int64_t i = 0; i < cols; ++i) out[i] = scalar_at(tensor, first + static_cast<uint64_t>(i));
+            return Ok{};
+        case SafetensorsDType::F8_E4M3: {
+            if (source.scale_inv == nullptr) return Error{"tensor '" + tensor.name + "' is F8_E4M3 without block scales"};
+            const uint64_t scale_cols = source.scale_inv->shape[1];
+            const uint64_t scale_row = static_cast<uint64_t>(row / source.block_rows) * scale_cols;
+            for (int64_t i = 0; i < cols; ++i) {
+                const float scale = scalar_at(*source.scale_inv, scale_row + static_cast<uint64_t>(i / source.block_cols));
+                out[i] = e4m3_to_float(tensor.data[first + static_cast<uint64_t>(i)]) * scale;
             }
             return Ok{};
+        }
         default:
             return Error{"tensor '" + tensor.name + "' has dtype " + std::string(safetensors_dtype_name(tensor.dtype)) +
-                         " (F32, F16 and BF16 are read)"};
+                         " (F32, F16, BF16 and block-scaled F8_E4M3 are read)"};
     }
+}
+
+// The FP8 scales of `tensor`, checked against its shape; null for other dtypes.
+Result<Source> source_of(const HfModelDescription& model, const SafetensorsDirectory& weights,
+                         const SafetensorsTensor& tensor) {
+    Source source{&tensor, nullptr, model.fp8_block_rows, model.fp8_block_cols};
+    if (tensor.dtype != SafetensorsDType::F8_E4M3) return source;
+    if (model.fp8_block_rows == 0 || tensor.shape.size() != 2)
+        return Error{"tensor '" + tensor.name + "' is F8_E4M3 but config.json has no fp8 quantization_config"};
+    source.scale_inv = weights.tensor(tensor.name + "_scale_inv");
+    if (source.scale_inv == nullptr) return Error{"tensor '" + tensor.name + "' has no " + tensor.name + "_scale_inv"};
+    const auto blocks = [](uint64_t n, int64_t block) { return (n + static_cast<uint64_t>(block) - 1) / static_cast<uint64_t>(block); };
+    const std::vector<uint64_t> expected = {blocks(tensor.shape[0], model.fp8_block_rows),
+                                            blocks(tensor.shape[1], model.fp8_block_cols)};
+    const auto dtype = source.scale_inv->dtype;
+    if (source.scale_inv->shape != expected ||
+        (dtype != SafetensorsDType::F32 && dtype != SafetensorsDType::BF16 && dtype != SafetensorsDType::F16))
+        return Error{"tensor '" + tensor.name + "_scale_inv' must be float, one scale per weight block"};
+    return source;
 }
 
 // llama.cpp's quantize_row_q8_0_ref: d = max|x| / 127, q = round(x / d), d stored as a half.
@@ -139,8 +186,9 @@ Conversion conversion_for(const HfModelDescription& model, const std::string& gg
 }
 
 // The tensor converted into `storage`, described GGUF's way.
-Result<GgufTensorInfo> convert_tensor(const SafetensorsTensor& tensor, const std::string& gguf_name,
-                                      const Conversion& conversion, std::vector<AlignedBuffer>& storage) {
+Result<GgufTensorInfo> convert_tensor(const Source& source, const std::string& gguf_name, const Conversion& conversion,
+                                      std::vector<AlignedBuffer>& storage) {
+    const SafetensorsTensor& tensor = *source.tensor;
     if (tensor.shape.empty() || tensor.shape.size() > 2)
         return Error{"tensor '" + tensor.name + "': only 1-D and 2-D tensors are read"};
     const int64_t cols = static_cast<int64_t>(tensor.shape.back());
@@ -153,10 +201,8 @@ Result<GgufTensorInfo> convert_tensor(const SafetensorsTensor& tensor, const std
     uint8_t* out = reinterpret_cast<uint8_t*>(storage.back().data());
     std::vector<float> row(static_cast<size_t>(cols));
     for (int64_t r = 0; r < rows; ++r) {
-        const int64_t source = conversion.permute ? permuted_source_row(r, rows, conversion.permute_heads) : r;
-        if (auto read = read_row(tensor, static_cast<uint64_t>(source * cols), static_cast<uint64_t>(cols), row.data());
-            !read)
-            return read.error();
+        const int64_t source_row = conversion.permute ? permuted_source_row(r, rows, conversion.permute_heads) : r;
+        if (auto read = read_row(source, source_row, cols, row.data()); !read) return read.error();
         if (conversion.plus_one)
             for (float& value : row) value += 1.0f;
         write_row(conversion.type, row.data(), cols, out + static_cast<uint64_t>(r) * *row_bytes);
@@ -181,6 +227,7 @@ Result<std::string> gguf_tensor_name(const HfModelDescription& model, std::strin
         if (starts_with(hf_name, prefix)) return std::string();
     if (!model.head_name.empty() && hf_name == model.head_name) return std::string("output.weight");
     if (ends_with(hf_name, "lm_head.weight")) return std::string();  // a tied head saved anyway
+    if (model.fp8_block_rows > 0 && ends_with(hf_name, "_scale_inv")) return std::string();  // read with its matrix
     for (const std::string& prefix : model.tensor_prefixes) {
         if (!starts_with(hf_name, prefix)) continue;
         const std::string_view rest = hf_name.substr(prefix.size());
@@ -204,7 +251,9 @@ Result<GgufFile> assemble_hf_model(const HfModelDescription& model, const Safete
         auto name = gguf_tensor_name(model, tensor->name);
         if (!name) return Error{path + ": " + name.error().message};
         if (name->empty()) continue;
-        auto info = convert_tensor(*tensor, *name, conversion_for(model, *name, *tensor, matrix_type), storage);
+        auto source = source_of(model, weights, *tensor);
+        if (!source) return Error{path + ": " + source.error().message};
+        auto info = convert_tensor(*source, *name, conversion_for(model, *name, *tensor, matrix_type), storage);
         if (!info) return Error{path + ": " + info.error().message};
         tensors.push_back(std::move(info).value());
     }

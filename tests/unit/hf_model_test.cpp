@@ -6,9 +6,14 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <fstream>
 #include <vector>
 
+#include "formats/safetensors.h"
+#include "hf/hf_config.h"
 #include "hf/hf_model.h"
+#include "hf/hf_tensors.h"
 #include "kv/kv_block_pool.h"
 #include "model_run_support.h"
 #include "model_test_support.h"
@@ -60,6 +65,53 @@ TEST_P(HfModel, Float32DirectoryGivesTheGgufsFloat32Logits) {
     for (size_t i = 0; i < expected.size(); ++i) worst = std::max(worst, std::fabs(actual[i] - expected[i]));
     EXPECT_LE(worst, 1e-4f * scale) << "max |logit| " << scale;
     std::printf("worst |difference| %g of max |logit| %g\n", static_cast<double>(worst), static_cast<double>(scale));
+}
+
+// The rows of Llama's Q/K as the loader stores them (llama.cpp's converter's order) taken from HF's order.
+int64_t converter_row_source(int64_t row, int64_t rows, int64_t heads) {
+    const int64_t head_dim = rows / heads;
+    return row / head_dim * head_dim + (row % head_dim) % 2 * (head_dim / 2) + (row % head_dim) / 2;
+}
+
+// SmolLM2 with its linear layers in DeepSeek's block-scaled FP8 (scripts/fixtures/make_hf_directories.py
+// --fp8): every matrix read at F32 equals, bit for bit, NumPy's dequantization the script wrote beside it.
+TEST(HfFp8, DequantizedWeightsEqualNumPyBitForBit) {
+    const char* directory = std::getenv("TEMPERED_HF_SMOLLM2_FP8_DIR");
+    const char* reference_path = std::getenv("TEMPERED_HF_SMOLLM2_FP8_REFERENCE");
+    if (directory == nullptr || reference_path == nullptr) GTEST_SKIP() << "TEMPERED_HF_SMOLLM2_FP8_DIR/_REFERENCE not set";
+    auto view = open_hf_directory(directory, DType::F32);
+    ASSERT_TRUE(view) << view.error().message;
+    auto reference = SafetensorsFile::open(reference_path);
+    ASSERT_TRUE(reference) << reference.error().message;
+    ASSERT_GT(reference->tensors().size(), 200u);
+    std::ifstream config_file(std::string(directory) + "/config.json");
+    auto model = describe_hf_model(nlohmann::json::parse(config_file));
+    ASSERT_TRUE(model) << model.error().message;
+    EXPECT_EQ(model->fp8_block_rows, 128);
+    int64_t compared = 0;
+    for (const SafetensorsTensor& expected : reference->tensors()) {
+        auto name = gguf_tensor_name(*model, expected.name);
+        ASSERT_TRUE(name && !name->empty()) << expected.name;
+        const GgufTensorInfo* actual = view->tensor(*name);
+        ASSERT_NE(actual, nullptr) << *name;
+        ASSERT_EQ(actual->type, DType::F32);
+        ASSERT_EQ(actual->size_bytes, expected.data.size());
+        const int64_t rows = static_cast<int64_t>(expected.shape[0]);
+        const size_t row_bytes = expected.data.size() / static_cast<size_t>(rows);
+        const bool query = name->find("attn_q.") != std::string::npos;
+        const bool key = name->find("attn_k.") != std::string::npos;
+        for (int64_t r = 0; r < rows; ++r) {
+            const int64_t source = query ? converter_row_source(r, rows, model->head_count)
+                                         : key ? converter_row_source(r, rows, model->kv_head_count)
+                                               : r;
+            ASSERT_EQ(std::memcmp(actual->data + static_cast<size_t>(r) * row_bytes,
+                                  expected.data.data() + static_cast<size_t>(source) * row_bytes, row_bytes),
+                      0)
+                << *name << " row " << r;
+        }
+        ++compared;
+    }
+    std::printf("%lld FP8 matrices equal NumPy's dequantization\n", static_cast<long long>(compared));
 }
 
 INSTANTIATE_TEST_SUITE_P(RealModels, HfModel,
