@@ -94,11 +94,13 @@ Status read_row(const Source& source, int64_t row, int64_t cols, float* out) {
             for (int64_t i = 0; i < cols; ++i) out[i] = scalar_at(tensor, first + static_cast<uint64_t>(i));
             return Ok{};
         case SafetensorsDType::F8_E4M3: {
-            if (source.scale_inv == nullptr) return Error{"tensor '" + tensor.name + "' is F8_E4M3 without block scales"};
+            if (source.scale_inv == nullptr)
+                return Error{"tensor '" + tensor.name + "' is F8_E4M3 without block scales"};
             const uint64_t scale_cols = source.scale_inv->shape[1];
             const uint64_t scale_row = static_cast<uint64_t>(row / source.block_rows) * scale_cols;
             for (int64_t i = 0; i < cols; ++i) {
-                const float scale = scalar_at(*source.scale_inv, scale_row + static_cast<uint64_t>(i / source.block_cols));
+                const float scale =
+                    scalar_at(*source.scale_inv, scale_row + static_cast<uint64_t>(i / source.block_cols));
                 out[i] = e4m3_to_float(tensor.data[first + static_cast<uint64_t>(i)]) * scale;
             }
             return Ok{};
@@ -118,7 +120,9 @@ Result<Source> source_of(const HfModelDescription& model, const SafetensorsDirec
         return Error{"tensor '" + tensor.name + "' is F8_E4M3 but config.json has no fp8 quantization_config"};
     source.scale_inv = weights.tensor(tensor.name + "_scale_inv");
     if (source.scale_inv == nullptr) return Error{"tensor '" + tensor.name + "' has no " + tensor.name + "_scale_inv"};
-    const auto blocks = [](uint64_t n, int64_t block) { return (n + static_cast<uint64_t>(block) - 1) / static_cast<uint64_t>(block); };
+    const auto blocks = [](uint64_t n, int64_t block) {
+        return (n + static_cast<uint64_t>(block) - 1) / static_cast<uint64_t>(block);
+    };
     const std::vector<uint64_t> expected = {blocks(tensor.shape[0], model.fp8_block_rows),
                                             blocks(tensor.shape[1], model.fp8_block_cols)};
     const auto dtype = source.scale_inv->dtype;
@@ -226,7 +230,7 @@ Result<std::string> gguf_tensor_name(const HfModelDescription& model, std::strin
     for (const std::string& prefix : model.ignored_prefixes)
         if (starts_with(hf_name, prefix)) return std::string();
     if (!model.head_name.empty() && hf_name == model.head_name) return std::string("output.weight");
-    if (ends_with(hf_name, "lm_head.weight")) return std::string();  // a tied head saved anyway
+    if (ends_with(hf_name, "lm_head.weight")) return std::string();                          // a tied head saved anyway
     if (model.fp8_block_rows > 0 && ends_with(hf_name, "_scale_inv")) return std::string();  // read with its matrix
     for (const std::string& prefix : model.tensor_prefixes) {
         if (!starts_with(hf_name, prefix)) continue;

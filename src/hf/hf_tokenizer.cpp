@@ -243,10 +243,16 @@ Result<GgufMetadata> hf_tokenizer_metadata(const json& tokenizer, const json& to
         out.emplace_back("tokenizer.ggml.eos_token_id", gguf_int(*eos));
     if (const auto unknown = id_of(token_text(tokenizer_config, "unk_token")))
         out.emplace_back("tokenizer.ggml.unknown_token_id", gguf_int(*unknown));
+    // tokenizer_config.json's add_bos_token, else the post-processor's template, else what the tokenizer class
+    // does by default in transformers (Gemma's and Llama's SentencePiece classes add BOS).
+    const std::string tokenizer_class =
+        tokenizer_config.is_object() ? tokenizer_config.value("tokenizer_class", "") : "";
+    const bool class_adds_bos = tokenizer_class.rfind("Gemma", 0) == 0 || tokenizer_class.rfind("Llama", 0) == 0 ||
+                                tokenizer_class.rfind("CodeLlama", 0) == 0;
     const bool add_bos = tokenizer_config.is_object() && tokenizer_config.contains("add_bos_token") &&
                                  tokenizer_config.at("add_bos_token").is_boolean()
                              ? tokenizer_config.at("add_bos_token").get<bool>()
-                             : !added_bos.empty();
+                             : !added_bos.empty() || class_adds_bos;
     out.emplace_back("tokenizer.ggml.add_bos_token", gguf_bool(add_bos && bos));
     out.emplace_back("tempered.tokenizer.special_tokens_as_given", gguf_bool(true));
     const bool clean_spaces =

@@ -78,7 +78,8 @@ int64_t converter_row_source(int64_t row, int64_t rows, int64_t heads) {
 TEST(HfFp8, DequantizedWeightsEqualNumPyBitForBit) {
     const char* directory = std::getenv("TEMPERED_HF_SMOLLM2_FP8_DIR");
     const char* reference_path = std::getenv("TEMPERED_HF_SMOLLM2_FP8_REFERENCE");
-    if (directory == nullptr || reference_path == nullptr) GTEST_SKIP() << "TEMPERED_HF_SMOLLM2_FP8_DIR/_REFERENCE not set";
+    if (directory == nullptr || reference_path == nullptr)
+        GTEST_SKIP() << "TEMPERED_HF_SMOLLM2_FP8_DIR/_REFERENCE not set";
     auto view = open_hf_directory(directory, DType::F32);
     ASSERT_TRUE(view) << view.error().message;
     auto reference = SafetensorsFile::open(reference_path);
@@ -102,8 +103,8 @@ TEST(HfFp8, DequantizedWeightsEqualNumPyBitForBit) {
         const bool key = name->find("attn_k.") != std::string::npos;
         for (int64_t r = 0; r < rows; ++r) {
             const int64_t source = query ? converter_row_source(r, rows, model->head_count)
-                                         : key ? converter_row_source(r, rows, model->kv_head_count)
-                                               : r;
+                                   : key ? converter_row_source(r, rows, model->kv_head_count)
+                                         : r;
             ASSERT_EQ(std::memcmp(actual->data + static_cast<size_t>(r) * row_bytes,
                                   expected.data.data() + static_cast<size_t>(source) * row_bytes, row_bytes),
                       0)
