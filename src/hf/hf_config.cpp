@@ -168,8 +168,8 @@ Status read_quantization(const json& root, HfModelDescription& out) {
     if (method != "fp8" || config->value("fmt", "e4m3") != "e4m3")
         return Error{"config.json: quantization '" + method + "' is not supported (fp8 e4m3 with block scales)"};
     const json blocks = config->value("weight_block_size", json::array({128, 128}));
-    if (!blocks.is_array() || blocks.size() != 2 || !blocks[0].is_number_unsigned() ||
-        !blocks[1].is_number_unsigned() || blocks[0].get<int64_t>() < 1 || blocks[1].get<int64_t>() < 1)
+    if (!blocks.is_array() || blocks.size() != 2 || !blocks[0].is_number_integer() || !blocks[1].is_number_integer() ||
+        blocks[0].get<int64_t>() < 1 || blocks[1].get<int64_t>() < 1)
         return Error{"config.json: \"weight_block_size\" must be two positive integers"};
     out.fp8_block_rows = blocks[0].get<int64_t>();
     out.fp8_block_cols = blocks[1].get<int64_t>();
