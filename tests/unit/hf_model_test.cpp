@@ -1,12 +1,14 @@
-// A Hugging Face directory of SmolLM2 (its GGUF's weights dequantized to F32 and written by transformers)
-// read as GGUF (hf/hf_model.h) gives the logits of the GGUF itself on its float32 path.
-// TEMPERED_HF_SMOLLM2_DIR names the directory; the test is skipped without it.
+// Hugging Face directories made from the real GGUFs (scripts/fixtures/make_hf_directories.py; scripts/test.sh
+// writes SmolLM2's into build/hf-models, the others' runs are recorded) read as GGUF (hf/hf_model.h): the F32
+// copy gives the GGUF's own float32 logits, the FP8 copy's weights are NumPy's dequantization bit for bit.
+// TEMPERED_HF_<MODEL>_DIR points a test at another directory.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <vector>
 
@@ -23,6 +25,14 @@ namespace tempered {
 namespace {
 namespace hf_model_test {
 
+// The directory of `variable`, else build/hf-models/<name>; "" when neither exists (skipped, or failed
+// under TEMPERED_REQUIRE_MODELS for the ones test.sh makes).
+std::string fixture_directory(const char* variable, const char* name) {
+    if (const char* given = std::getenv(variable)) return given;
+    const auto path = std::filesystem::path(TEMPERED_SOURCE_DIR) / "build" / "hf-models" / name;
+    return std::filesystem::exists(path) ? path.string() : "";
+}
+
 float max_abs(const std::vector<float>& values) {
     float out = 0;
     for (float value : values) out = std::max(out, std::fabs(value));
@@ -31,14 +41,19 @@ float max_abs(const std::vector<float>& values) {
 
 struct RealModel {
     const char* directory_variable;
+    const char* fixture_name;
     const char* gguf_file;
+    bool made_by_test_sh;
 };
 
 class HfModel : public ::testing::TestWithParam<RealModel> {};
 
 TEST_P(HfModel, Float32DirectoryGivesTheGgufsFloat32Logits) {
-    const char* directory = std::getenv(GetParam().directory_variable);
-    if (directory == nullptr) GTEST_SKIP() << GetParam().directory_variable << " not set";
+    const std::string directory = fixture_directory(GetParam().directory_variable, GetParam().fixture_name);
+    if (directory.empty()) {
+        if (GetParam().made_by_test_sh && testing::models_required()) FAIL() << "no " << GetParam().fixture_name;
+        GTEST_SKIP() << "no build/hf-models/" << GetParam().fixture_name << " (scripts/fixtures/make_hf_directories.py)";
+    }
     TEMPERED_MODEL_OR_SKIP(gguf_path, GetParam().gguf_file);
     ThreadPool pool(2);
     auto gguf = GgufFile::open(gguf_path.string());
@@ -76,16 +91,18 @@ int64_t converter_row_source(int64_t row, int64_t rows, int64_t heads) {
 // SmolLM2 with its linear layers in DeepSeek's block-scaled FP8 (scripts/fixtures/make_hf_directories.py
 // --fp8): every matrix read at F32 equals, bit for bit, NumPy's dequantization the script wrote beside it.
 TEST(HfFp8, DequantizedWeightsEqualNumPyBitForBit) {
-    const char* directory = std::getenv("TEMPERED_HF_SMOLLM2_FP8_DIR");
-    const char* reference_path = std::getenv("TEMPERED_HF_SMOLLM2_FP8_REFERENCE");
-    if (directory == nullptr || reference_path == nullptr)
-        GTEST_SKIP() << "TEMPERED_HF_SMOLLM2_FP8_DIR/_REFERENCE not set";
+    const std::string directory = fixture_directory("TEMPERED_HF_SMOLLM2_FP8_DIR", "smollm2-fp8");
+    if (directory.empty()) {
+        if (testing::models_required()) FAIL() << "no build/hf-models/smollm2-fp8";
+        GTEST_SKIP() << "no build/hf-models/smollm2-fp8 (scripts/fixtures/make_hf_directories.py --fp8)";
+    }
+    const std::string reference_path = directory + "-reference.safetensors";
     auto view = open_hf_directory(directory, DType::F32);
     ASSERT_TRUE(view) << view.error().message;
     auto reference = SafetensorsFile::open(reference_path);
     ASSERT_TRUE(reference) << reference.error().message;
     ASSERT_GT(reference->tensors().size(), 200u);
-    std::ifstream config_file(std::string(directory) + "/config.json");
+    std::ifstream config_file(directory + "/config.json");
     auto model = describe_hf_model(nlohmann::json::parse(config_file));
     ASSERT_TRUE(model) << model.error().message;
     EXPECT_EQ(model->fp8_block_rows, 128);
@@ -116,10 +133,12 @@ TEST(HfFp8, DequantizedWeightsEqualNumPyBitForBit) {
 }
 
 INSTANTIATE_TEST_SUITE_P(RealModels, HfModel,
-                         ::testing::Values(RealModel{"TEMPERED_HF_SMOLLM2_DIR", "SmolLM2-135M-Instruct.Q4_1.gguf"},
-                                           RealModel{"TEMPERED_HF_QWEN2_DIR",
-                                                     "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"},
-                                           RealModel{"TEMPERED_HF_GEMMA3_DIR", "gemma-3-270m-Q4_K_M.gguf"}));
+                         ::testing::Values(RealModel{"TEMPERED_HF_SMOLLM2_DIR", "smollm2-f32",
+                                                     "SmolLM2-135M-Instruct.Q4_1.gguf", true},
+                                           RealModel{"TEMPERED_HF_QWEN2_DIR", "qwen2-f32",
+                                                     "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf", false},
+                                           RealModel{"TEMPERED_HF_GEMMA3_DIR", "gemma3-f32", "gemma-3-270m-Q4_K_M.gguf",
+                                                     false}));
 
 }  // namespace hf_model_test
 }  // namespace
