@@ -24,6 +24,7 @@
 #include "edge/request_log.h"
 #include "engine/engine.h"
 #include "formats/model_fingerprint.h"
+#include "hf/hf_model.h"
 #include "http/http_server.h"
 #include "kv/kv_block_pool.h"
 #include "kv/kv_dtype_name.h"
@@ -62,6 +63,7 @@ struct ServeOptions {
     int http_threads = 512;
     double malloc_trim_interval = 10.0;  // seconds; 0: never (core/allocator_trimmer.h says why)
     std::string kv_cache_dtype = "f16";
+    std::string quantize = "q8_0";  // a Hugging Face directory's matrices at load
     int64_t kv_cache_tokens = 32768;
     int64_t block_size = 16;
     int max_running = 64;
@@ -401,8 +403,13 @@ int serve(const ServeOptions& options) {
     log.info(!own_model      ? std::string("no --model: chat requests pass through to the upstream")
              : upstream_mode ? "loading the tokenizer and chat template of " + options.model + " (upstream mode)"
                              : "loading " + options.model);
+    const auto directory_weights = directory_weight_type(options.quantize);
+    if (!directory_weights) return fail(directory_weights.error());
+    if (own_model && is_hf_directory(options.model) && !upstream_mode)
+        log.info("weights: converted to " + options.quantize + " at load (--quantize)");
     auto loaded = own_model ? load_model_bundle(options.model, options.threads,
-                                                upstream_mode ? ModelParts::Tokenizer : ModelParts::Everything)
+                                                upstream_mode ? ModelParts::Tokenizer : ModelParts::Everything,
+                                                *directory_weights)
                             : Result<std::unique_ptr<LoadedModel>>(no_model_bundle());
     if (!loaded) return fail(loaded.error());
     LoadedModel& bundle = **loaded;
@@ -573,6 +580,11 @@ void add_serve_command(CLI::App& app, int& exit_code) {
         ->add_option("--malloc-trim-interval", options->malloc_trim_interval,
                      "seconds between giving the allocator's free pages back to the system; 0: never")
         ->check(CLI::Range(0.0, 86400.0))
+        ->capture_default_str();
+    command
+        ->add_option("--quantize", options->quantize,
+                     "a Hugging Face directory's matrices at load: q8_0 (the integer kernels; fastest), f16, bf16 or "
+                     "f32; a GGUF keeps its own types")
         ->capture_default_str();
     command
         ->add_option("--kv-cache-dtype", options->kv_cache_dtype,

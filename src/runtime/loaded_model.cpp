@@ -7,14 +7,23 @@
 
 namespace tempered {
 
-Result<std::unique_ptr<LoadedModel>> load_model_bundle(const std::string& name_or_path, int threads, ModelParts parts) {
+Result<DType> directory_weight_type(const std::string& name) {
+    if (name == "q8_0") return DType::Q8_0;
+    if (name == "f16") return DType::F16;
+    if (name == "bf16") return DType::BF16;
+    if (name == "f32") return DType::F32;
+    return Error{"--quantize: '" + name + "' is not one of q8_0, f16, bf16, f32"};
+}
+
+Result<std::unique_ptr<LoadedModel>> load_model_bundle(const std::string& name_or_path, int threads, ModelParts parts,
+                                                       DType directory_weights) {
     auto path = resolve_model_path(name_or_path);
     if (!path) return path.error();
     auto bundle = std::make_unique<LoadedModel>();
     bundle->path = *path;
-    // A Hugging Face directory becomes the same GGUF view (hf/hf_model.h), its matrices as Q8_0.
+    // A Hugging Face directory becomes the same GGUF view (hf/hf_model.h), its matrices converted at load.
     auto file = is_hf_directory(*path)
-                    ? open_hf_directory(*path, DType::Q8_0,
+                    ? open_hf_directory(*path, directory_weights,
                                         parts == ModelParts::Tokenizer ? HfParts::Tokenizer : HfParts::Everything)
                     : GgufFile::open(*path);
     if (!file) return file.error();

@@ -29,8 +29,13 @@ struct LoadedModel {
 // built, and its architecture need not be one this build runs.
 enum class ModelParts { Everything, Tokenizer };
 
-// `name_or_path` as --model takes it; `threads` <= 0 means every core.
+// `name_or_path` as --model takes it; `threads` <= 0 means every core. A Hugging Face directory's matrices are
+// converted to `directory_weights` at load (--quantize: Q8_0, F16, BF16 or F32); a GGUF keeps its own types.
 Result<std::unique_ptr<LoadedModel>> load_model_bundle(const std::string& name_or_path, int threads,
-                                                       ModelParts parts = ModelParts::Everything);
+                                                       ModelParts parts = ModelParts::Everything,
+                                                       DType directory_weights = DType::Q8_0);
+
+// --quantize's names: q8_0, f16, bf16, f32; an Error lists them.
+Result<DType> directory_weight_type(const std::string& name);
 
 }  // namespace tempered
