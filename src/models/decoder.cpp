@@ -47,11 +47,14 @@ struct DecoderLayer {
 };
 
 struct DecoderWeights {
-    WeightMatrix token_embeddings;                       // (vocab_size, embedding_dim)
-    std::vector<DecoderLayer> layers;                    // (layer_count)
-    std::vector<float> output_norm;                      // (embedding_dim)
-    WeightMatrix output;                                 // (vocab_size, embedding_dim); token_embeddings when tied
-    std::vector<float> rope_inverse_frequencies;         // (rope_dims / 2): angle of pair i = position * this[i]
+    WeightMatrix token_embeddings;                // (vocab_size, embedding_dim)
+    std::vector<DecoderLayer> layers;             // (layer_count)
+    std::vector<float> output_norm;               // (embedding_dim)
+    WeightMatrix output;                          // (vocab_size, embedding_dim); token_embeddings when tied
+    std::vector<float> rope_inverse_frequencies;  // (rope_dims / 2): angle of pair i = position * this[i]
+    // YaRN's magnitude (and a file's rope.scaling.attn_factor): the rotated query and key parts are scaled by
+    // it, as ggml's rope scales cos and sin; 1 otherwise. Latent attention applies its own (latent_attention.h).
+    float rope_magnitude = 1.0f;
     std::vector<float> window_rope_inverse_frequencies;  // (rope_dims / 2) of window layers; empty: the above
     std::vector<std::vector<float>> dequantized;         // owners of the matrices when ModelOptions::dequantize_weights
     std::vector<AlignedBuffer> packed;                   // owners of the matrices repacked for the integer kernels
@@ -220,6 +223,7 @@ Result<DecoderWeights> load_weights(const GgufFile& file, const ModelConfig& con
     if (file.tensor("rope_freqs.weight")) LOAD(frequency_factors, find_vector(file, "rope_freqs.weight", pairs));
 #undef LOAD
     weights.rope_inverse_frequencies = rope_inverse_frequencies(config, config.rope_freq_base, frequency_factors);
+    if (!config.latent_attention) weights.rope_magnitude = rope_magnitude(config);
     if (spec.window_rope_freq_base > 0.0f) {
         weights.window_rope_inverse_frequencies =
             rope_inverse_frequencies(config, spec.window_rope_freq_base, frequency_factors);
@@ -339,6 +343,12 @@ private:
             const auto position = static_cast<float>(batch.tokens[static_cast<size_t>(t)].position);
             rope_angles(position, weights_.rope_inverse_frequencies.data(), pairs, &state_.rope_cos[t * pairs],
                         &state_.rope_sin[t * pairs]);
+            if (weights_.rope_magnitude != 1.0f) {
+                for (int64_t i = 0; i < pairs; ++i) {
+                    state_.rope_cos[t * pairs + i] *= weights_.rope_magnitude;
+                    state_.rope_sin[t * pairs + i] *= weights_.rope_magnitude;
+                }
+            }
             if (window_base) {
                 rope_angles(position, weights_.window_rope_inverse_frequencies.data(), pairs,
                             &state_.window_rope_cos[t * pairs], &state_.window_rope_sin[t * pairs]);

@@ -99,9 +99,6 @@ Status read_rope_scaling(const MetadataReader& meta, ModelConfig& config) {
         if (*name != "linear" && *name != "yarn") {
             return Error{"model metadata: rope scaling type '" + *name + "' is not supported (none, linear, yarn)"};
         }
-        // The decoder applies YaRN's attention temperature in latent attention only.
-        if (*name == "yarn" && !config.latent_attention)
-            return Error{"model metadata: rope scaling type 'yarn' is supported for latent attention (deepseek2) only"};
         config.rope_scaling = *name == "yarn" ? RopeScaling::Yarn : RopeScaling::Linear;
         TEMPERED_TRY(meta.real(".rope.scaling.attn_factor", config.rope_attention_factor, false, 1e-3, 1e3));
         if (config.rope_scaling == RopeScaling::Yarn) TEMPERED_TRY(read_yarn(meta, config));

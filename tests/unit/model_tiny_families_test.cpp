@@ -45,6 +45,9 @@ struct TinyFamily {
 // at margins 0.012-0.091).
 constexpr TinyFamily kFamilies[] = {
     {"tiny_qwen3.json", "qwen3", 0.05f, 0.05f, true, 0.9},
+    // YaRN (factor 4 over 32 original positions): every greedy run goes past position 32, where the rotation
+    // frequencies blend and the rotated parts carry YaRN's magnitude 1 + 0.1 ln 4.
+    {"tiny_qwen3_yarn.json", "qwen3", 0.05f, 0.05f, true, 0.9},
     {"tiny_llama3.json", "llama", 0.05f, 0.05f, true, 0.9},
     {"tiny_llama3_f16.json", "llama", 0.08f, 0.1f, true, 0.9},
     {"tiny_llama3_bf16.json", "llama", 0.3f, 0.25f, false, 0.5},
