@@ -56,6 +56,8 @@ hf_f32=$!
 .venv/bin/python scripts/fixtures/make_hf_directories.py --model smollm2 --fp8 --out build/hf-models/smollm2-fp8 \
   --fp8-reference build/hf-models/smollm2-fp8-reference.safetensors
 wait "$hf_f32"
+.venv/bin/python scripts/fixtures/make_hf_directories.py --gguf build/tiny-models/tiny-qwen3moe.gguf \
+  --out build/hf-models/tiny-qwen3moe-f32
 
 stage "release unit tests"
 (cd build && ctest --output-on-failure -j2)

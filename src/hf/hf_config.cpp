@@ -59,11 +59,9 @@ struct Family {
     std::string_view architecture;
 };
 constexpr std::array kFamilies = {
-    Family{"LlamaForCausalLM", "llama"},
-    Family{"Qwen2ForCausalLM", "qwen2"},
-    Family{"Qwen3ForCausalLM", "qwen3"},
-    Family{"Gemma3ForCausalLM", "gemma3"},
-    Family{"Gemma3ForConditionalGeneration", "gemma3"},
+    Family{"LlamaForCausalLM", "llama"},   Family{"Qwen2ForCausalLM", "qwen2"},
+    Family{"Qwen3ForCausalLM", "qwen3"},   Family{"Qwen3MoeForCausalLM", "qwen3moe"},
+    Family{"Gemma3ForCausalLM", "gemma3"}, Family{"Gemma3ForConditionalGeneration", "gemma3"},
 };
 
 // transformers 5 writes rope_parameters {rope_theta, rope_type, factor, ...}; 4.x rope_theta beside
@@ -176,6 +174,27 @@ Status read_quantization(const json& root, HfModelDescription& out) {
     return Ok{};
 }
 
+// Qwen3-MoE: every layer's feed-forward routed (decoder_sparse_step 1, no mlp_only_layers), softmax top-k
+// renormalised unless norm_topk_prob says otherwise.
+Status add_qwen3moe_experts(const ConfigReader& config, const std::string& prefix, GgufMetadata& out) {
+    int64_t experts = 0, used = 0, width = 0, step = 1;
+    TEMPERED_READ(experts, config.integer("num_experts"));
+    TEMPERED_READ(used, config.integer("num_experts_per_tok"));
+    TEMPERED_READ(width, config.integer("moe_intermediate_size"));
+    TEMPERED_READ(step, config.integer_or("decoder_sparse_step", 1));
+    const bool every_layer_routed =
+        step == 1 && (!config.has("mlp_only_layers") ||
+                      (config.raw().at("mlp_only_layers").is_array() && config.raw().at("mlp_only_layers").empty()));
+    if (!every_layer_routed)
+        return Error{
+            "config.json: Qwen3-MoE with dense layers (decoder_sparse_step, mlp_only_layers) is not supported"};
+    out.emplace_back(prefix + ".expert_count", gguf_uint(static_cast<uint64_t>(experts)));
+    out.emplace_back(prefix + ".expert_used_count", gguf_uint(static_cast<uint64_t>(used)));
+    out.emplace_back(prefix + ".expert_feed_forward_length", gguf_uint(static_cast<uint64_t>(width)));
+    out.emplace_back(prefix + ".expert_weights_norm", gguf_bool(config.flag_or("norm_topk_prob", true)));
+    return Ok{};
+}
+
 }  // namespace
 
 std::vector<std::string> supported_hf_architectures() {
@@ -241,6 +260,9 @@ Result<HfModelDescription> describe_hf_model(const json& root) {
         out.norms_plus_one = true;
     }
     out.permute_query_key = out.architecture == "llama";
+    if (out.architecture == "qwen3moe") {
+        if (auto experts = add_qwen3moe_experts(config, prefix, meta); !experts) return experts.error();
+    }
     if (auto quantization = read_quantization(root, out); !quantization) return quantization.error();
     if (config.flag_or("tie_word_embeddings", root.value("tie_word_embeddings", false))) out.head_name.clear();
     if (multimodal) out.head_name.clear();  // Gemma 3's language model always ties its head

@@ -2,6 +2,7 @@
 
 #include <array>
 #include <cstring>
+#include <map>
 #include <vector>
 
 #include "core/half.h"
@@ -31,11 +32,20 @@ constexpr std::array kLayerRules = {
     NameRule{"mlp.down_proj.weight", "ffn_down.weight"},
     NameRule{"pre_feedforward_layernorm.weight", "ffn_norm.weight"},
     NameRule{"post_feedforward_layernorm.weight", "post_ffw_norm.weight"},
+    NameRule{"mlp.gate.weight", "ffn_gate_inp.weight"},  // a mixture's router
 };
 
 bool starts_with(std::string_view text, std::string_view prefix) { return text.substr(0, prefix.size()) == prefix; }
 bool ends_with(std::string_view text, std::string_view suffix) {
     return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
+}
+
+// The decimal number `text` starts with, and what follows it; nullopt when it starts otherwise.
+std::optional<std::pair<int64_t, std::string_view>> leading_number(std::string_view text) {
+    size_t digits = 0;
+    while (digits < text.size() && digits < 7 && text[digits] >= '0' && text[digits] <= '9') ++digits;
+    if (digits == 0 || digits >= text.size() || text[digits] != '.') return std::nullopt;
+    return std::pair(std::stoll(std::string(text.substr(0, digits))), text.substr(digits + 1));
 }
 
 Result<std::string> layer_tensor_name(const HfModelDescription& model, std::string_view rest) {
@@ -220,7 +230,50 @@ Result<GgufTensorInfo> convert_tensor(const Source& source, const std::string& g
     return info;
 }
 
+// The experts of one stack converted into one buffer, expert after expert: GGUF dims {cols, rows, experts}.
+Result<GgufTensorInfo> convert_stack(const HfModelDescription& model, const SafetensorsDirectory& weights,
+                                     const std::string& stack_name,
+                                     const std::vector<const SafetensorsTensor*>& experts, DType matrix_type,
+                                     std::vector<AlignedBuffer>& storage) {
+    std::vector<GgufTensorInfo> slices;
+    std::vector<AlignedBuffer> slice_storage;
+    for (size_t e = 0; e < experts.size(); ++e) {
+        if (experts[e] == nullptr) return Error{stack_name + ": expert " + std::to_string(e) + " is missing"};
+        if (experts[e]->shape != experts[0]->shape) return Error{stack_name + ": experts of different shapes"};
+        auto source = source_of(model, weights, *experts[e]);
+        if (!source) return source.error();
+        auto slice = convert_tensor(*source, stack_name, conversion_for(model, stack_name, *experts[e], matrix_type),
+                                    slice_storage);
+        if (!slice) return slice.error();
+        slices.push_back(std::move(slice).value());
+    }
+    const uint64_t slice_bytes = slices[0].size_bytes;
+    storage.emplace_back(static_cast<size_t>(slice_bytes * slices.size()));
+    uint8_t* out = reinterpret_cast<uint8_t*>(storage.back().data());
+    for (size_t e = 0; e < slices.size(); ++e) std::memcpy(out + e * slice_bytes, slices[e].data, slice_bytes);
+    GgufTensorInfo info = slices[0];
+    info.dims.push_back(slices.size());
+    info.size_bytes = slice_bytes * slices.size();
+    info.data = out;
+    return info;
+}
+
 }  // namespace
+
+std::optional<ExpertSlice> expert_slice(std::string_view hf_name, int64_t layer_count) {
+    constexpr std::string_view kLayers = "model.layers.";
+    if (!starts_with(hf_name, kLayers)) return std::nullopt;
+    const auto layer = leading_number(hf_name.substr(kLayers.size()));
+    if (!layer || layer->first >= layer_count || !starts_with(layer->second, "mlp.experts.")) return std::nullopt;
+    const auto expert = leading_number(layer->second.substr(std::string_view("mlp.experts.").size()));
+    if (!expert) return std::nullopt;
+    const std::string_view kind = expert->second;
+    const std::string prefix = "blk." + std::to_string(layer->first) + ".";
+    if (kind == "gate_proj.weight") return ExpertSlice{prefix + "ffn_gate_exps.weight", expert->first};
+    if (kind == "up_proj.weight") return ExpertSlice{prefix + "ffn_up_exps.weight", expert->first};
+    if (kind == "down_proj.weight") return ExpertSlice{prefix + "ffn_down_exps.weight", expert->first};
+    return std::nullopt;
+}
 
 bool hf_matrix_type_supported(DType type) {
     return type == DType::F32 || type == DType::F16 || type == DType::BF16 || type == DType::Q8_0;
@@ -251,13 +304,28 @@ Result<GgufFile> assemble_hf_model(const HfModelDescription& model, const Safete
         return Error{"weights: " + std::string(dtype_name(matrix_type)) + " is not a type matrices are converted to"};
     std::vector<GgufTensorInfo> tensors;
     std::vector<AlignedBuffer> storage;
+    std::map<std::string, std::vector<const SafetensorsTensor*>> stacks;  // routed experts, by GGUF stack
     for (const SafetensorsTensor* tensor : weights.tensors()) {
+        if (const auto slice = expert_slice(tensor->name, model.layer_count)) {
+            auto& experts = stacks[slice->stack_name];
+            if (slice->expert >= (int64_t{1} << 16))
+                return Error{path + ": expert index " + std::to_string(slice->expert)};
+            if (experts.size() <= static_cast<size_t>(slice->expert))
+                experts.resize(static_cast<size_t>(slice->expert) + 1);
+            experts[static_cast<size_t>(slice->expert)] = tensor;
+            continue;
+        }
         auto name = gguf_tensor_name(model, tensor->name);
         if (!name) return Error{path + ": " + name.error().message};
         if (name->empty()) continue;
         auto source = source_of(model, weights, *tensor);
         if (!source) return Error{path + ": " + source.error().message};
         auto info = convert_tensor(*source, *name, conversion_for(model, *name, *tensor, matrix_type), storage);
+        if (!info) return Error{path + ": " + info.error().message};
+        tensors.push_back(std::move(info).value());
+    }
+    for (const auto& [stack_name, experts] : stacks) {
+        auto info = convert_stack(model, weights, stack_name, experts, matrix_type, storage);
         if (!info) return Error{path + ": " + info.error().message};
         tensors.push_back(std::move(info).value());
     }

@@ -23,6 +23,14 @@ bool hf_matrix_type_supported(DType type);
 // an Error for one it does not know.
 Result<std::string> gguf_tensor_name(const HfModelDescription& model, std::string_view hf_name);
 
+// A routed expert's matrix ("model.layers.3.mlp.experts.17.up_proj.weight"): the GGUF stack it belongs to
+// ("blk.3.ffn_up_exps.weight") and its index there; nullopt for every other tensor.
+struct ExpertSlice {
+    std::string stack_name;
+    int64_t expert = 0;
+};
+std::optional<ExpertSlice> expert_slice(std::string_view hf_name, int64_t layer_count);
+
 // The directory's weights and `model`'s metadata as one in-memory GGUF view named `path`.
 Result<GgufFile> assemble_hf_model(const HfModelDescription& model, const SafetensorsDirectory& weights,
                                    const std::string& path, DType matrix_type, GgufMetadata extra_metadata);

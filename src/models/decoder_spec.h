@@ -56,6 +56,7 @@ struct DecoderSpec {
 DecoderSpec llama_spec();
 DecoderSpec qwen2_spec();
 DecoderSpec qwen3_spec();
+DecoderSpec qwen3moe_spec();
 DecoderSpec gemma3_spec();
 DecoderSpec deepseek2_spec();
 

@@ -32,6 +32,10 @@ DecoderSpec qwen3_spec() {
     return spec;
 }
 
+// Qwen3-MoE: Qwen3's attention, every feed-forward a mixture of experts (qwen3moe.expert_count routed
+// experts, softmax top-k renormalised; models/moe_config.h), no shared expert.
+DecoderSpec qwen3moe_spec() { return qwen3_spec(); }
+
 // Gemma 3: QK-norm, a post-norm after attention and after the feed-forward, GeGLU (tanh GELU), embeddings
 // scaled by sqrt(embedding_dim), half-split rope, the output tied to the embeddings. Five of every six
 // layers attend through a sliding window of {arch}.attention.sliding_window positions and rotate with
@@ -63,7 +67,7 @@ std::span<const ArchitectureEntry> supported_architectures() {
     static constexpr std::array entries = {
         ArchitectureEntry{"llama", llama_spec},         ArchitectureEntry{"qwen2", qwen2_spec},
         ArchitectureEntry{"qwen3", qwen3_spec},         ArchitectureEntry{"gemma3", gemma3_spec},
-        ArchitectureEntry{"deepseek2", deepseek2_spec},
+        ArchitectureEntry{"deepseek2", deepseek2_spec}, ArchitectureEntry{"qwen3moe", qwen3moe_spec},
     };
     return entries;
 }

@@ -83,10 +83,13 @@ Result<std::optional<MoeConfig>> read_moe_config(const GgufFile& file, const std
     MoeConfig config;
     TEMPERED_MOE_TRY(read_integer(file, prefix + "expert_count", config.expert_count, 0, kMaxExperts));
     if (config.expert_count == 0) return std::optional<MoeConfig>{};
-    if (architecture != "deepseek2") {
+    if (architecture != "deepseek2" && architecture != "qwen3moe") {
         return Error{"model: " + architecture + " with experts (" + prefix +
-                     "expert_count) is not supported; only deepseek2's mixture of experts is"};
+                     "expert_count) is not supported; only deepseek2's and qwen3moe's mixtures of experts are"};
     }
+    // Qwen3-MoE: softmax over every expert, the top k renormalised (llama.cpp's qwen3moe always does, the
+    // file need not say), every layer routed, no shared experts.
+    if (architecture == "qwen3moe") config.normalize_weights = true;
     TEMPERED_MOE_TRY(require_integer(file, prefix + "expert_used_count", config.experts_per_token, 1, kMaxExperts));
     TEMPERED_MOE_TRY(
         require_integer(file, prefix + "expert_feed_forward_length", config.expert_ffn_dim, 1, kMaxExpertDim));
@@ -102,6 +105,9 @@ Result<std::optional<MoeConfig>> read_moe_config(const GgufFile& file, const std
         config.normalize_weights = *flag;
     }
     TEMPERED_MOE_TRY(read_scale(file, prefix + "expert_weights_scale", config.routed_scaling_factor));
+    if (architecture == "qwen3moe" && (config.shared_expert_count != 0 || config.leading_dense_layers != 0 ||
+                                       config.group_limited() || config.gating != ExpertGating::Softmax))
+        return Error{"model metadata: qwen3moe with shared experts, dense layers, expert groups or sigmoid gating"};
     TEMPERED_MOE_TRY(validate_moe_config(config));
     return std::optional<MoeConfig>{config};
 }

@@ -1,4 +1,4 @@
-// The mixture-of-experts hyperparameters of a DeepSeek-style model (llama.cpp's `deepseek2`), read from
+// The mixture-of-experts hyperparameters of a DeepSeek-style model (llama.cpp's `deepseek2`) or Qwen3-MoE, read from
 // GGUF metadata: how many routed experts, how many a token uses, the shared experts beside them, and how
 // the router scores, limits to groups and weighs its choice (moe_routing.h).
 #pragma once
@@ -34,7 +34,7 @@ struct MoeConfig {
 
 // The MoE hyperparameters of `file` (architecture `architecture`, the "{arch}." prefix), nullopt when it
 // has no routed experts ({arch}.expert_count absent or 0). An Error names a missing or inconsistent key,
-// or an architecture whose experts this engine does not run (only deepseek2's routing is implemented).
+// or an architecture whose experts this engine does not run (deepseek2's and qwen3moe's routing are).
 Result<std::optional<MoeConfig>> read_moe_config(const GgufFile& file, const std::string& architecture);
 
 // Checks the relations between the fields (the same checks read_moe_config makes), for configs built in code.

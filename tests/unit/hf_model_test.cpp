@@ -52,7 +52,8 @@ TEST_P(HfModel, Float32DirectoryGivesTheGgufsFloat32Logits) {
     const std::string directory = fixture_directory(GetParam().directory_variable, GetParam().fixture_name);
     if (directory.empty()) {
         if (GetParam().made_by_test_sh && testing::models_required()) FAIL() << "no " << GetParam().fixture_name;
-        GTEST_SKIP() << "no build/hf-models/" << GetParam().fixture_name << " (scripts/fixtures/make_hf_directories.py)";
+        GTEST_SKIP() << "no build/hf-models/" << GetParam().fixture_name
+                     << " (scripts/fixtures/make_hf_directories.py)";
     }
     TEMPERED_MODEL_OR_SKIP(gguf_path, GetParam().gguf_file);
     ThreadPool pool(2);
@@ -80,6 +81,36 @@ TEST_P(HfModel, Float32DirectoryGivesTheGgufsFloat32Logits) {
     for (size_t i = 0; i < expected.size(); ++i) worst = std::max(worst, std::fabs(actual[i] - expected[i]));
     EXPECT_LE(worst, 1e-4f * scale) << "max |logit| " << scale;
     std::printf("worst |difference| %g of max |logit| %g\n", static_cast<double>(worst), static_cast<double>(scale));
+}
+
+// Qwen3-MoE from a directory (scripts/fixtures/make_hf_directories.py --gguf build/tiny-models/tiny-qwen3moe.gguf:
+// one HF tensor per routed expert, restacked at load) gives its GGUF's float32 logits.
+TEST(HfModelTiny, Qwen3MoeDirectoryGivesItsGgufsLogits) {
+    const std::string directory = fixture_directory("TEMPERED_HF_TINY_QWEN3MOE_DIR", "tiny-qwen3moe-f32");
+    const auto gguf_path = std::filesystem::path(TEMPERED_SOURCE_DIR) / "build" / "tiny-models" / "tiny-qwen3moe.gguf";
+    if (directory.empty() || !std::filesystem::exists(gguf_path)) {
+        if (testing::models_required()) FAIL() << "no build/hf-models/tiny-qwen3moe-f32 or its GGUF";
+        GTEST_SKIP() << "no build/hf-models/tiny-qwen3moe-f32 (scripts/test.sh makes it)";
+    }
+    ThreadPool pool(2);
+    auto gguf = GgufFile::open(gguf_path.string());
+    ASSERT_TRUE(gguf) << gguf.error().message;
+    auto reference = load_model(*gguf, pool);
+    ASSERT_TRUE(reference) << reference.error().message;
+    auto hf = open_hf_directory(directory, DType::F32);
+    ASSERT_TRUE(hf) << hf.error().message;
+    ASSERT_NE(hf->tensor("blk.2.ffn_down_exps.weight"), nullptr);
+    EXPECT_EQ(hf->tensor("blk.2.ffn_down_exps.weight")->dims, (std::vector<uint64_t>{48, 64, 8}));
+    auto model = load_model(*hf, pool);
+    ASSERT_TRUE(model) << model.error().message;
+    ASSERT_TRUE((*model)->config().experts);
+    const std::vector<int32_t> tokens = {785, 6722, 315, 9625, 374, 1045, 2000, 30};
+    auto shape = kv_cache_shape((*reference)->config(), DType::F32);
+    auto cache_a = KvBlockPool::for_positions(shape, 64);
+    auto cache_b = KvBlockPool::for_positions(shape, 64);
+    ASSERT_TRUE(cache_a && cache_b);
+    EXPECT_EQ(testing::forward_tokens(**model, **cache_b, tokens, 0, 0),
+              testing::forward_tokens(**reference, **cache_a, tokens, 0, 0));
 }
 
 // The rows of Llama's Q/K as the loader stores them (llama.cpp's converter's order) taken from HF's order.
@@ -132,13 +163,11 @@ TEST(HfFp8, DequantizedWeightsEqualNumPyBitForBit) {
     std::printf("%lld FP8 matrices equal NumPy's dequantization\n", static_cast<long long>(compared));
 }
 
-INSTANTIATE_TEST_SUITE_P(RealModels, HfModel,
-                         ::testing::Values(RealModel{"TEMPERED_HF_SMOLLM2_DIR", "smollm2-f32",
-                                                     "SmolLM2-135M-Instruct.Q4_1.gguf", true},
-                                           RealModel{"TEMPERED_HF_QWEN2_DIR", "qwen2-f32",
-                                                     "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf", false},
-                                           RealModel{"TEMPERED_HF_GEMMA3_DIR", "gemma3-f32", "gemma-3-270m-Q4_K_M.gguf",
-                                                     false}));
+INSTANTIATE_TEST_SUITE_P(
+    RealModels, HfModel,
+    ::testing::Values(RealModel{"TEMPERED_HF_SMOLLM2_DIR", "smollm2-f32", "SmolLM2-135M-Instruct.Q4_1.gguf", true},
+                      RealModel{"TEMPERED_HF_QWEN2_DIR", "qwen2-f32", "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf", false},
+                      RealModel{"TEMPERED_HF_GEMMA3_DIR", "gemma3-f32", "gemma-3-270m-Q4_K_M.gguf", false}));
 
 }  // namespace hf_model_test
 }  // namespace

@@ -5,6 +5,7 @@
 // regenerated file with other bytes fails rather than compare against another model's reference.
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -33,6 +34,10 @@ struct TinyFamily {
     float near_tie;              // a greedy divergence is allowed only where llama.cpp's top-2 margin was below this
     bool top1_always_identical;  // first-token top-1 identical on every prompt (float32 files)
     double min_identical_share;  // of the prompts whose whole greedy continuation is llama.cpp's
+    // Mixtures of experts: a greedy divergence is also allowed where the forward that made the step chose an
+    // expert at a near-tie of our router (selection margin below this): float32 noise of the two engines'
+    // hidden states (~2e-4 of their size) moves router scores of order 3 by about 1e-3. 0: dense.
+    float router_near_tie = 0.0f;
 };
 
 // Float32 weights: neither engine rounds an activation except llama.cpp's f16 rounding inside attention
@@ -48,6 +53,8 @@ constexpr TinyFamily kFamilies[] = {
     // YaRN (factor 4 over 32 original positions): every greedy run goes past position 32, where the rotation
     // frequencies blend and the rotated parts carry YaRN's magnitude 1 + 0.1 ln 4.
     {"tiny_qwen3_yarn.json", "qwen3", 0.05f, 0.05f, true, 0.9},
+    // Qwen3-MoE: 8 experts of which 2 per token, softmax top-2 renormalised.
+    {"tiny_qwen3moe.json", "qwen3moe", 0.05f, 0.05f, true, 0.9, 0.002f},
     {"tiny_llama3.json", "llama", 0.05f, 0.05f, true, 0.9},
     {"tiny_llama3_f16.json", "llama", 0.08f, 0.1f, true, 0.9},
     {"tiny_llama3_bf16.json", "llama", 0.3f, 0.25f, false, 0.5},
@@ -83,6 +90,13 @@ protected:
     }
 
     nlohmann::json fixture_;
+
+    // The smallest expert-selection margin of the last forward's tokens; infinity for dense models.
+    float smallest_router_margin() const {
+        float smallest = std::numeric_limits<float>::infinity();
+        for (float margin : model_->last_router_margins()) smallest = std::min(smallest, margin);
+        return smallest;
+    }
     std::unique_ptr<GgufFile> file_;
     std::unique_ptr<ThreadPool> pool_;
     std::unique_ptr<Model> model_;
@@ -93,7 +107,7 @@ TEST_P(TinyFamilies, LoadsAsItsFamily) {
     const ModelConfig& config = model_->config();
     EXPECT_EQ(config.architecture, GetParam().architecture);
     EXPECT_LT(config.kv_head_count, config.head_count);  // grouped-query attention
-    if (config.architecture == "qwen3") {
+    if (config.architecture == "qwen3" || config.architecture == "qwen3moe") {
         EXPECT_EQ(config.rope_style, RopeStyle::Halves);
         EXPECT_EQ(config.vocab_size, 151936);
     } else {
@@ -158,6 +172,7 @@ TEST_P(TinyFamilies, GreedyContinuationsMatchLlamaCpp) {
         const auto margins = prompt["greedy_margins"].get<std::vector<float>>();
         cache_->release(0);
         auto ours = run(tokens, 0);
+        float router_margin = smallest_router_margin();  // of the forward that made `ours`
         size_t step = 0;
         for (; step < expected.size(); ++step) {
             const int32_t next = greedy_token(ours);
@@ -166,12 +181,14 @@ TEST_P(TinyFamilies, GreedyContinuationsMatchLlamaCpp) {
             worst = std::max(worst, delta);
             EXPECT_LE(delta, family.logit_tolerance) << prompt["name"] << " step " << step;
             ours = run({next}, static_cast<int32_t>(tokens.size() + step));
+            router_margin = smallest_router_margin();
         }
         const std::string name = prompt["name"];
         if (step < expected.size()) {
-            std::printf("  %-16s diverges at step %2zu: llama.cpp's top-2 margin there %.4f\n", name.c_str(), step,
-                        margins[step]);
-            EXPECT_LT(margins[step], family.near_tie) << name << " diverges at step " << step << " without a near-tie";
+            std::printf("  %-16s diverges at step %2zu: llama.cpp's top-2 margin there %.4f, our router's %.5f\n",
+                        name.c_str(), step, margins[step], router_margin);
+            EXPECT_TRUE(margins[step] < family.near_tie || router_margin < family.router_near_tie)
+                << name << " diverges at step " << step << " without a near-tie";
         }
         identical += step == expected.size();
     }
