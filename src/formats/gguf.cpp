@@ -487,6 +487,24 @@ GgufFile GgufFile::assemble(std::string path, std::vector<std::pair<std::string,
     return file;
 }
 
+uint64_t GgufFile::release_storage_except(std::span<const void* const> in_use) {
+    uint64_t freed = 0;
+    for (AlignedBuffer& buffer : storage_) {
+        const auto* begin = reinterpret_cast<const uint8_t*>(buffer.data());
+        const auto* end = begin + buffer.size();
+        const bool used = std::any_of(in_use.begin(), in_use.end(), [&](const void* pointer) {
+            const auto* at = static_cast<const uint8_t*>(pointer);
+            return at >= begin && at < end;
+        });
+        if (used || buffer.size() == 0) continue;
+        for (GgufTensorInfo& tensor : tensors_)
+            if (tensor.data >= begin && tensor.data < end) tensor.data = nullptr;
+        freed += buffer.size();
+        buffer = AlignedBuffer();
+    }
+    return freed;
+}
+
 const GgufTensorInfo* GgufFile::tensor(std::string_view name) const {
     auto it = tensor_index_.find(std::string(name));
     return it == tensor_index_.end() ? nullptr : &tensors_[it->second];

@@ -99,6 +99,11 @@ public:
 
     const std::string& path() const { return path_; }
 
+    // An assembled view only: frees the data of every tensor none of `in_use` points into (what a loaded model
+    // no longer reads: Model::file_data_in_use), so the process keeps one copy of the weights. Those tensors
+    // keep their names and shapes, with null data. Returns the bytes freed; 0 for a file read from disk.
+    uint64_t release_storage_except(std::span<const void* const> in_use);
+
 private:
     MappedFile file_;
     std::string path_;

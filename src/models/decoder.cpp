@@ -245,6 +245,14 @@ public:
     const ModelConfig& config() const override { return config_; }
     std::span<const float> last_router_margins() const override { return router_margins_; }
     ExpertTraffic last_expert_traffic() const override { return expert_traffic_; }
+    std::optional<std::vector<const void*>> file_data_in_use() const override {
+        std::vector<const void*> in_use = {weights_.token_embeddings.data};
+        for (const WeightMatrix* matrix : multiplied_matrices(const_cast<DecoderWeights&>(weights_)))
+            in_use.push_back(matrix->data);  // packed and float32 copies are the model's own: not in the file
+        for (const DecoderLayer& layer : weights_.layers)
+            if (layer.experts) in_use.push_back(layer.experts->router.data);  // a float32 router stays in place
+        return in_use;
+    }
 
     Status forward(const Batch& batch, KvCache& cache, float* logits) override {
         // A forward that computes nothing reports no traffic and no margins, never the previous step's.

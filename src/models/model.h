@@ -5,8 +5,10 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string_view>
+#include <vector>
 
 #include "core/result.h"
 #include "core/thread_pool.h"
@@ -42,6 +44,11 @@ public:
     virtual std::span<const float> last_router_margins() const { return {}; }
     // The last forward's routed-expert traffic (zeros for dense models).
     virtual ExpertTraffic last_expert_traffic() const { return {}; }
+
+    // The tensor data of its file the model still reads after loading (matrices it did not repack or
+    // convert, the embedding table); nullopt when it cannot say. A file assembled in memory (a Hugging Face
+    // directory) frees the rest: GgufFile::release_storage_except.
+    virtual std::optional<std::vector<const void*>> file_data_in_use() const { return std::nullopt; }
 };
 
 struct ModelOptions {

@@ -43,6 +43,8 @@ Result<std::unique_ptr<LoadedModel>> load_model_bundle(const std::string& name_o
     auto model = load_model(*bundle->file, *bundle->pool);
     if (!model) return Error{*path + ": " + model.error().message};
     bundle->model = std::move(model.value());
+    // A directory's converted weights the model repacked are not read again: one copy stays, not two.
+    if (const auto in_use = bundle->model->file_data_in_use()) bundle->file->release_storage_except(*in_use);
     bundle->config = bundle->model->config();
     return bundle;
 }
