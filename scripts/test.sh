@@ -56,8 +56,10 @@ hf_f32=$!
 .venv/bin/python scripts/fixtures/make_hf_directories.py --model smollm2 --fp8 --out build/hf-models/smollm2-fp8 \
   --fp8-reference build/hf-models/smollm2-fp8-reference.safetensors
 wait "$hf_f32"
-.venv/bin/python scripts/fixtures/make_hf_directories.py --gguf build/tiny-models/tiny-qwen3moe.gguf \
-  --out build/hf-models/tiny-qwen3moe-f32
+for tiny in tiny-qwen3moe ds2-moe-f32 ds2-moe-softmax-f32 ds2-qlora-f32 ds2-noqlora-f32; do
+  .venv/bin/python scripts/fixtures/make_hf_directories.py --gguf "build/tiny-models/$tiny.gguf" \
+    --out "build/hf-models/$tiny-hf"
+done
 
 stage "release unit tests"
 (cd build && ctest --output-on-failure -j2)

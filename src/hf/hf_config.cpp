@@ -59,9 +59,10 @@ struct Family {
     std::string_view architecture;
 };
 constexpr std::array kFamilies = {
-    Family{"LlamaForCausalLM", "llama"},   Family{"Qwen2ForCausalLM", "qwen2"},
-    Family{"Qwen3ForCausalLM", "qwen3"},   Family{"Qwen3MoeForCausalLM", "qwen3moe"},
-    Family{"Gemma3ForCausalLM", "gemma3"}, Family{"Gemma3ForConditionalGeneration", "gemma3"},
+    Family{"LlamaForCausalLM", "llama"},          Family{"Qwen2ForCausalLM", "qwen2"},
+    Family{"Qwen3ForCausalLM", "qwen3"},          Family{"Qwen3MoeForCausalLM", "qwen3moe"},
+    Family{"Gemma3ForCausalLM", "gemma3"},        Family{"Gemma3ForConditionalGeneration", "gemma3"},
+    Family{"DeepseekV2ForCausalLM", "deepseek2"}, Family{"DeepseekV3ForCausalLM", "deepseek2"},
 };
 
 // transformers 5 writes rope_parameters {rope_theta, rope_type, factor, ...}; 4.x rope_theta beside
@@ -93,6 +94,17 @@ Status add_rope(const ConfigReader& config, const std::string& prefix, GgufMetad
         return Ok{};
     }
     if (type == "yarn") {
+        // tempered's YaRN ramp is ggml's with its default betas; DeepSeek's mscale must equal mscale_all_dim (what
+        // llama.cpp's converter assumes: the rotation's magnitude then cancels).
+        double beta_fast = 32.0, beta_slow = 1.0, mscale = 0.0, mscale_all_dim = 0.0;
+        TEMPERED_READ(beta_fast, rope.real_or("beta_fast", 32.0));
+        TEMPERED_READ(beta_slow, rope.real_or("beta_slow", 1.0));
+        TEMPERED_READ(mscale, rope.real_or("mscale", 0.0));
+        TEMPERED_READ(mscale_all_dim, rope.real_or("mscale_all_dim", mscale));
+        if (beta_fast != 32.0 || beta_slow != 1.0)
+            return Error{"config.json: YaRN beta_fast / beta_slow other than 32 / 1 are not supported"};
+        if (rope.has("mscale") && mscale != mscale_all_dim)
+            return Error{"config.json: YaRN mscale other than mscale_all_dim is not supported"};
         int64_t original = 0;
         TEMPERED_READ(original, rope.integer("original_max_position_embeddings"));
         out.emplace_back(prefix + ".rope.scaling.type", gguf_string("yarn"));
@@ -195,6 +207,70 @@ Status add_qwen3moe_experts(const ConfigReader& config, const std::string& prefi
     return Ok{};
 }
 
+// DeepSeek V2/V3: multi-head latent attention's ranks and per-head sizes (the older GGUF layout: one attn_kv_b,
+// key/value_length per head), the mixture of experts (leading dense layers, shared experts, groups, softmax or
+// sigmoid scoring) and YaRN's mscale_all_dim as llama.cpp's converter writes them.
+Status add_deepseek(const ConfigReader& config, const std::string& prefix, int64_t heads, int64_t layers,
+                    GgufMetadata& out) {
+    int64_t kv_lora = 0, nope = 0, rope = 0, value = 0, q_lora = 0;
+    TEMPERED_READ(kv_lora, config.integer("kv_lora_rank"));
+    TEMPERED_READ(nope, config.integer("qk_nope_head_dim"));
+    TEMPERED_READ(rope, config.integer("qk_rope_head_dim"));
+    TEMPERED_READ(value, config.integer("v_head_dim"));
+    if (config.has("q_lora_rank")) TEMPERED_READ(q_lora, config.integer("q_lora_rank"));
+    out.emplace_back(prefix + ".attention.q_lora_rank", gguf_uint(static_cast<uint64_t>(q_lora)));
+    out.emplace_back(prefix + ".attention.kv_lora_rank", gguf_uint(static_cast<uint64_t>(kv_lora)));
+    out.emplace_back(prefix + ".rope.dimension_count", gguf_uint(static_cast<uint64_t>(rope)));
+    for (auto& [key, entry] : out) {  // per-head sizes replace the dense ones written before
+        if (key == prefix + ".attention.key_length") entry = gguf_uint(static_cast<uint64_t>(nope + rope));
+        if (key == prefix + ".attention.value_length") entry = gguf_uint(static_cast<uint64_t>(value));
+        if (key == prefix + ".attention.head_count_kv") entry = gguf_uint(static_cast<uint64_t>(heads));
+    }
+    if (!config.has("n_routed_experts")) return Ok{};
+    int64_t experts = 0, used = 0, width = 0, shared = 0, dense = 0, groups = 1, groups_used = 1;
+    double scale = 1.0;
+    if (config.has("first_k_dense_replace") && config.raw().at("first_k_dense_replace") != 0)
+        TEMPERED_READ(dense, config.integer("first_k_dense_replace"));
+    if (dense >= layers) return Ok{};  // every layer dense: no experts
+    TEMPERED_READ(experts, config.integer("n_routed_experts"));
+    TEMPERED_READ(used, config.integer("num_experts_per_tok"));
+    TEMPERED_READ(width, config.integer("moe_intermediate_size"));
+    if (config.has("n_shared_experts") && config.raw().at("n_shared_experts") != 0)
+        TEMPERED_READ(shared, config.integer("n_shared_experts"));
+    TEMPERED_READ(groups, config.integer_or("n_group", 1));
+    TEMPERED_READ(groups_used, config.integer_or("topk_group", 1));
+    TEMPERED_READ(scale, config.real_or("routed_scaling_factor", 1.0));
+    const std::string scoring = config.text_or("scoring_func", "softmax");
+    if (scoring != "softmax" && scoring != "sigmoid")
+        return Error{"config.json: scoring_func '" + scoring + "' is not supported (softmax, sigmoid)"};
+    int64_t layer_frequency = 1;
+    TEMPERED_READ(layer_frequency, config.integer_or("moe_layer_freq", 1));
+    if (layer_frequency != 1) return Error{"config.json: moe_layer_freq other than 1 is not supported"};
+    out.emplace_back(prefix + ".expert_count", gguf_uint(static_cast<uint64_t>(experts)));
+    out.emplace_back(prefix + ".expert_used_count", gguf_uint(static_cast<uint64_t>(used)));
+    out.emplace_back(prefix + ".expert_feed_forward_length", gguf_uint(static_cast<uint64_t>(width)));
+    out.emplace_back(prefix + ".expert_shared_count", gguf_uint(static_cast<uint64_t>(shared)));
+    out.emplace_back(prefix + ".leading_dense_block_count", gguf_uint(static_cast<uint64_t>(dense)));
+    out.emplace_back(prefix + ".expert_group_count", gguf_uint(static_cast<uint64_t>(groups)));
+    out.emplace_back(prefix + ".expert_group_used_count", gguf_uint(static_cast<uint64_t>(groups_used)));
+    out.emplace_back(prefix + ".expert_gating_func", gguf_uint(scoring == "sigmoid" ? 2 : 1));
+    out.emplace_back(prefix + ".expert_weights_scale", gguf_float(scale));
+    out.emplace_back(prefix + ".expert_weights_norm", gguf_bool(config.flag_or("norm_topk_prob", false)));
+    return Ok{};
+}
+
+// YaRN's mscale_all_dim (DeepSeek): llama.cpp's converter writes 0.1 * mscale_all_dim as yarn_log_multiplier.
+Status add_deepseek_yarn(const ConfigReader& config, const std::string& prefix, GgufMetadata& out) {
+    const char* field = config.has("rope_parameters") ? "rope_parameters" : "rope_scaling";
+    if (!config.has(field) || !config.raw().at(field).is_object()) return Ok{};
+    const ConfigReader rope(config.raw().at(field));
+    if (!rope.has("mscale_all_dim")) return Ok{};
+    double mscale_all_dim = 0;
+    TEMPERED_READ(mscale_all_dim, rope.real("mscale_all_dim"));
+    out.emplace_back(prefix + ".rope.scaling.yarn_log_multiplier", gguf_float(0.1 * mscale_all_dim));
+    return Ok{};
+}
+
 }  // namespace
 
 std::vector<std::string> supported_hf_architectures() {
@@ -260,6 +336,11 @@ Result<HfModelDescription> describe_hf_model(const json& root) {
         out.norms_plus_one = true;
     }
     out.permute_query_key = out.architecture == "llama";
+    if (out.architecture == "deepseek2") {
+        if (auto latent = add_deepseek(config, prefix, out.head_count, out.layer_count, meta); !latent)
+            return latent.error();
+        if (auto yarn = add_deepseek_yarn(config, prefix, meta); !yarn) return yarn.error();
+    }
     if (out.architecture == "qwen3moe") {
         if (auto experts = add_qwen3moe_experts(config, prefix, meta); !experts) return experts.error();
     }

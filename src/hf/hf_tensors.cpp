@@ -33,6 +33,17 @@ constexpr std::array kLayerRules = {
     NameRule{"pre_feedforward_layernorm.weight", "ffn_norm.weight"},
     NameRule{"post_feedforward_layernorm.weight", "post_ffw_norm.weight"},
     NameRule{"mlp.gate.weight", "ffn_gate_inp.weight"},  // a mixture's router
+    NameRule{"mlp.gate.e_score_correction_bias", "exp_probs_b.bias"},
+    NameRule{"mlp.shared_experts.gate_proj.weight", "ffn_gate_shexp.weight"},
+    NameRule{"mlp.shared_experts.up_proj.weight", "ffn_up_shexp.weight"},
+    NameRule{"mlp.shared_experts.down_proj.weight", "ffn_down_shexp.weight"},
+    // DeepSeek's multi-head latent attention (the older GGUF layout: one attn_kv_b)
+    NameRule{"self_attn.q_a_proj.weight", "attn_q_a.weight"},
+    NameRule{"self_attn.q_a_layernorm.weight", "attn_q_a_norm.weight"},
+    NameRule{"self_attn.q_b_proj.weight", "attn_q_b.weight"},
+    NameRule{"self_attn.kv_a_proj_with_mqa.weight", "attn_kv_a_mqa.weight"},
+    NameRule{"self_attn.kv_a_layernorm.weight", "attn_kv_a_norm.weight"},
+    NameRule{"self_attn.kv_b_proj.weight", "attn_kv_b.weight"},
 };
 
 bool starts_with(std::string_view text, std::string_view prefix) { return text.substr(0, prefix.size()) == prefix; }
