@@ -340,6 +340,8 @@ Result<HfModelDescription> describe_hf_model(const json& root) {
         if (auto latent = add_deepseek(config, prefix, out.head_count, out.layer_count, meta); !latent)
             return latent.error();
         if (auto yarn = add_deepseek_yarn(config, prefix, meta); !yarn) return yarn.error();
+        if (config.has("num_nextn_predict_layers") && config.raw().at("num_nextn_predict_layers") != 0)
+            TEMPERED_READ(out.prediction_layers, config.integer("num_nextn_predict_layers"));
     }
     if (out.architecture == "qwen3moe") {
         if (auto experts = add_qwen3moe_experts(config, prefix, meta); !experts) return experts.error();

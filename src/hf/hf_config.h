@@ -39,6 +39,7 @@ struct HfModelDescription {
     int64_t head_count = 0;
     int64_t kv_head_count = 0;
     int64_t layer_count = 0;
+    int64_t prediction_layers = 0;  // DeepSeek-V3's num_nextn_predict_layers after them: skipped (speculation later)
 };
 
 // config.json's text -> the description; an Error names the field that is missing, malformed or not supported

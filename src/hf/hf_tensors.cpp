@@ -64,7 +64,10 @@ Result<std::string> layer_tensor_name(const HfModelDescription& model, std::stri
     while (digits < rest.size() && rest[digits] >= '0' && rest[digits] <= '9') ++digits;
     if (digits == 0 || digits > 6 || digits >= rest.size() || rest[digits] != '.') return Error{"no layer number"};
     const std::string layer(rest.substr(0, digits));
-    if (std::stoll(layer) >= model.layer_count) return Error{"layer " + layer + " past num_hidden_layers"};
+    const int64_t index = std::stoll(layer);
+    // DeepSeek-V3's multi-token-prediction layers follow the model's (num_nextn_predict_layers): not read yet.
+    if (index >= model.layer_count && index < model.layer_count + model.prediction_layers) return std::string();
+    if (index >= model.layer_count) return Error{"layer " + layer + " past num_hidden_layers"};
     const std::string_view suffix = rest.substr(digits + 1);
     if (suffix == "post_attention_layernorm.weight")
         return "blk." + layer + (model.architecture == "gemma3" ? ".post_attention_norm.weight" : ".ffn_norm.weight");

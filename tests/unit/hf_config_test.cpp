@@ -144,6 +144,25 @@ TEST(HfTensorNames, FamiliesAndPrefixes) {
     EXPECT_EQ(*gguf_tensor_name(*multimodal, "model.vision_tower.encoder.layers.0.mlp.fc1.weight"), "");
 }
 
+TEST(HfTensorNames, DeepSeekPredictionLayersAreSkipped) {
+    json config = json::parse(R"({"architectures": ["DeepseekV3ForCausalLM"], "hidden_size": 64,
+        "intermediate_size": 128, "num_hidden_layers": 3, "num_attention_heads": 4, "max_position_embeddings": 1024,
+        "rms_norm_eps": 1e-6, "hidden_act": "silu", "kv_lora_rank": 64, "q_lora_rank": 96, "qk_nope_head_dim": 32,
+        "qk_rope_head_dim": 16, "v_head_dim": 48, "n_routed_experts": 8, "num_experts_per_tok": 2,
+        "moe_intermediate_size": 32, "n_shared_experts": 1, "first_k_dense_replace": 1, "n_group": 2,
+        "topk_group": 1, "scoring_func": "sigmoid", "norm_topk_prob": true, "routed_scaling_factor": 2.5,
+        "num_nextn_predict_layers": 1})");
+    auto model = describe_hf_model(config);
+    ASSERT_TRUE(model) << model.error().message;
+    EXPECT_EQ(find(*model, "deepseek2.attention.key_length")->as_int(), 48);
+    EXPECT_EQ(find(*model, "deepseek2.expert_gating_func")->as_int(), 2);
+    EXPECT_EQ(*gguf_tensor_name(*model, "model.layers.1.self_attn.kv_b_proj.weight"), "blk.1.attn_kv_b.weight");
+    EXPECT_EQ(*gguf_tensor_name(*model, "model.layers.3.eh_proj.weight"), "");  // the prediction layer
+    EXPECT_FALSE(gguf_tensor_name(*model, "model.layers.4.eh_proj.weight"));
+    config["scoring_func"] = "relu";
+    EXPECT_NE(error_of(config).find("scoring_func 'relu'"), std::string::npos);
+}
+
 }  // namespace hf_config_test
 }  // namespace
 }  // namespace tempered
