@@ -48,10 +48,10 @@ tiny_models=$!
 # Tiny DeepSeek-2 GGUFs (MLA with and without q_lora, MoE with sigmoid/softmax routing): tests/fixtures/model/deepseek2.
 .venv/bin/python scripts/fixtures/make_deepseek2_models.py --out build/tiny-models
 wait "$tiny_models"
-# SmolLM2 as a Hugging Face directory (F32), and with its linear layers in DeepSeek's block-scaled FP8 beside
+# SmolLM2 as a Hugging Face directory (F32, in 3 shards with their index), and with its linear layers in DeepSeek's block-scaled FP8 beside
 # NumPy's dequantization of them: what hf_model_test and test_hf_directories read (the other models' copies
 # are recorded runs, bench/results).
-.venv/bin/python scripts/fixtures/make_hf_directories.py --model smollm2 --out build/hf-models/smollm2-f32 &
+.venv/bin/python scripts/fixtures/make_hf_directories.py --model smollm2 --shards 3 --out build/hf-models/smollm2-f32 &
 hf_f32=$!
 .venv/bin/python scripts/fixtures/make_hf_directories.py --model smollm2 --fp8 --out build/hf-models/smollm2-fp8 \
   --fp8-reference build/hf-models/smollm2-fp8-reference.safetensors

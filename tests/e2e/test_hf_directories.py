@@ -86,9 +86,10 @@ def test_an_architecture_it_cannot_run_is_refused_by_name(tmp_path):
     config = json.loads((source / "config.json").read_text())
     config["architectures"] = ["MistralForCausalLM"]
     (copy / "config.json").write_text(json.dumps(config))
-    for name in ("tokenizer.json", "tokenizer_config.json"):
+    for name in ("tokenizer.json", "tokenizer_config.json", "model.safetensors.index.json"):
         shutil.copy(source / name, copy / name)
-    (copy / "model.safetensors").symlink_to(source / "model.safetensors")
+    for shard in source.glob("*.safetensors"):
+        (copy / shard.name).symlink_to(shard)
     out = subprocess.run([str(tempered_bin()), "serve", "--model", str(copy), "--port", "0"], capture_output=True,
                          text=True, timeout=120)
     assert out.returncode != 0
