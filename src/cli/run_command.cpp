@@ -35,11 +35,18 @@ struct RunOptions {
     std::optional<int64_t> top_k, seed;
     int threads = 0;
     std::string kv_cache_dtype = "f16";
+    std::string quantize = "q8_0";  // a Hugging Face directory's matrices at load, as serve's --quantize
     std::string degeneration_guard;  // "" = the server's default (flag)
     std::string chat_template_file;  // "" = the model file's own template
     std::string perplexity_file;     // --perplexity: measure instead of generating (cli/perplexity.h)
     int64_t perplexity_window = 512;
 };
+
+Result<std::unique_ptr<LoadedModel>> load_for_run(const RunOptions& options) {
+    const auto directory_weights = directory_weight_type(options.quantize);
+    if (!directory_weights) return directory_weights.error();
+    return load_model_bundle(options.model, options.threads, ModelParts::Everything, *directory_weights);
+}
 
 // --perplexity FILE: one JSON line on stdout with the perplexity of the model over the file's text.
 int run_perplexity(const RunOptions& options, DType kv_type) {
@@ -49,7 +56,7 @@ int run_perplexity(const RunOptions& options, DType kv_type) {
         return 1;
     }
     const std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-    auto loaded = load_model_bundle(options.model, options.threads);
+    auto loaded = load_for_run(options);
     if (!loaded) {
         std::fprintf(stderr, "tempered run: %s\n", loaded.error().message.c_str());
         return 1;
@@ -90,7 +97,7 @@ int run(const RunOptions& options) {
     }
     if (*kv_type == DType::F8_E4M3) std::fprintf(stderr, "%s\n", fp8_kv_warning().c_str());
     if (!options.perplexity_file.empty()) return run_perplexity(options, *kv_type);
-    auto loaded = load_model_bundle(options.model, options.threads);
+    auto loaded = load_for_run(options);
     if (!loaded) {
         std::fprintf(stderr, "tempered run: %s\n", loaded.error().message.c_str());
         return 1;
@@ -203,6 +210,8 @@ void add_run_command(CLI::App& app, int& exit_code) {
     command->add_option("--seed,-s", options->seed);
     command->add_option("--threads", options->threads, "0: every core")->capture_default_str();
     command->add_option("--kv-cache-dtype", options->kv_cache_dtype, "f16, bf16, f32 or fp8")->capture_default_str();
+    command->add_option("--quantize", options->quantize, "a Hugging Face directory's matrices at load: q8_0, f16, bf16, f32")
+        ->capture_default_str();
     command->add_option("--perplexity", options->perplexity_file,
                         "instead of generating: print the perplexity over this text file as one JSON line");
     command->add_option("--perplexity-window", options->perplexity_window, "tokens per scored window")

@@ -1,8 +1,11 @@
 #include "hf/hf_tensors.h"
 
+#include <algorithm>
 #include <array>
 #include <cstring>
+#include <functional>
 #include <map>
+#include <thread>
 #include <vector>
 
 #include "core/half.h"
@@ -107,16 +110,26 @@ float scalar_at(const SafetensorsTensor& tensor, uint64_t index) {
     return tensor.dtype == SafetensorsDType::F16 ? half_to_float(bits) : bf16_to_float(bits);
 }
 
+// `count` elements of type T from unaligned bytes, each converted to float by `to_float`: one typed loop the
+// compiler vectorizes (a per-element dtype switch made loading a 0.5B model's BF16 copy take seconds).
+template <typename T, typename ToFloat>
+void read_elements(const uint8_t* bytes, int64_t count, float* out, ToFloat to_float) {
+    for (int64_t i = 0; i < count; ++i) {
+        T value;
+        std::memcpy(&value, bytes + static_cast<size_t>(i) * sizeof(T), sizeof(T));
+        out[i] = to_float(value);
+    }
+}
+
 // Row `row` of the source as `cols` floats.
 Status read_row(const Source& source, int64_t row, int64_t cols, float* out) {
     const SafetensorsTensor& tensor = *source.tensor;
     const uint64_t first = static_cast<uint64_t>(row) * static_cast<uint64_t>(cols);
+    const uint8_t* bytes = tensor.data.data() + first * safetensors_dtype_bytes(tensor.dtype);
     switch (tensor.dtype) {
-        case SafetensorsDType::F32:
-        case SafetensorsDType::F16:
-        case SafetensorsDType::BF16:
-            for (int64_t i = 0; i < cols; ++i) out[i] = scalar_at(tensor, first + static_cast<uint64_t>(i));
-            return Ok{};
+        case SafetensorsDType::F32: std::memcpy(out, bytes, static_cast<size_t>(cols) * sizeof(float)); return Ok{};
+        case SafetensorsDType::F16: read_elements<uint16_t>(bytes, cols, out, half_to_float); return Ok{};
+        case SafetensorsDType::BF16: read_elements<uint16_t>(bytes, cols, out, bf16_to_float); return Ok{};
         case SafetensorsDType::F8_E4M3: {
             if (source.scale_inv == nullptr)
                 return Error{"tensor '" + tensor.name + "' is F8_E4M3 without block scales"};
@@ -125,7 +138,7 @@ Status read_row(const Source& source, int64_t row, int64_t cols, float* out) {
             for (int64_t i = 0; i < cols; ++i) {
                 const float scale =
                     scalar_at(*source.scale_inv, scale_row + static_cast<uint64_t>(i / source.block_cols));
-                out[i] = e4m3_to_float(tensor.data[first + static_cast<uint64_t>(i)]) * scale;
+                out[i] = e4m3_to_float(bytes[i]) * scale;
             }
             return Ok{};
         }
@@ -191,6 +204,26 @@ void write_row(DType type, const float* row, int64_t n, uint8_t* out) {
     }
 }
 
+// work(begin, end) over [0, rows) in one range per core when the tensor is large enough to be worth threads; the
+// first error any range met.
+Status for_row_ranges(int64_t rows, int64_t cols, const std::function<Status(int64_t, int64_t)>& work) {
+    constexpr int64_t kElementsPerThread = int64_t{1} << 20;
+    const int64_t cores = std::max<int64_t>(1, std::thread::hardware_concurrency());
+    const int64_t threads = std::clamp<int64_t>(rows * cols / kElementsPerThread, 1, std::min(cores, rows));
+    if (threads == 1) return work(0, rows);
+    std::vector<Status> results(static_cast<size_t>(threads), Ok{});
+    {
+        std::vector<std::jthread> workers;
+        for (int64_t t = 0; t < threads; ++t)
+            workers.emplace_back([&, t] {
+                results[static_cast<size_t>(t)] = work(rows * t / threads, rows * (t + 1) / threads);
+            });
+    }
+    for (Status& result : results)
+        if (!result) return result;
+    return Ok{};
+}
+
 struct Conversion {
     DType type = DType::F32;
     bool permute = false;
@@ -227,14 +260,19 @@ Result<GgufTensorInfo> convert_tensor(const Source& source, const std::string& g
     if (!row_bytes) return Error{"tensor '" + tensor.name + "': rows do not fill whole blocks"};
     storage.emplace_back(static_cast<size_t>(*row_bytes * static_cast<uint64_t>(rows)));
     uint8_t* out = reinterpret_cast<uint8_t*>(storage.back().data());
-    std::vector<float> row(static_cast<size_t>(cols));
-    for (int64_t r = 0; r < rows; ++r) {
-        const int64_t source_row = conversion.permute ? permuted_source_row(r, rows, conversion.permute_heads) : r;
-        if (auto read = read_row(source, source_row, cols, row.data()); !read) return read.error();
-        if (conversion.plus_one)
-            for (float& value : row) value += 1.0f;
-        write_row(conversion.type, row.data(), cols, out + static_cast<uint64_t>(r) * *row_bytes);
-    }
+    // Rows convert independently: spread them over the cores (a 0.5B model's BF16 copy loads in ~2x less time).
+    const auto convert_rows = [&](int64_t begin, int64_t end) -> Status {
+        std::vector<float> row(static_cast<size_t>(cols));
+        for (int64_t r = begin; r < end; ++r) {
+            const int64_t source_row = conversion.permute ? permuted_source_row(r, rows, conversion.permute_heads) : r;
+            if (auto read = read_row(source, source_row, cols, row.data()); !read) return read.error();
+            if (conversion.plus_one)
+                for (float& value : row) value += 1.0f;
+            write_row(conversion.type, row.data(), cols, out + static_cast<uint64_t>(r) * *row_bytes);
+        }
+        return Ok{};
+    };
+    if (auto converted = for_row_ranges(rows, cols, convert_rows); !converted) return converted.error();
     GgufTensorInfo info;
     info.name = gguf_name;
     info.type = conversion.type;

@@ -2,6 +2,7 @@
 
 #include <thread>
 
+#include "core/allocator.h"
 #include "hf/hf_model.h"
 #include "runtime/model_names.h"
 
@@ -44,7 +45,12 @@ Result<std::unique_ptr<LoadedModel>> load_model_bundle(const std::string& name_o
     if (!model) return Error{*path + ": " + model.error().message};
     bundle->model = std::move(model.value());
     // A directory's converted weights the model repacked are not read again: one copy stays, not two.
-    if (const auto in_use = bundle->model->file_data_in_use()) bundle->file->release_storage_except(*in_use);
+    // The freed pages go back now, not at the allocator's next purge: Gemma 3's BF16 copy was 714 MB resident when
+    // it first answered, 608 MB after the first trim (its GGUF: 627 MB).
+    if (const auto in_use = bundle->model->file_data_in_use()) {
+        bundle->file->release_storage_except(*in_use);
+        release_free_pages();
+    }
     bundle->config = bundle->model->config();
     return bundle;
 }

@@ -28,6 +28,7 @@
 #include "commands/tool_commands.h"
 #include "kernels/cpu/dispatch.h"
 #include "kv/kv_block_pool.h"
+#include "hf/hf_model.h"
 #include "kv/kv_dtype_name.h"
 #include "runtime/loaded_model.h"
 #include "runtime/model_names.h"
@@ -44,6 +45,7 @@ struct ModelBenchOptions {
     int repetitions = 5;
     int threads = 0;
     std::string kv_cache_dtype = "f16";
+    std::string quantize = "q8_0";  // a Hugging Face directory's matrices at load, as serve's --quantize
     uint64_t seed = 1234;
     bool json = false;
 };
@@ -332,6 +334,7 @@ void print_json(const LoadedModel& bundle, uint64_t file_bytes, const ModelBench
                           {"threads", bundle.pool->size()},
                           {"cpu_isa", std::string(cpu_isa_name(active_cpu_isa()))},
                           {"kv_cache_dtype", options.kv_cache_dtype},
+                          {"quantize", is_hf_directory(bundle.path) ? options.quantize : std::string("as in the file")},
                           {"repetitions", options.repetitions},
                           {"seed", options.seed},
                           {"tests", nlohmann::json::array()}};
@@ -339,11 +342,26 @@ void print_json(const LoadedModel& bundle, uint64_t file_bytes, const ModelBench
     std::printf("%s\n", out.dump(2).c_str());
 }
 
+// The file's size, or a Hugging Face directory's safetensors files together; 0 when unreadable.
+uint64_t model_bytes_on_disk(const std::string& path) {
+    std::error_code error;
+    if (!std::filesystem::is_directory(path, error)) {
+        const uint64_t bytes = std::filesystem::file_size(path, error);
+        return error ? 0 : bytes;
+    }
+    uint64_t total = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(path, error))
+        if (entry.path().extension() == ".safetensors") total += entry.file_size(error);
+    return error ? 0 : total;
+}
+
 Status run_model_bench(const ModelBenchOptions& options) {
     auto kv_type = parse_kv_dtype(options.kv_cache_dtype);
     if (!kv_type) return kv_type.error();
     if (auto status = check_options(options); !status) return status;
-    auto loaded = load_model_bundle(options.model, options.threads);
+    const auto directory_weights = directory_weight_type(options.quantize);
+    if (!directory_weights) return directory_weights.error();
+    auto loaded = load_model_bundle(options.model, options.threads, ModelParts::Everything, *directory_weights);
     if (!loaded) return loaded.error();
     LoadedModel& bundle = **loaded;
     auto cache = make_cache(bundle.model->config(), *kv_type, options);
@@ -351,8 +369,7 @@ Status run_model_bench(const ModelBenchOptions& options) {
     auto tests = run_tests(bundle, **cache, options);
     if (!tests) return tests.error();
 
-    std::error_code ignored;
-    const uint64_t file_bytes = std::filesystem::file_size(bundle.path, ignored);
+    const uint64_t file_bytes = model_bytes_on_disk(bundle.path);
     if (options.json)
         print_json(bundle, file_bytes, options, *tests);
     else
@@ -393,6 +410,8 @@ void add_model_bench_command(CLI::App& app, int& exit_code) {
     command->add_option("--threads,-t", options->threads, "0: every core")->capture_default_str();
     command->add_option("--kv-cache-dtype", options->kv_cache_dtype, "f16, bf16, f32 or fp8")->capture_default_str();
     command->add_option("--seed", options->seed, "for the random token ids")->capture_default_str();
+    command->add_option("--quantize", options->quantize, "a Hugging Face directory's matrices at load: q8_0, f16, bf16, f32")
+        ->capture_default_str();
     command->add_flag("--json", options->json, "one JSON object on stdout");
     command->callback([options, &exit_code] { exit_code = model_bench(*options); });
 }
