@@ -35,7 +35,7 @@ struct RunOptions {
     std::optional<int64_t> top_k, seed;
     int threads = 0;
     std::string kv_cache_dtype = "f16";
-    std::string quantize = "q8_0";  // a Hugging Face directory's matrices at load, as serve's --quantize
+    std::string quantize = "q8_0";   // a Hugging Face directory's matrices at load, as serve's --quantize
     std::string degeneration_guard;  // "" = the server's default (flag)
     std::string chat_template_file;  // "" = the model file's own template
     std::string perplexity_file;     // --perplexity: measure instead of generating (cli/perplexity.h)
@@ -210,7 +210,9 @@ void add_run_command(CLI::App& app, int& exit_code) {
     command->add_option("--seed,-s", options->seed);
     command->add_option("--threads", options->threads, "0: every core")->capture_default_str();
     command->add_option("--kv-cache-dtype", options->kv_cache_dtype, "f16, bf16, f32 or fp8")->capture_default_str();
-    command->add_option("--quantize", options->quantize, "a Hugging Face directory's matrices at load: q8_0, f16, bf16, f32")
+    command
+        ->add_option("--quantize", options->quantize,
+                     "a Hugging Face directory's matrices at load: q8_0, f16, bf16, f32")
         ->capture_default_str();
     command->add_option("--perplexity", options->perplexity_file,
                         "instead of generating: print the perplexity over this text file as one JSON line");

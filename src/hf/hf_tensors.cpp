@@ -215,9 +215,8 @@ Status for_row_ranges(int64_t rows, int64_t cols, const std::function<Status(int
     {
         std::vector<std::jthread> workers;
         for (int64_t t = 0; t < threads; ++t)
-            workers.emplace_back([&, t] {
-                results[static_cast<size_t>(t)] = work(rows * t / threads, rows * (t + 1) / threads);
-            });
+            workers.emplace_back(
+                [&, t] { results[static_cast<size_t>(t)] = work(rows * t / threads, rows * (t + 1) / threads); });
     }
     for (Status& result : results)
         if (!result) return result;

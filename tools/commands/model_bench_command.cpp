@@ -26,9 +26,9 @@
 #include <nlohmann/json.hpp>
 
 #include "commands/tool_commands.h"
+#include "hf/hf_model.h"
 #include "kernels/cpu/dispatch.h"
 #include "kv/kv_block_pool.h"
-#include "hf/hf_model.h"
 #include "kv/kv_dtype_name.h"
 #include "runtime/loaded_model.h"
 #include "runtime/model_names.h"
@@ -410,7 +410,9 @@ void add_model_bench_command(CLI::App& app, int& exit_code) {
     command->add_option("--threads,-t", options->threads, "0: every core")->capture_default_str();
     command->add_option("--kv-cache-dtype", options->kv_cache_dtype, "f16, bf16, f32 or fp8")->capture_default_str();
     command->add_option("--seed", options->seed, "for the random token ids")->capture_default_str();
-    command->add_option("--quantize", options->quantize, "a Hugging Face directory's matrices at load: q8_0, f16, bf16, f32")
+    command
+        ->add_option("--quantize", options->quantize,
+                     "a Hugging Face directory's matrices at load: q8_0, f16, bf16, f32")
         ->capture_default_str();
     command->add_flag("--json", options->json, "one JSON object on stdout");
     command->callback([options, &exit_code] { exit_code = model_bench(*options); });
