@@ -69,6 +69,8 @@ struct ServeOptions {
     int max_running = 64;
     int max_queued = 256;
     int64_t max_batch_tokens = 512;
+    std::string speculative = "off";  // off | ngram (speculative/ngram_drafter.h)
+    int speculative_tokens = 4;
     size_t max_body_bytes = 32u << 20;
     size_t max_request_headers = 100;
     double drain_timeout = 30.0;
@@ -453,7 +455,8 @@ int serve(const ServeOptions& options) {
         auto pool = create_kv_pool(options, shape, log);
         if (!pool) return fail(pool.error());
         kv = std::move(pool).value();
-        EngineOptions engine_options{options.max_running, options.max_queued, options.max_batch_tokens};
+        EngineOptions engine_options{options.max_running, options.max_queued, options.max_batch_tokens,
+                                     options.speculative == "ngram" ? options.speculative_tokens : 0};
         generator = std::make_unique<Engine>(*bundle.model, *bundle.tokenizer, *kv, engine_options, &metrics);
     } else {
         upstream_metrics = std::make_unique<upstream::UpstreamMetrics>(metrics.registry());
@@ -585,6 +588,15 @@ void add_serve_command(CLI::App& app, int& exit_code) {
         ->add_option("--quantize", options->quantize,
                      "a Hugging Face directory's matrices at load: q8_0 (the integer kernels; fastest), f16, bf16 or "
                      "f32; a GGUF keeps its own types")
+        ->capture_default_str();
+    command
+        ->add_option("--speculative", options->speculative,
+                     "speculative decoding: off, or ngram (drafts looked up in the request's own tokens, verified "
+                     "in the same step; output identical to off)")
+        ->check(CLI::IsMember({"off", "ngram"}))
+        ->capture_default_str();
+    command->add_option("--speculative-tokens", options->speculative_tokens, "drafts verified per step at most")
+        ->check(CLI::Range(1, 64))
         ->capture_default_str();
     command
         ->add_option("--kv-cache-dtype", options->kv_cache_dtype,

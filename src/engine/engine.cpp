@@ -13,7 +13,8 @@ Engine::Engine(Model& model, const Tokenizer& tokenizer, KvBlockPool& kv, Engine
       kv_(kv),
       options_(options),
       observer_(observer),
-      scheduler_(kv, SchedulerOptions{options.max_running, options.step_token_budget}),
+      scheduler_(kv, SchedulerOptions{options.max_running, options.step_token_budget, options.speculative_tokens,
+                                      model.config().context_length}),
       postprocess_(tokenizer, model.config(), kv, observer, sequence_ids_, transfer_ready()) {
     waker_->engine = this;
     publish_stats();
@@ -128,6 +129,11 @@ void Engine::take_new_requests() {
         request->sequences.push_back(std::make_unique<Sequence>(sequence_ids_.next(), 0, request->options.prompt,
                                                                 static_cast<int64_t>(request->options.prompt.size()),
                                                                 request->options, tokenizer_));
+        if (options_.speculative_tokens > 0 && request->options.n == 1) {
+            Sequence& sequence = *request->sequences.back();
+            sequence.drafter.emplace(NgramOptions{.max_drafts = options_.speculative_tokens});
+            sequence.drafter->append(sequence.tokens);
+        }
         if (request->options.kv_import) {  // decode side: the KV comes from the prefill server
             importing_.push_back(std::move(request));
         } else {

@@ -35,6 +35,9 @@ struct EngineOptions {
     int max_running = 64;             // requests decoding at once
     int max_queued = 256;             // requests waiting beyond those; past it submit() refuses
     int64_t step_token_budget = 512;  // tokens per forward step, over all sequences
+    // Prompt-lookup speculation (speculative/ngram_drafter.h): up to this many drafts verified after a
+    // decoding sequence's token in the same step; 0: off. Single-choice requests only.
+    int speculative_tokens = 0;
 };
 
 class Engine final : public Generator {

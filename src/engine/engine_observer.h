@@ -33,6 +33,8 @@ public:
     // A forward step of a mixture-of-experts model read `expert_weight_bytes` of routed-expert matrices
     // (Model::last_expert_traffic); not called for dense models.
     virtual void on_expert_traffic(int64_t /*expert_weight_bytes*/) {}
+    // A sequence's `drafts` were verified in one step and the first `accepted` of them kept (speculation).
+    virtual void on_speculation(int64_t /*drafts*/, int64_t /*accepted*/) {}
     // A grammar's token mask took `seconds` to build (one per constrained step that needed one).
     virtual void on_grammar_mask(double /*seconds*/) {}
     // The degeneration guard saw a loop of `period` tokens in one choice and took `action` (once per loop).

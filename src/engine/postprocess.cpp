@@ -56,11 +56,12 @@ Postprocessor::Applied Postprocessor::apply(const StepPlan& plan, const Status& 
         if (std::find(touched_.begin(), touched_.end(), &request) == touched_.end()) touched_.push_back(&request);
         if (!forward) continue;
         Sequence& sequence = *chunk.sequence;
-        sequence.computed += chunk.count;
+        sequence.computed += chunk.count - chunk.drafts;
         kv_.register_computed(sequence.id, sequence.tokens, sequence.computed);
         if (sequence.computed != static_cast<int64_t>(sequence.tokens.size())) continue;  // mid-prefill chunk
         if (request.options.kv_export && !request.kv_delivered) deliver_prompt_kv(request, sequence);
         emit_next_tokens(request, sequence, logits + logits_row++ * vocab);
+        if (chunk.drafts > 0) logits_row = verify_drafts(request, sequence, chunk.drafts, logits, logits_row);
     }
     for (Request* request : touched_) {
         if (forward && !request->all_finished()) continue;
@@ -74,6 +75,29 @@ Postprocessor::Applied Postprocessor::apply(const StepPlan& plan, const Status& 
         finished_.push_back(request);
     }
     return {finished_, awaiting_export_};
+}
+
+// The drafts after the token just drawn, in order: while the token drawn at a position equals the draft
+// that sat there, the draft's keys and values are right, so it counts as computed and its logits row draws
+// the next token, exactly as decoding one token per step would (a multi-position step's logits are those
+// of single steps, bit for bit: model_tiny_llama_test's TokenByTokenDecodeEqualsPrefill). The first
+// mismatch ends it: the positions after are overwritten by the next step. Returns the next logits row.
+size_t Postprocessor::verify_drafts(Request& request, Sequence& sequence, int64_t drafts, const float* logits,
+                                    size_t row) {
+    const auto vocab = static_cast<size_t>(config_.vocab_size);
+    int64_t accepted = 0;
+    for (int64_t d = 0; d < drafts; ++d, ++row) {
+        const bool right =
+            !sequence.finished && accepted == d && sequence.tokens.back() == sequence.drafts[static_cast<size_t>(d)];
+        if (!right) continue;  // its row is skipped, as every later one
+        ++accepted;
+        ++sequence.computed;
+        kv_.register_computed(sequence.id, sequence.tokens, sequence.computed);
+        emit_next_tokens(request, sequence, logits + row * vocab);
+    }
+    if (observer_) observer_->on_speculation(drafts, accepted);
+    sequence.drafts.clear();
+    return row;
 }
 
 // Prefill side: the prompt's KV leaves the moment it exists, before the first token is even drawn; only
@@ -193,6 +217,7 @@ void Postprocessor::take_token(Request& request, Sequence& sequence, SampledToke
     if (next.logprob) delta.logprobs.push_back(std::move(*next.logprob));
     delta.tokens.push_back(next.token);
     sequence.tokens.push_back(next.token);
+    if (sequence.drafter) sequence.drafter->append(next.token);
     ++request.usage.completion_tokens;
     record_token_time(request, sequence);
     append_text(request, sequence, next.token, forced, delta);

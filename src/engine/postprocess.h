@@ -50,6 +50,7 @@ public:
 
 private:
     void emit_next_tokens(Request& request, Sequence& sequence, const float* logits);
+    size_t verify_drafts(Request& request, Sequence& sequence, int64_t drafts, const float* logits, size_t row);
     void deliver_prompt_kv(Request& request, const Sequence& sequence);
     void fork_choices(Request& request);
     ChoiceDelta sample(Request& request, Sequence& sequence, const float* logits);

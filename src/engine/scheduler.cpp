@@ -23,10 +23,12 @@ void Scheduler::schedule_running(int64_t& budget) {
         if (!request->running) continue;
         for (auto& sequence : request->sequences) {
             if (sequence->finished || budget <= 0) continue;
-            const int64_t count = std::min(sequence->pending(), budget);
+            choose_drafts(*request, *sequence, budget);
+            const auto drafts = static_cast<int64_t>(sequence->drafts.size());
+            const int64_t count = std::min(sequence->pending(), budget) + drafts;
             if (!make_room(*request, *sequence, sequence->computed + count)) break;
             budget -= count;
-            plan_.chunks.push_back({request, sequence.get(), count});
+            plan_.chunks.push_back({request, sequence.get(), count, drafts});
         }
         if (!request->running) {  // it had to give up its own blocks: nobody after it holds any either
             for (const auto& chunk : plan_.chunks)
@@ -117,6 +119,20 @@ bool Scheduler::place_imported_kv(Request& request, Sequence& sequence) {
     return true;
 }
 
+// A decoding sequence's drafts for this step: its drafter's proposal, cut to what the budget leaves after
+// its token, to its max_tokens and to the context. None while it prefills or without a drafter.
+void Scheduler::choose_drafts(const Request& request, Sequence& sequence, int64_t budget) const {
+    sequence.drafts.clear();
+    if (!sequence.drafter || sequence.pending() != 1 || options_.speculative_tokens <= 0) return;
+    int64_t room = std::min<int64_t>(options_.speculative_tokens, budget - 1);
+    room = std::min(room, request.options.max_tokens - sequence.generated() - 1);
+    if (options_.context_length > 0)
+        room = std::min(room, options_.context_length - static_cast<int64_t>(sequence.tokens.size()) - 1);
+    if (room <= 0) return;
+    sequence.drafts = sequence.drafter->propose();
+    if (static_cast<int64_t>(sequence.drafts.size()) > room) sequence.drafts.resize(static_cast<size_t>(room));
+}
+
 // Against thrashing: while others run, admit only a request whose whole prompt fits and still leaves
 // every running sequence a block to grow into (one per layer group); otherwise it would be admitted,
 // then preempted for them a few steps later, its prefill wasted. The prompt's last chunk is the most
@@ -198,9 +214,12 @@ void fill_batch(const StepPlan& plan, Batch& batch) {
     batch.clear();
     for (const ScheduledChunk& chunk : plan.chunks) {
         const Sequence& sequence = *chunk.sequence;
-        for (int64_t i = sequence.computed; i < sequence.computed + chunk.count; ++i)
-            batch.add(sequence.tokens[static_cast<size_t>(i)], static_cast<int32_t>(i), sequence.id,
-                      i == static_cast<int64_t>(sequence.tokens.size()) - 1);
+        const auto length = static_cast<int64_t>(sequence.tokens.size());
+        for (int64_t i = sequence.computed; i < sequence.computed + chunk.count; ++i) {
+            const int32_t token =
+                i < length ? sequence.tokens[static_cast<size_t>(i)] : sequence.drafts[static_cast<size_t>(i - length)];
+            batch.add(token, static_cast<int32_t>(i), sequence.id, i >= length - 1);
+        }
     }
 }
 

@@ -28,13 +28,17 @@ namespace tempered {
 struct SchedulerOptions {
     int max_running = 64;             // requests running at once
     int64_t step_token_budget = 512;  // tokens per forward step, over all sequences
+    int speculative_tokens = 0;       // drafts verified after a decoding sequence's token (its drafter's); 0: off
+    int64_t context_length = 0;       // positions a sequence may reach (drafts never go past it); 0: unbounded
 };
 
-// Tokens [sequence->computed, sequence->computed + count) of one sequence, for this step's batch.
+// Tokens [sequence->computed, sequence->computed + count) of one sequence, for this step's batch; past the
+// sequence's tokens, its drafts (count = 1 + drafts when a decoding sequence speculates).
 struct ScheduledChunk {
     Request* request;
     Sequence* sequence;
     int64_t count;
+    int64_t drafts = 0;  // of count, the sequence's drafts (after its last token)
 };
 
 // One step's decisions. Valid until the next schedule().
@@ -54,7 +58,8 @@ struct StepPlan {
     }
 };
 
-// The plan's tokens as one batch, in plan order; only a sequence's last token wants logits.
+// The plan's tokens as one batch, in plan order; a sequence's last token wants logits, and so does each
+// of its drafts (each is verified by the token drawn at the position before it).
 void fill_batch(const StepPlan& plan, Batch& batch);
 
 class Scheduler {
@@ -87,6 +92,7 @@ private:
     bool place_imported_kv(Request& request, Sequence& sequence);
     bool crowded(const Sequence& sequence) const;
     bool make_room(Request& for_request, Sequence& sequence, int64_t positions);
+    void choose_drafts(const Request& request, Sequence& sequence, int64_t budget) const;
     void preempt(Request& request);
 
     KvBlockPool& kv_;

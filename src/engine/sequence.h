@@ -16,6 +16,7 @@
 #include "kv/staged_kv.h"
 #include "output/output_processor.h"
 #include "sampling/sampler.h"
+#include "speculative/ngram_drafter.h"
 #include "tokenizer/streaming_detokenizer.h"
 
 namespace tempered {
@@ -43,6 +44,10 @@ struct Sequence {
     // by `output`, whose reasoning stage it is; the engine keeps this handle for the budget's forced end.
     // The degeneration guard asks in_reasoning() and calls force_reasoning_end(ForcedEnd::Loop).
     ReasoningPhase* reasoning = nullptr;
+    // Prompt-lookup speculation, when on (single-choice requests): the drafter, fed every token of `tokens`,
+    // and the drafts this step verifies after the last token (scheduler.h); empty otherwise.
+    std::optional<NgramDrafter> drafter;
+    std::vector<int32_t> drafts;
     bool finished = false;
     std::optional<FinishReason> finish_reason;
     // The grammar's shortest way to a complete sentence was forced to fit the token limit (grammar_closing.h).

@@ -110,7 +110,14 @@ ServingMetrics::ServingMetrics(std::string model_name, std::string kv_cache_dtyp
                                                  "expert of a step once); divide by tempered:moe_steps_total.",
                                                  {"model_name"})),
       moe_steps_(registry_.counter("tempered:moe_steps_total", "Forward steps of a mixture-of-experts model.",
-                                   {"model_name"})) {
+                                   {"model_name"})),
+      spec_drafts_(registry_.counter("vllm:spec_decode_num_drafts_total",
+                                     "Speculative proposals verified (one per sequence and step with drafts).",
+                                     {"model_name"})),
+      spec_draft_tokens_(
+          registry_.counter("vllm:spec_decode_num_draft_tokens_total", "Draft tokens verified.", {"model_name"})),
+      spec_accepted_tokens_(registry_.counter("vllm:spec_decode_num_accepted_tokens_total",
+                                              "Draft tokens accepted (each saves a forward step).", {"model_name"})) {
     kv_dtype_info_.with({kv_cache_dtype_}).set(1);
     rejected_.get();
     aborted_.get();
@@ -178,6 +185,12 @@ void ServingMetrics::on_preemption() { preemptions_.with({model_name_}).inc(); }
 void ServingMetrics::on_imported_kv_dropped() { imported_kv_dropped_.get().inc(); }
 
 void ServingMetrics::on_grammar_mask(double seconds) { grammar_mask_.get().observe(seconds); }
+
+void ServingMetrics::on_speculation(int64_t drafts, int64_t accepted) {
+    spec_drafts_.with({model_name_}).inc();
+    spec_draft_tokens_.with({model_name_}).inc(static_cast<double>(drafts));
+    spec_accepted_tokens_.with({model_name_}).inc(static_cast<double>(accepted));
+}
 
 void ServingMetrics::on_expert_traffic(int64_t expert_weight_bytes) {
     moe_expert_weight_bytes_.with({model_name_}).inc(static_cast<double>(expert_weight_bytes));

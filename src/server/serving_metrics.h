@@ -57,6 +57,7 @@ public:
     void on_imported_kv_dropped() override;
     void on_grammar_mask(double seconds) override;
     void on_expert_traffic(int64_t expert_weight_bytes) override;
+    void on_speculation(int64_t drafts, int64_t accepted) override;
     void on_degeneration(DegenerationAction action, DegenerationPhase phase, int32_t period) override;
     void on_request_finished(RequestOutcome outcome, const GenerationUsage& usage,
                              const RequestTimings& timings) override;
@@ -101,6 +102,9 @@ private:
     metrics::GaugeFamily& kv_bytes_per_token_;
     metrics::CounterFamily& moe_expert_weight_bytes_;
     metrics::CounterFamily& moe_steps_;
+    metrics::CounterFamily& spec_drafts_;
+    metrics::CounterFamily& spec_draft_tokens_;
+    metrics::CounterFamily& spec_accepted_tokens_;
 };
 
 }  // namespace tempered
