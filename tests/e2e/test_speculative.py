@@ -1,0 +1,77 @@
+"""Prompt-lookup speculation (`--speculative ngram`, issue 32) changes the speed of decoding, never its output:
+the same requests to a server with it off and one with it on give identical answers, streamed or whole, greedy
+or seeded, with logprobs, stop strings, a JSON schema and n > 1 (which does not speculate); the vLLM
+spec-decode counters show drafts were verified and accepted."""
+import json
+
+import pytest
+
+from helpers import running_server
+
+MODEL = "smollm2-135m-instruct"
+CODE = ("def add(a, b):\n    return a + b\n\ndef subtract(a, b):\n    return a - b\n\n"
+        "def multiply(a, b):\n    return a * b\n")
+REQUESTS = [
+    {"messages": [{"role": "user", "content": f"Copy this code exactly, then add a divide function:\n\n{CODE}"}],
+     "max_tokens": 120, "temperature": 0},
+    {"messages": [{"role": "user", "content": "Repeat after me three times: the quick brown fox jumps over the dog."}],
+     "max_tokens": 80, "temperature": 0.8, "seed": 11, "logprobs": True, "top_logprobs": 3},
+    {"messages": [{"role": "user", "content": f"Copy this code exactly:\n\n{CODE}"}],
+     "max_tokens": 100, "temperature": 0, "stop": ["multiply"]},
+    {"messages": [{"role": "user", "content": "Give a person with a name and an age as JSON."}],
+     "max_tokens": 60, "temperature": 0,
+     "response_format": {"type": "json_schema", "json_schema": {"name": "person", "schema": {
+         "type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+         "required": ["name", "age"]}}}},
+    {"messages": [{"role": "user", "content": "Name a colour."}], "max_tokens": 12, "temperature": 0.9, "seed": 3,
+     "n": 2},
+]
+
+
+def answers(server, stream=False):
+    out = []
+    client = server.client()
+    for body in REQUESTS:
+        request = dict(body, model=MODEL)
+        if not stream:
+            response = client.post("/v1/chat/completions", json=request)
+            assert response.status_code == 200, response.text
+            out.append([(c["message"]["content"], c["finish_reason"], c.get("logprobs"))
+                        for c in response.json()["choices"]])
+            continue
+        text = {}
+        with client.stream("POST", "/v1/chat/completions", json=dict(request, stream=True)) as response:
+            for line in response.iter_lines():
+                if line.startswith("data: {"):
+                    for choice in json.loads(line[6:])["choices"]:
+                        text[choice["index"]] = text.get(choice["index"], "") + (choice["delta"].get("content") or "")
+        out.append(sorted(text.items()))
+    return out
+
+
+@pytest.fixture(scope="module")
+def servers():
+    with running_server(["--model", MODEL], name="speculation-off") as off, \
+            running_server(["--model", MODEL, "--speculative", "ngram", "--speculative-tokens", "4"],
+                           name="speculation-on") as on:
+        yield off, on
+
+
+def test_speculation_changes_no_answer(servers):
+    off, on = servers
+    assert answers(on) == answers(off)
+
+
+def test_speculation_changes_no_streamed_answer(servers):
+    off, on = servers
+    assert answers(on, stream=True) == answers(off, stream=True)
+
+
+def test_spec_decode_counters(servers):
+    _, on = servers
+    answers(on)
+    metrics = on.metrics()
+    drafts = metrics.require("vllm:spec_decode_num_draft_tokens_total")
+    accepted = metrics.require("vllm:spec_decode_num_accepted_tokens_total")
+    assert metrics.require("vllm:spec_decode_num_drafts_total") > 0
+    assert 0 < accepted <= drafts
