@@ -196,6 +196,9 @@ FieldError parse_generation_fields(const Json& body, int64_t max_tokens_min, Gen
     RequestedValue<bool> ignore_eos;
     if (auto e = read_bool(find_field(body, "ignore_eos"), "ignore_eos", ignore_eos)) return e;
     out.ignore_eos = ignore_eos.value_or(false);
+    RequestedValue<bool> speculative;
+    if (auto e = read_bool(find_field(body, "speculative_decoding"), "speculative_decoding", speculative)) return e;
+    out.speculative_decoding = speculative.value_or(true);
     if (auto e = parse_repetition_detection(find_field(body, "repetition_detection"), out.repetition_detection)) {
         return e;
     }

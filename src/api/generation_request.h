@@ -42,7 +42,8 @@ struct GenerationRequest {
     std::vector<std::pair<int64_t, double>> logit_bias;  // (token id, bias in [-100, 100]), by id
     std::string user;
     bool ignore_eos = false;
-    ResponseFormat response_format;                                 // chat and completions alike
+    bool speculative_decoding = true;  // false: this request opts out of the server's --speculative
+    ResponseFormat response_format;    // chat and completions alike
     std::optional<RepetitionDetectionParams> repetition_detection;  // validated; empty when not sent
     std::optional<Bootstrap> bootstrap;  // sgl-model-gateway's PD fields; empty when not sent
 };

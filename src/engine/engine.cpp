@@ -105,7 +105,9 @@ void Engine::step() {
     report_plan(plan);
     if (!plan.chunks.empty()) {
         build_batch(plan);
+        const auto started = EngineClock::now();
         const Status forward = model_.forward(batch_, kv_, logits_.data());
+        scheduler_.observe_step(plan, std::chrono::duration<double>(EngineClock::now() - started).count());
         report_expert_traffic();
         const Postprocessor::Applied applied = postprocess_.apply(plan, forward, logits_.data());
         for (Request* request : applied.awaiting_export) exporting_.push_back(scheduler_.take_running(request));
@@ -129,7 +131,7 @@ void Engine::take_new_requests() {
         request->sequences.push_back(std::make_unique<Sequence>(sequence_ids_.next(), 0, request->options.prompt,
                                                                 static_cast<int64_t>(request->options.prompt.size()),
                                                                 request->options, tokenizer_));
-        if (options_.speculative_tokens > 0 && request->options.n == 1) {
+        if (options_.speculative_tokens > 0 && request->options.n == 1 && request->options.speculate) {
             Sequence& sequence = *request->sequences.back();
             sequence.drafter.emplace(NgramOptions{.max_drafts = options_.speculative_tokens});
             sequence.drafter->append(sequence.tokens);

@@ -35,6 +35,7 @@ struct GenerationOptions {
     int64_t max_tokens = 16;      // per choice; the API has already checked it fits the context
     int64_t min_tokens = 0;       // end-of-generation tokens are masked until this many are generated
     bool ignore_eos = false;
+    bool speculate = true;  // with the engine's speculation on: false opts this request out
     std::vector<std::string> stop;
     SamplingParams sampling;  // temperature, truncation, logit bias
     PenaltyParams penalties;

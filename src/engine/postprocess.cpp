@@ -96,6 +96,7 @@ size_t Postprocessor::verify_drafts(Request& request, Sequence& sequence, int64_
         emit_next_tokens(request, sequence, logits + row * vocab);
     }
     if (observer_) observer_->on_speculation(drafts, accepted);
+    sequence.acceptance.observe(drafts, accepted);
     sequence.drafts.clear();
     return row;
 }

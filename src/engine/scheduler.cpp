@@ -17,7 +17,13 @@ StepPlan& Scheduler::schedule() {
 // Making room may preempt the newest running requests, so walk a snapshot and skip those that left.
 void Scheduler::schedule_running(int64_t& budget) {
     order_.clear();
-    for (const auto& request : running_) order_.push_back(request.get());
+    int64_t decoding = 0;
+    for (const auto& request : running_) {
+        order_.push_back(request.get());
+        for (const auto& sequence : request->sequences) decoding += !sequence->finished && sequence->pending() == 1;
+    }
+    const auto cost = decode_costs_.fit();
+    decode_step_ = cost ? DecodeStep{cost->fixed_seconds, cost->per_token_seconds, decoding} : DecodeStep{};
     for (Request* request : order_) {
         if (budget <= 0) break;
         if (!request->running) continue;
@@ -120,7 +126,8 @@ bool Scheduler::place_imported_kv(Request& request, Sequence& sequence) {
 }
 
 // A decoding sequence's drafts for this step: its drafter's proposal, cut to what the budget leaves after
-// its token, to its max_tokens and to the context. None while it prefills or without a drafter.
+// its token, to its max_tokens, to the context, and to those worth verifying at this step's batch and the
+// sequence's acceptance (draft_policy.h). None while it prefills or without a drafter.
 void Scheduler::choose_drafts(const Request& request, Sequence& sequence, int64_t budget) const {
     sequence.drafts.clear();
     if (!sequence.drafter || sequence.pending() != 1 || options_.speculative_tokens <= 0) return;
@@ -128,9 +135,22 @@ void Scheduler::choose_drafts(const Request& request, Sequence& sequence, int64_
     room = std::min(room, request.options.max_tokens - sequence.generated() - 1);
     if (options_.context_length > 0)
         room = std::min(room, options_.context_length - static_cast<int64_t>(sequence.tokens.size()) - 1);
-    if (room <= 0) return;
-    sequence.drafts = sequence.drafter->propose();
-    if (static_cast<int64_t>(sequence.drafts.size()) > room) sequence.drafts.resize(static_cast<size_t>(room));
+    if (room > 0) {
+        sequence.drafts = sequence.drafter->propose();
+        room = std::min(room, drafts_worth_verifying(sequence.acceptance.rate(), decode_step_,
+                                                     static_cast<int64_t>(sequence.drafts.size())));
+        if (static_cast<int64_t>(sequence.drafts.size()) > room) sequence.drafts.resize(static_cast<size_t>(room));
+    }
+    if (sequence.drafts.empty()) sequence.acceptance.idle();
+}
+
+void Scheduler::observe_step(const StepPlan& plan, double seconds) {
+    int64_t tokens = 0;
+    for (const ScheduledChunk& chunk : plan.chunks) {
+        if (chunk.count - chunk.drafts != 1) return;  // a prompt chunk: not the decode cost
+        tokens += chunk.count;
+    }
+    if (tokens > 0) decode_costs_.observe(tokens, seconds);
 }
 
 // Against thrashing: while others run, admit only a request whose whole prompt fits and still leaves

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "engine/sequence.h"
+#include "engine/step_cost_model.h"
 #include "kv/kv_block_pool.h"
 #include "models/batch.h"
 
@@ -84,6 +85,10 @@ public:
     const std::deque<std::unique_ptr<Request>>& waiting() const { return waiting_; }
     bool has_work() const { return !running_.empty() || !waiting_.empty(); }
     int64_t running_sequence_count() const;
+    // The step just run took `seconds`: decode-only steps feed the cost fit that decides how many drafts
+    // are worth verifying (speculative/draft_policy.h).
+    void observe_step(const StepPlan& plan, double seconds);
+    std::optional<StepCost> decode_step_cost() const { return decode_costs_.fit(); }
 
 private:
     void schedule_running(int64_t& budget);
@@ -101,6 +106,8 @@ private:
     std::deque<std::unique_ptr<Request>> waiting_;
     StepPlan plan_;
     std::vector<Request*> order_;  // the running requests as a step began
+    StepCostModel decode_costs_;
+    DecodeStep decode_step_;  // this step's, for choose_drafts (speculative/draft_policy.h)
 };
 
 }  // namespace tempered

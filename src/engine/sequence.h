@@ -16,6 +16,7 @@
 #include "kv/staged_kv.h"
 #include "output/output_processor.h"
 #include "sampling/sampler.h"
+#include "speculative/draft_policy.h"
 #include "speculative/ngram_drafter.h"
 #include "tokenizer/streaming_detokenizer.h"
 
@@ -48,6 +49,7 @@ struct Sequence {
     // and the drafts this step verifies after the last token (scheduler.h); empty otherwise.
     std::optional<NgramDrafter> drafter;
     std::vector<int32_t> drafts;
+    AcceptanceRate acceptance;  // of its verified drafts: how many are worth verifying next (draft_policy.h)
     bool finished = false;
     std::optional<FinishReason> finish_reason;
     // The grammar's shortest way to a complete sentence was forced to fit the token limit (grammar_closing.h).

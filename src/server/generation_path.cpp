@@ -112,6 +112,7 @@ GenerationOptions GenerationPath::filled_options(const api::GenerationRequest& g
     options.max_tokens = max_tokens;
     options.min_tokens = generation.min_tokens.value_or(0);
     options.ignore_eos = generation.ignore_eos;
+    options.speculate = generation.speculative_decoding;
     options.stop = generation.stop;
     options.sampling = sampling.sampler_params();
     for (const auto& [token, bias] : generation.logit_bias)
