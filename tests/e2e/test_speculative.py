@@ -75,3 +75,20 @@ def test_spec_decode_counters(servers):
     accepted = metrics.require("vllm:spec_decode_num_accepted_tokens_total")
     assert metrics.require("vllm:spec_decode_num_drafts_total") > 0
     assert 0 < accepted <= drafts
+
+
+def test_a_request_opts_out(servers):
+    """`speculative_decoding: false` verifies no drafts for that request (the counters stand still) and gives
+    the same answer; a non-boolean value is a 400 naming the field."""
+    _, on = servers
+    client = on.client()
+    body = dict(REQUESTS[0], model=MODEL)
+    before = on.metrics().require("vllm:spec_decode_num_draft_tokens_total")
+    opted_out = client.post("/v1/chat/completions", json=dict(body, speculative_decoding=False))
+    assert opted_out.status_code == 200, opted_out.text
+    assert on.metrics().require("vllm:spec_decode_num_draft_tokens_total") == before
+    speculated = client.post("/v1/chat/completions", json=body)
+    assert on.metrics().require("vllm:spec_decode_num_draft_tokens_total") > before
+    assert opted_out.json()["choices"][0]["message"] == speculated.json()["choices"][0]["message"]
+    bad = client.post("/v1/chat/completions", json=dict(body, speculative_decoding="no"))
+    assert bad.status_code == 400 and bad.json()["error"]["param"] == "speculative_decoding"
