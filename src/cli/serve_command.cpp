@@ -71,6 +71,8 @@ struct ServeOptions {
     int64_t max_batch_tokens = 512;
     std::string speculative = "off";  // off | ngram (speculative/ngram_drafter.h)
     int speculative_tokens = 4;
+    // auto: twice the step the decodes alone take (bench/results/decode-stall-2026-12-07.md); milliseconds; 0: off
+    std::string max_decode_stall_ms = "auto";
     size_t max_body_bytes = 32u << 20;
     size_t max_request_headers = 100;
     double drain_timeout = 30.0;
@@ -310,6 +312,16 @@ sigset_t block_termination_signals() {
 }
 
 // The KV pool --kv-cache-tokens asks for, logged with its size.
+// --max-decode-stall-ms: "auto", or milliseconds from 0 (off) to a minute.
+Result<double> decode_stall_seconds(const std::string& flag) {
+    if (flag == "auto") return kAutoDecodeStall;
+    char* end = nullptr;
+    const double milliseconds = std::strtod(flag.c_str(), &end);
+    if (flag.empty() || *end != '\0' || !(milliseconds >= 0 && milliseconds <= 60000))
+        return Error{"--max-decode-stall-ms must be auto or milliseconds from 0 (off) to 60000, not '" + flag + "'"};
+    return milliseconds / 1000.0;
+}
+
 Result<std::unique_ptr<KvBlockPool>> create_kv_pool(const ServeOptions& options, const KvCacheShape& shape,
                                                     RequestLog& log) {
     // The memory of kv_cache_tokens positions in every layer; sliding-window layers make it hold more.
@@ -455,8 +467,10 @@ int serve(const ServeOptions& options) {
         auto pool = create_kv_pool(options, shape, log);
         if (!pool) return fail(pool.error());
         kv = std::move(pool).value();
+        const auto decode_stall = decode_stall_seconds(options.max_decode_stall_ms);
+        if (!decode_stall) return fail(decode_stall.error());
         EngineOptions engine_options{options.max_running, options.max_queued, options.max_batch_tokens,
-                                     options.speculative == "ngram" ? options.speculative_tokens : 0};
+                                     options.speculative == "ngram" ? options.speculative_tokens : 0, *decode_stall};
         generator = std::make_unique<Engine>(*bundle.model, *bundle.tokenizer, *kv, engine_options, &metrics);
     } else {
         upstream_metrics = std::make_unique<upstream::UpstreamMetrics>(metrics.registry());
@@ -597,6 +611,11 @@ void add_serve_command(CLI::App& app, int& exit_code) {
         ->capture_default_str();
     command->add_option("--speculative-tokens", options->speculative_tokens, "drafts verified per step at most")
         ->check(CLI::Range(1, 64))
+        ->capture_default_str();
+    command
+        ->add_option("--max-decode-stall-ms", options->max_decode_stall_ms,
+                     "while requests decode, cut prompt chunks so a step is predicted to take at most this long (from "
+                     "the measured step times); auto: twice the step the decodes alone take; 0: off")
         ->capture_default_str();
     command
         ->add_option("--kv-cache-dtype", options->kv_cache_dtype,

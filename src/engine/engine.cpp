@@ -14,7 +14,7 @@ Engine::Engine(Model& model, const Tokenizer& tokenizer, KvBlockPool& kv, Engine
       options_(options),
       observer_(observer),
       scheduler_(kv, SchedulerOptions{options.max_running, options.step_token_budget, options.speculative_tokens,
-                                      model.config().context_length}),
+                                      model.config().context_length, options.max_decode_stall_seconds}),
       postprocess_(tokenizer, model.config(), kv, observer, sequence_ids_, transfer_ready()) {
     waker_->engine = this;
     publish_stats();

@@ -38,6 +38,9 @@ struct EngineOptions {
     // Prompt-lookup speculation (speculative/ngram_drafter.h): up to this many drafts verified after a
     // decoding sequence's token in the same step; 0: off. Single-choice requests only.
     int speculative_tokens = 0;
+    // While sequences decode, prompt chunks are cut so that a step is predicted to take at most this long
+    // (scheduler.h); 0: off; kAutoDecodeStall: twice the step the decodes alone take.
+    double max_decode_stall_seconds = 0;
 };
 
 class Engine final : public Generator {

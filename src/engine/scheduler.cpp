@@ -9,19 +9,40 @@ void Scheduler::add(std::unique_ptr<Request> request) { waiting_.push_back(std::
 StepPlan& Scheduler::schedule() {
     plan_.clear();
     int64_t budget = options_.step_token_budget;
-    schedule_running(budget);
+    const int64_t decoding = decoding_sequences();
+    prompt_allowance_ = prompt_tokens_within_stall(decoding);
+    schedule_running(budget, decoding);
     admit_waiting(budget);
     return plan_;
 }
 
-// Making room may preempt the newest running requests, so walk a snapshot and skip those that left.
-void Scheduler::schedule_running(int64_t& budget) {
-    order_.clear();
+int64_t Scheduler::decoding_sequences() const {
     int64_t decoding = 0;
-    for (const auto& request : running_) {
-        order_.push_back(request.get());
+    for (const auto& request : running_)
         for (const auto& sequence : request->sequences) decoding += !sequence->finished && sequence->pending() == 1;
-    }
+    return decoding;
+}
+
+// The prompt tokens a step may take beside `decoding` decodes under --max-decode-stall-ms: those the step cost
+// fit says fit in the bound (auto: twice the step the decodes alone would take), at least kMinimumPrefillChunk;
+// the whole budget when nothing decodes, the bound is off or no fit exists yet.
+int64_t Scheduler::prompt_tokens_within_stall(int64_t decoding) const {
+    const auto cost = step_costs_.fit();
+    if (options_.max_decode_stall_seconds == 0 || decoding == 0 || !cost || cost->per_token_seconds <= 0)
+        return options_.step_token_budget;
+    const double decode_step = cost->fixed_seconds + cost->per_token_seconds * static_cast<double>(decoding);
+    const double bound =
+        options_.max_decode_stall_seconds == kAutoDecodeStall ? 2 * decode_step : options_.max_decode_stall_seconds;
+    const double fitting = (bound - cost->fixed_seconds) / cost->per_token_seconds;
+    const double prompt =
+        std::min(fitting - static_cast<double>(decoding), static_cast<double>(options_.step_token_budget));
+    return std::max(kMinimumPrefillChunk, static_cast<int64_t>(prompt));
+}
+
+// Making room may preempt the newest running requests, so walk a snapshot and skip those that left.
+void Scheduler::schedule_running(int64_t& budget, int64_t decoding) {
+    order_.clear();
+    for (const auto& request : running_) order_.push_back(request.get());
     const auto cost = decode_costs_.fit();
     decode_step_ = cost ? DecodeStep{cost->fixed_seconds, cost->per_token_seconds, decoding} : DecodeStep{};
     for (Request* request : order_) {
@@ -31,7 +52,10 @@ void Scheduler::schedule_running(int64_t& budget) {
             if (sequence->finished || budget <= 0) continue;
             choose_drafts(*request, *sequence, budget);
             const auto drafts = static_cast<int64_t>(sequence->drafts.size());
-            const int64_t count = std::min(sequence->pending(), budget) + drafts;
+            const bool prompt = sequence->pending() > 1;
+            const int64_t count = std::min({sequence->pending(), budget, prompt ? prompt_allowance_ : budget}) + drafts;
+            if (count <= 0) continue;  // a prompt chunk that must wait for the decodes (the stall bound)
+            if (prompt) prompt_allowance_ -= count;
             if (!make_room(*request, *sequence, sequence->computed + count)) break;
             budget -= count;
             plan_.chunks.push_back({request, sequence.get(), count, drafts});
@@ -72,7 +96,7 @@ bool Scheduler::admit(Request& request, int64_t& budget) {
         sequence->computed = kv_.adopt_cached_prefix(sequence->id, sequence->tokens);
         if (cached < 0) cached = sequence->computed;
         const bool fits = !crowded(*sequence) && (!request.imported_kv || place_imported_kv(request, *sequence));
-        const int64_t count = std::min(sequence->pending(), left);
+        const int64_t count = std::min({sequence->pending(), left, prompt_allowance_});
         if (!fits || count <= 0 || !kv_.ensure_capacity(sequence->id, sequence->computed + count, sequence->computed)) {
             plan_.chunks.resize(first_chunk);
             for (auto& s : request.sequences) {
@@ -82,6 +106,7 @@ bool Scheduler::admit(Request& request, int64_t& budget) {
             return false;
         }
         left -= count;
+        prompt_allowance_ -= count;
         plan_.chunks.push_back({&request, sequence.get(), count});
     }
     budget = left;
@@ -146,11 +171,14 @@ void Scheduler::choose_drafts(const Request& request, Sequence& sequence, int64_
 
 void Scheduler::observe_step(const StepPlan& plan, double seconds) {
     int64_t tokens = 0;
+    bool decode_only = true;
     for (const ScheduledChunk& chunk : plan.chunks) {
-        if (chunk.count - chunk.drafts != 1) return;  // a prompt chunk: not the decode cost
+        decode_only = decode_only && chunk.count - chunk.drafts == 1;
         tokens += chunk.count;
     }
-    if (tokens > 0) decode_costs_.observe(tokens, seconds);
+    if (tokens == 0) return;
+    step_costs_.observe(tokens, seconds);
+    if (decode_only) decode_costs_.observe(tokens, seconds);
 }
 
 // Against thrashing: while others run, admit only a request whose whole prompt fits and still leaves

@@ -31,7 +31,16 @@ struct SchedulerOptions {
     int64_t step_token_budget = 512;  // tokens per forward step, over all sequences
     int speculative_tokens = 0;       // drafts verified after a decoding sequence's token (its drafter's); 0: off
     int64_t context_length = 0;       // positions a sequence may reach (drafts never go past it); 0: unbounded
+    // While sequences decode, a step's prompt tokens are capped so that the step is predicted (by the fit of
+    // step time against tokens) to take at most this long: running decodes are not held behind a long prompt
+    // chunk. At least kMinimumPrefillChunk prompt tokens still go into each step. 0: off (only the budget caps);
+    // kAutoDecodeStall: twice the predicted time of the step without prompt tokens, whatever the load.
+    double max_decode_stall_seconds = 0;
 };
+
+inline constexpr double kAutoDecodeStall = -1;
+
+inline constexpr int64_t kMinimumPrefillChunk = 16;
 
 // Tokens [sequence->computed, sequence->computed + count) of one sequence, for this step's batch; past the
 // sequence's tokens, its drafts (count = 1 + drafts when a decoding sequence speculates).
@@ -89,9 +98,12 @@ public:
     // are worth verifying (speculative/draft_policy.h).
     void observe_step(const StepPlan& plan, double seconds);
     std::optional<StepCost> decode_step_cost() const { return decode_costs_.fit(); }
+    std::optional<StepCost> step_cost() const { return step_costs_.fit(); }
 
 private:
-    void schedule_running(int64_t& budget);
+    int64_t decoding_sequences() const;
+    int64_t prompt_tokens_within_stall(int64_t decoding) const;
+    void schedule_running(int64_t& budget, int64_t decoding);
     void admit_waiting(int64_t& budget);
     bool admit(Request& request, int64_t& budget);
     bool place_imported_kv(Request& request, Sequence& sequence);
@@ -105,9 +117,11 @@ private:
     std::list<std::unique_ptr<Request>> running_;  // in admission order
     std::deque<std::unique_ptr<Request>> waiting_;
     StepPlan plan_;
-    std::vector<Request*> order_;  // the running requests as a step began
-    StepCostModel decode_costs_;
-    DecodeStep decode_step_;  // this step's, for choose_drafts (speculative/draft_policy.h)
+    std::vector<Request*> order_;   // the running requests as a step began
+    StepCostModel decode_costs_;    // decode-only steps: what a draft position costs
+    StepCostModel step_costs_;      // every step: how many prompt tokens fit the stall bound
+    int64_t prompt_allowance_ = 0;  // this step's prompt tokens left under the stall bound
+    DecodeStep decode_step_;        // this step's, for choose_drafts (speculative/draft_policy.h)
 };
 
 }  // namespace tempered

@@ -82,9 +82,9 @@ Received drain(GenerationStream& stream, int n = 1) {
 class SchedulerTest : public ::testing::Test {
 protected:
     void make(int64_t blocks, int64_t budget = 512, int max_running = 64,
-              const KvCacheShape& shape = testing::tiny_kv_shape()) {
+              const KvCacheShape& shape = testing::tiny_kv_shape(), double max_decode_stall_seconds = 0) {
         pool_ = testing::tiny_pool(blocks, shape);
-        scheduler_.emplace(*pool_, SchedulerOptions{max_running, budget});
+        scheduler_.emplace(*pool_, SchedulerOptions{max_running, budget, 0, 0, max_decode_stall_seconds});
         postprocess_.emplace(tokenizer_, model_.config(), *pool_, &observer_, ids_);
     }
 
@@ -157,6 +157,48 @@ TEST_F(SchedulerTest, DecodeAndPrefillShareOneTokenBudget) {
     // The decoding request takes one token of the budget, the prompt gets the other fifteen.
     EXPECT_EQ(step().chunks, (std::vector<Chunk>{{a.request, 0, 4, 1}, {b.request, 0, 0, 15}}));
     EXPECT_EQ(step().chunks, (std::vector<Chunk>{{a.request, 0, 5, 1}, {b.request, 0, 15, 15}}));
+}
+
+// Steps of 1 to `largest` tokens that took fixed + per_token * tokens seconds, as the engine reports them.
+void teach_step_costs(Scheduler& scheduler, double fixed, double per_token, int64_t largest) {
+    for (int64_t tokens = 1; tokens <= largest; ++tokens) {
+        StepPlan plan;
+        plan.chunks.push_back({nullptr, nullptr, tokens, 0});
+        scheduler.observe_step(plan, fixed + per_token * static_cast<double>(tokens));
+    }
+}
+
+TEST_F(SchedulerTest, TheStallBoundCapsPromptTokensBesideDecodes) {
+    // 2 ms + 0.5 ms per token, and decodes may wait 20 ms: a step holds 36 tokens, so 35 of prompt beside one decode.
+    make(64, /*budget=*/64, 64, testing::tiny_kv_shape(), /*max_decode_stall_seconds=*/0.020);
+    teach_step_costs(*scheduler_, 0.002, 0.0005, 64);
+    auto a = submit(letters("abcd"), 10);
+    EXPECT_EQ(step().chunks, (std::vector<Chunk>{{a.request, 0, 0, 4}}));  // nothing decodes: the whole budget
+    auto b = submit(prompt_of(40, 'B'), 4);
+    EXPECT_EQ(step().chunks, (std::vector<Chunk>{{a.request, 0, 4, 1}, {b.request, 0, 0, 35}}));
+    EXPECT_EQ(step().chunks, (std::vector<Chunk>{{a.request, 0, 5, 1}, {b.request, 0, 35, 5}}));
+}
+
+TEST_F(SchedulerTest, TheAutomaticStallBoundIsTwiceTheDecodeStep) {
+    // 20 ms + 0.5 ms per token: one decode alone takes 20.5 ms, so a step may take 41 ms: 42 tokens, 41 of prompt.
+    make(64, /*budget=*/256, 64, testing::tiny_kv_shape(), kAutoDecodeStall);
+    teach_step_costs(*scheduler_, 0.020, 0.0005, 64);
+    auto a = submit(letters("abcd"), 10);
+    step();
+    auto b = submit(prompt_of(100, 'B'), 4);
+    EXPECT_EQ(step().chunks, (std::vector<Chunk>{{a.request, 0, 4, 1}, {b.request, 0, 0, 41}}));
+}
+
+TEST_F(SchedulerTest, TheStallBoundStillGivesPromptsAMinimumChunk) {
+    make(64, /*budget=*/64, 64, testing::tiny_kv_shape(), /*max_decode_stall_seconds=*/0.001);  // below one step
+    teach_step_costs(*scheduler_, 0.002, 0.0005, 64);
+    auto a = submit(letters("abcd"), 10);
+    step();
+    auto b = submit(prompt_of(40, 'B'), 4);
+    EXPECT_EQ(step().chunks, (std::vector<Chunk>{{a.request, 0, 4, 1}, {b.request, 0, 0, kMinimumPrefillChunk}}));
+    EXPECT_EQ(drain(*b.stream).events, 0);
+    run_to_completion();
+    EXPECT_EQ(drain(*b.stream).tokens[0], expected_greedy('B', 4));
 }
 
 TEST_F(SchedulerTest, ChunkedPrefillContinuesWhereTheLastChunkStopped) {
