@@ -94,7 +94,10 @@ def test_disconnected_clients_release_kv_blocks(default_server):
 @pytest.fixture(scope="module")
 def small_kv_server():
     # 64 requests of 160-token prompts in a 1024-token pool; with --max-batch-tokens 128 they prefill in chunks.
-    args = model_args() + ["--kv-cache-tokens", "1024", "--kv-cache-dtype", "bf16", "--max-batch-tokens", "128"]
+    # The stall bound off: with it, prompts go in small chunks beside the decodes, requests finish before the pool
+    # fills and nothing is preempted, while this server is here to exercise preemption and recompute.
+    args = model_args() + ["--kv-cache-tokens", "1024", "--kv-cache-dtype", "bf16", "--max-batch-tokens", "128",
+                           "--max-decode-stall-ms", "0"]
     with running_server(args, name="small-kv") as server:
         yield server
 
