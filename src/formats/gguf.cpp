@@ -15,6 +15,8 @@
 #include <limits>
 #include <utility>
 
+#include "formats/quoted_name.h"
+
 namespace tempered {
 namespace {
 
@@ -59,25 +61,6 @@ uint64_t min_value_bytes(GgufValueType type) {
 }
 
 bool is_known_value_type(uint32_t id) { return id <= static_cast<uint32_t>(GgufValueType::FLOAT64); }
-
-// A key or tensor name as it appears in an error message: quoted, control bytes escaped, and cut short
-// if a hostile file made it huge, so that the message stays one readable line.
-std::string quoted(std::string_view text) {
-    constexpr size_t kMaxShown = 96;
-    std::string out = "'";
-    for (unsigned char c : text.substr(0, kMaxShown)) {
-        if (c < 0x20 || c == 0x7f) {
-            char escaped[8];
-            std::snprintf(escaped, sizeof escaped, "\\x%02x", c);
-            out += escaped;
-        } else {
-            out += static_cast<char>(c);
-        }
-    }
-    out += "'";
-    if (text.size() > kMaxShown) out += " (" + std::to_string(text.size()) + " bytes, cut)";
-    return out;
-}
 
 struct ParsedTensor {
     GgufTensorInfo info;
@@ -206,9 +189,9 @@ private:
             if (key.empty()) return fail_at(key_offset, "metadata key #" + std::to_string(i) + " is empty");
             auto [existing, inserted] = key_offsets.emplace(key, key_offset);
             if (!inserted)
-                return fail("duplicate metadata key " + quoted(key) + " at byte " + std::to_string(key_offset) +
+                return fail("duplicate metadata key " + quoted_name(key) + " at byte " + std::to_string(key_offset) +
                             " (first at byte " + std::to_string(existing->second) + ")");
-            context_ = "metadata " + quoted(key);
+            context_ = "metadata " + quoted_name(key);
             uint32_t type_id = 0;
             const uint64_t type_offset = position_;
             if (!read(type_id, "value type")) return false;
@@ -329,10 +312,10 @@ private:
                 return fail_at(tensor.info_offset, "tensor info #" + std::to_string(i) + " has an empty name");
             auto [existing, inserted] = name_offsets.emplace(info.name, tensor.info_offset);
             if (!inserted)
-                return fail("duplicate tensor name " + quoted(info.name) + " at byte " +
+                return fail("duplicate tensor name " + quoted_name(info.name) + " at byte " +
                             std::to_string(tensor.info_offset) + " (first at byte " + std::to_string(existing->second) +
                             ")");
-            context_ = "tensor " + quoted(info.name);
+            context_ = "tensor " + quoted_name(info.name);
             if (!read_dims(info)) return false;
             uint32_t type_id = 0;
             const uint64_t type_offset = position_;
@@ -377,7 +360,7 @@ private:
     }
 
     bool fail_tensor(const ParsedTensor& tensor, const std::string& message) {
-        context_ = "tensor " + quoted(tensor.info.name);
+        context_ = "tensor " + quoted_name(tensor.info.name);
         return fail(message + " (tensor info at byte " + std::to_string(tensor.info_offset) + ")");
     }
 
@@ -421,7 +404,8 @@ private:
             if (tensor->info.size_bytes == 0) continue;
             if (previous && tensor->info.offset < previous->info.offset + previous->info.size_bytes)
                 return fail_tensor(*tensor, "data range " + range_text(out, tensor->info) + " overlaps tensor " +
-                                                quoted(previous->info.name) + " at " + range_text(out, previous->info));
+                                                quoted_name(previous->info.name) + " at " +
+                                                range_text(out, previous->info));
             previous = tensor;
         }
         return true;

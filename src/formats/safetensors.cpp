@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
+#include "formats/quoted_name.h"
+
 namespace tempered {
 namespace {
 
@@ -40,22 +42,6 @@ const DTypeEntry& entry_of(SafetensorsDType dtype) {
     return kDTypes[0];
 }
 
-// A name as it appears in an error: quoted, control bytes escaped, cut short if huge.
-std::string shown_name(std::string_view text) {
-    constexpr size_t kMaxShown = 96;
-    std::string out = "'";
-    for (unsigned char c : text.substr(0, kMaxShown)) {
-        if (c < 0x20 || c == 0x7f) {
-            char escaped[8];
-            std::snprintf(escaped, sizeof escaped, "\\x%02x", c);
-            out += escaped;
-        } else {
-            out += static_cast<char>(c);
-        }
-    }
-    return out + (text.size() > kMaxShown ? "'... (" + std::to_string(text.size()) + " bytes)" : "'");
-}
-
 // The deepest nesting of objects and arrays in JSON text, strings skipped; stops counting past `limit`.
 int nesting_depth(std::string_view text, int limit) {
     int depth = 0;
@@ -82,12 +68,12 @@ int nesting_depth(std::string_view text, int limit) {
 Result<std::vector<uint64_t>> read_unsigned_list(const json& value, std::string_view what, const std::string& name,
                                                  size_t max_items) {
     if (!value.is_array() || value.size() > max_items)
-        return Error{"safetensors: tensor " + shown_name(name) + ": \"" + std::string(what) +
+        return Error{"safetensors: tensor " + quoted_name(name) + ": \"" + std::string(what) +
                      "\" must be a list of at most " + std::to_string(max_items) + " non-negative integers"};
     std::vector<uint64_t> out;
     for (const json& item : value) {
         if (!item.is_number_unsigned())
-            return Error{"safetensors: tensor " + shown_name(name) + ": \"" + std::string(what) +
+            return Error{"safetensors: tensor " + quoted_name(name) + ": \"" + std::string(what) +
                          "\" holds something that is not a non-negative integer"};
         out.push_back(item.get<uint64_t>());
     }
@@ -102,12 +88,12 @@ struct Entry {
 };
 
 Result<Entry> read_entry(const std::string& name, const json& value, uint64_t buffer_bytes) {
-    const std::string where = "safetensors: tensor " + shown_name(name);
+    const std::string where = "safetensors: tensor " + quoted_name(name);
     if (!value.is_object()) return Error{where + ": its entry is not an object"};
     const auto dtype_field = value.find("dtype");
     if (dtype_field == value.end() || !dtype_field->is_string()) return Error{where + ": no \"dtype\" string"};
     const auto dtype = safetensors_dtype(dtype_field->get_ref<const std::string&>());
-    if (!dtype) return Error{where + ": unknown dtype " + shown_name(dtype_field->get_ref<const std::string&>())};
+    if (!dtype) return Error{where + ": unknown dtype " + quoted_name(dtype_field->get_ref<const std::string&>())};
     const auto shape_field = value.find("shape");
     const auto offsets_field = value.find("data_offsets");
     if (shape_field == value.end()) return Error{where + ": no \"shape\""};
@@ -134,7 +120,7 @@ Status read_text_metadata(const json& value, std::map<std::string, std::string>&
     if (!value.is_object()) return Error{"safetensors: \"__metadata__\" is not an object"};
     for (const auto& [key, text] : value.items()) {
         if (!text.is_string())
-            return Error{"safetensors: \"__metadata__\" value " + shown_name(key) + " is not a string"};
+            return Error{"safetensors: \"__metadata__\" value " + quoted_name(key) + " is not a string"};
         out.emplace(key, text.get<std::string>());
     }
     return Ok{};
@@ -149,7 +135,7 @@ Status check_tiling(std::vector<Entry>& entries, uint64_t buffer_bytes) {
     uint64_t expected = 0;
     for (const Entry& entry : entries) {
         if (entry.begin != expected)
-            return Error{"safetensors: tensor " + shown_name(entry.tensor.name) + " begins at byte " +
+            return Error{"safetensors: tensor " + quoted_name(entry.tensor.name) + " begins at byte " +
                          std::to_string(entry.begin) + " of the data buffer, expected " + std::to_string(expected) +
                          (entry.begin < expected ? " (it overlaps the tensor before)" : " (a gap before it)")};
         expected = entry.end;
