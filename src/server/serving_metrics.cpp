@@ -117,7 +117,12 @@ ServingMetrics::ServingMetrics(std::string model_name, std::string kv_cache_dtyp
       spec_draft_tokens_(
           registry_.counter("vllm:spec_decode_num_draft_tokens_total", "Draft tokens verified.", {"model_name"})),
       spec_accepted_tokens_(registry_.counter("vllm:spec_decode_num_accepted_tokens_total",
-                                              "Draft tokens accepted (each saves a forward step).", {"model_name"})) {
+                                              "Draft tokens accepted (each saves a forward step).", {"model_name"})),
+      spec_accepted_per_position_(
+          registry_.counter("vllm:spec_decode_num_accepted_tokens_per_pos_total",
+                            "Draft tokens accepted at each position of a proposal (0: the first draft); divided by "
+                            "vllm:spec_decode_num_drafts_total, the acceptance rate of each position.",
+                            {"model_name", "position"})) {
     kv_dtype_info_.with({kv_cache_dtype_}).set(1);
     rejected_.get();
     aborted_.get();
@@ -190,6 +195,8 @@ void ServingMetrics::on_speculation(int64_t drafts, int64_t accepted) {
     spec_drafts_.with({model_name_}).inc();
     spec_draft_tokens_.with({model_name_}).inc(static_cast<double>(drafts));
     spec_accepted_tokens_.with({model_name_}).inc(static_cast<double>(accepted));
+    for (int64_t position = 0; position < accepted; ++position)  // a draft is kept only after every earlier one
+        spec_accepted_per_position_.with({model_name_, std::to_string(position)}).inc();
 }
 
 void ServingMetrics::on_expert_traffic(int64_t expert_weight_bytes) {

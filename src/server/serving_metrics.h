@@ -105,6 +105,7 @@ private:
     metrics::CounterFamily& spec_drafts_;
     metrics::CounterFamily& spec_draft_tokens_;
     metrics::CounterFamily& spec_accepted_tokens_;
+    metrics::CounterFamily& spec_accepted_per_position_;
 };
 
 }  // namespace tempered

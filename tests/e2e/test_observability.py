@@ -392,7 +392,9 @@ def test_dashboard_names_only_exported_metrics(server, dashboard):
                  "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc", "vllm:prefix_cache_hits_total",
                  "vllm:prefix_cache_queries_total", "tempered:sampling_param_source_total",
                  "tempered:requests_failed_total", "tempered:requests_rejected_total",
-                 "tempered:requests_aborted_total"]:
+                 "tempered:requests_aborted_total", "vllm:spec_decode_num_drafts_total",
+                 "vllm:spec_decode_num_draft_tokens_total", "vllm:spec_decode_num_accepted_tokens_total",
+                 "vllm:spec_decode_num_accepted_tokens_per_pos_total"]:
         assert name in used, f"the dashboard does not query {name}"
     sampling = [expr for _, expr in queries if "tempered:sampling_param_source_total" in expr]
     assert any(re.search(r"by\s*\(\s*param\s*,\s*source\s*\)", expr) for expr in sampling), sampling
