@@ -42,18 +42,27 @@ void ReasoningPhase::force_end(ForcedEnd reason) {
     forced_position_ = 0;
 }
 
+std::optional<ForcedEnd> ReasoningPhase::forced_end_due(int64_t generated, int64_t max_tokens) const {
+    if (!in_reasoning() || forcing()) return std::nullopt;
+    if (options_.budget && drawn_ >= *options_.budget) return ForcedEnd::Budget;
+    if (max_tokens - generated <= static_cast<int64_t>(forced_end_.size()) + kMinContentTokens)
+        return ForcedEnd::MaxTokens;
+    return std::nullopt;
+}
+
 std::optional<int32_t> ReasoningPhase::forced_token(int64_t generated, int64_t max_tokens) {
     if (!forcing()) {
-        if (!in_reasoning()) return std::nullopt;
-        const auto room = max_tokens - generated;
-        if (options_.budget && drawn_ >= *options_.budget)
-            force_end(ForcedEnd::Budget);
-        else if (room <= static_cast<int64_t>(forced_end_.size()) + kMinContentTokens)
-            force_end(ForcedEnd::MaxTokens);
-        else
-            return std::nullopt;
+        const std::optional<ForcedEnd> due = forced_end_due(generated, max_tokens);
+        if (!due) return std::nullopt;
+        force_end(*due);
     }
     return forced_end_[forced_position_];
+}
+
+std::span<const int32_t> ReasoningPhase::forced_tokens_ahead(int64_t generated, int64_t max_tokens) const {
+    if (forcing()) return std::span<const int32_t>(forced_end_).subspan(forced_position_);
+    if (forced_end_due(generated, max_tokens)) return forced_end_;
+    return {};
 }
 
 bool ReasoningPhase::masks_end_of_generation() const { return in_reasoning() || (reasoned_ && content_drawn_ == 0); }

@@ -29,6 +29,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -73,6 +74,9 @@ public:
     // Before drawing the next token: the token to append instead, if the forced end is due. `generated`
     // tokens so far, `max_tokens` the request's limit.
     std::optional<int32_t> forced_token(int64_t generated, int64_t max_tokens);
+    // The tokens the next draws will append without drawing, in order: the rest of the forced end while it is
+    // being appended, all of it when it is due at the next draw; none otherwise. Certain drafts (speculation).
+    std::span<const int32_t> forced_tokens_ahead(int64_t generated, int64_t max_tokens) const;
     // End-of-generation tokens must be masked for the next draw (inside reasoning, or first content token).
     bool masks_end_of_generation() const;
     // The grammar applies to the next draw only once reasoning and its forced end are over.
@@ -91,6 +95,8 @@ public:
 
 private:
     bool forcing() const { return forced_reason_.has_value() && forced_position_ < forced_end_.size(); }
+    // Why the forced end must begin at the next draw (by the budget or max_tokens), if it must.
+    std::optional<ForcedEnd> forced_end_due(int64_t generated, int64_t max_tokens) const;
 
     ReasoningOptions options_;
     reasoning::ReasoningSplitter splitter_;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "speculative/grammar_drafts.h"
+
 namespace tempered {
 
 void Scheduler::add(std::unique_ptr<Request> request) { waiting_.push_back(std::move(request)); }
@@ -150,9 +152,10 @@ bool Scheduler::place_imported_kv(Request& request, Sequence& sequence) {
     return true;
 }
 
-// A decoding sequence's drafts for this step: its drafter's proposal, cut to what the budget leaves after
-// its token, to its max_tokens, to the context, and to those worth verifying at this step's batch and the
-// sequence's acceptance (draft_policy.h). None while it prefills or without a drafter.
+// A decoding sequence's drafts for this step: the rest of its reasoning's forced end when that is due (certain
+// drafts), else its drafter's proposal cut before the first its grammar refuses (grammar_drafts.h); cut to what
+// the budget leaves after its token, to its max_tokens, to the context, and to those worth verifying at this
+// step's batch and the sequence's acceptance (draft_policy.h). None while it prefills or without a drafter.
 void Scheduler::choose_drafts(const Request& request, Sequence& sequence, int64_t budget) const {
     sequence.drafts.clear();
     if (!sequence.drafter || sequence.pending() != 1 || options_.speculative_tokens <= 0) return;
@@ -160,12 +163,25 @@ void Scheduler::choose_drafts(const Request& request, Sequence& sequence, int64_
     room = std::min(room, request.options.max_tokens - sequence.generated() - 1);
     if (options_.context_length > 0)
         room = std::min(room, options_.context_length - static_cast<int64_t>(sequence.tokens.size()) - 1);
-    if (room > 0) {
+    if (room <= 0) {
+        sequence.acceptance.idle();
+        return;
+    }
+    const std::span<const int32_t> forced =
+        sequence.reasoning ? sequence.reasoning->forced_tokens_ahead(sequence.generated(), request.options.max_tokens)
+                           : std::span<const int32_t>{};
+    if (!forced.empty()) {  // the reasoning's forced end: drafts that are always accepted
+        sequence.drafts.assign(forced.begin(), forced.end());
+        room = std::min(room, drafts_worth_verifying(1.0, decode_step_, static_cast<int64_t>(forced.size())));
+    } else {
         sequence.drafts = sequence.drafter->propose();
+        const bool grammar_applies = !sequence.reasoning || sequence.reasoning->grammar_applies();
+        if (sequence.constraint && grammar_applies)
+            sequence.drafts.resize(drafts_the_grammar_allows(*sequence.constraint, sequence.drafts));
         room = std::min(room, drafts_worth_verifying(sequence.acceptance.rate(), decode_step_,
                                                      static_cast<int64_t>(sequence.drafts.size())));
-        if (static_cast<int64_t>(sequence.drafts.size()) > room) sequence.drafts.resize(static_cast<size_t>(room));
     }
+    if (static_cast<int64_t>(sequence.drafts.size()) > room) sequence.drafts.resize(static_cast<size_t>(room));
     if (sequence.drafts.empty()) sequence.acceptance.idle();
 }
 

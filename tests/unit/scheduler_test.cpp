@@ -10,9 +10,13 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "engine/postprocess.h"
 #include "engine/scheduler.h"
 #include "engine_test_support.h"
+#include "grammar/json_schema.h"
+#include "server/structured_output.h"
 
 namespace tempered {
 namespace {
@@ -82,9 +86,11 @@ Received drain(GenerationStream& stream, int n = 1) {
 class SchedulerTest : public ::testing::Test {
 protected:
     void make(int64_t blocks, int64_t budget = 512, int max_running = 64,
-              const KvCacheShape& shape = testing::tiny_kv_shape(), double max_decode_stall_seconds = 0) {
+              const KvCacheShape& shape = testing::tiny_kv_shape(), double max_decode_stall_seconds = 0,
+              int speculative_tokens = 0) {
         pool_ = testing::tiny_pool(blocks, shape);
-        scheduler_.emplace(*pool_, SchedulerOptions{max_running, budget, 0, 0, max_decode_stall_seconds});
+        scheduler_.emplace(*pool_,
+                           SchedulerOptions{max_running, budget, speculative_tokens, 0, max_decode_stall_seconds});
         postprocess_.emplace(tokenizer_, model_.config(), *pool_, &observer_, ids_);
     }
 
@@ -199,6 +205,39 @@ TEST_F(SchedulerTest, TheStallBoundStillGivesPromptsAMinimumChunk) {
     EXPECT_EQ(drain(*b.stream).events, 0);
     run_to_completion();
     EXPECT_EQ(drain(*b.stream).tokens[0], expected_greedy('B', 4));
+}
+
+// A speculating sequence under a JSON schema whose "name" holds at most 5 characters, its grammar already past
+// `{"name": "ab`: the prompt makes prompt lookup propose "defg" after the drawn "c", and the grammar takes only
+// "d" and "e" before the closing quote, so the step verifies those two (the first draw and both drafts the fake
+// model's own), then the quote is drawn where the model wanted "f".
+std::shared_ptr<const grammar::Constraint> short_name_schema(const Tokenizer& tokenizer) {
+    auto grammar = grammar::compile_json_schema(nlohmann::ordered_json::parse(
+        R"({"type":"object","properties":{"name":{"type":"string","maxLength":5}},"required":["name"]})"));
+    auto vocabulary =
+        std::make_shared<const grammar::GrammarVocabulary>(grammar_vocabulary(tokenizer, tokenizer.vocab_size()));
+    return std::make_shared<const grammar::Constraint>(std::move(grammar).value(), vocabulary);
+}
+
+TEST_F(SchedulerTest, DraftsTheGrammarRefusesAreNotVerified) {
+    for (const bool constrained : {false, true}) {
+        make(64, 512, 64, testing::tiny_kv_shape(), 0, /*speculative_tokens=*/4);
+        auto a = submit(letters(R"(x"abcdefgh" "ab)"), 8);
+        Sequence& sequence = *a.request->sequences.front();
+        if (constrained) {
+            sequence.constraint.emplace(short_name_schema(tokenizer_));
+            for (int32_t token : letters(R"({"name": "ab)")) ASSERT_TRUE(sequence.constraint->accept(token));
+        }
+        sequence.drafter.emplace(NgramOptions{.max_drafts = 4});
+        sequence.drafter->append(sequence.tokens);
+        EXPECT_EQ(step().chunks, (std::vector<Chunk>{{a.request, 0, 0, 15}}));
+        EXPECT_EQ(step().chunks, (std::vector<Chunk>{{a.request, 0, 15, constrained ? 3 : 5}})) << constrained;
+        run_to_completion();
+        const auto tokens = drain(*a.stream).tokens[0];
+        if (constrained) {
+            EXPECT_EQ(std::string(tokens.begin(), tokens.begin() + 4), R"(cde")");
+        }
+    }
 }
 
 TEST_F(SchedulerTest, ChunkedPrefillContinuesWhereTheLastChunkStopped) {
