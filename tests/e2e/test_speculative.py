@@ -3,10 +3,13 @@ the same requests to a server with it off and one with it on give identical answ
 or seeded, with logprobs, stop strings, a JSON schema and n > 1 (which does not speculate); the vLLM
 spec-decode counters show drafts were verified and accepted."""
 import json
+import subprocess
+import sys
 
 import pytest
 
-from helpers import running_server
+from helpers import REPO, model_path, running_server, tempered_bin
+from test_reasoning import tiny_model
 
 MODEL = "smollm2-135m-instruct"
 CODE = ("def add(a, b):\n    return a + b\n\ndef subtract(a, b):\n    return a - b\n\n"
@@ -51,7 +54,7 @@ def answers(server, stream=False):
 
 @pytest.fixture(scope="module")
 def servers():
-    with running_server(["--model", MODEL], name="speculation-off") as off, \
+    with running_server(["--model", MODEL, "--speculative", "off"], name="speculation-off") as off, \
             running_server(["--model", MODEL, "--speculative", "ngram", "--speculative-tokens", "4"],
                            name="speculation-on") as on:
         yield off, on
@@ -92,3 +95,20 @@ def test_a_request_opts_out(servers):
     assert opted_out.json()["choices"][0]["message"] == speculated.json()["choices"][0]["message"]
     bad = client.post("/v1/chat/completions", json=dict(body, speculative_decoding="no"))
     assert bad.status_code == 400 and bad.json()["error"]["param"] == "speculative_decoding"
+
+
+def test_the_identity_bench_bounded():
+    """bench/speculative_identity.py, a bounded part (the recorded runs: bench/results/speculative-identity-*): one
+    request of each kind on SmolLM2 with the resampling guard pair, 300 sampled draws with their chi-square, and
+    on the tiny R1 model the reasoning kind with a thinking budget. Exit 0: every answer the same, p > 0.01,
+    drafts rejected during the draws, seeded draws repeated."""
+    script = REPO / "bench" / "speculative_identity.py"
+    tiny_r1 = tiny_model("tiny-r1-qwen2.gguf")[1]
+    runs = [["--model", str(model_path()), "--per-kind", "1", "--max-tokens", "32", "--guard-resample",
+             "--draws", "300", "--repeats", "20"],
+            ["--model", tiny_r1, "--per-kind", "2", "--max-tokens", "32", "--reasoning"]]
+    for args in runs:
+        result = subprocess.run([sys.executable, str(script), "--tempered", str(tempered_bin()), *args],
+                                capture_output=True, text=True, timeout=600)
+        assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+        assert "speculation changed nothing" in result.stdout
