@@ -7,8 +7,10 @@ requests, one at a time:
                 /v1/completions (token ids), tool calls (auto, and required: grammar-constrained), json_schema,
                 n=2, answers that loop (the degeneration guard's report compared too); with
                 --reasoning (a model with a <think> template, e.g. the tiny R1 fixture) chat with reasoning and a
-                thinking budget that forces </think>. Compared: text, token ids or the logprobs' tokens and
-                values (exactly), finish reasons, tool calls, reasoning, the guard's report.
+                thinking budget that forces </think>; with --completions-only (a base model without a chat
+                template) the chat requests as plain prompts, a tool's parameters as a json_schema. Compared:
+                text, token ids or the logprobs' tokens and values (exactly), finish reasons, tool calls,
+                reasoning, the guard's report.
   guard         with --guard-resample, a second pair under `--degeneration-guard resample` (seeded, so the
                 fallback sampling repeats): the sampler switches in the middle of a verified run of drafts.
   distribution  --draws N seeded samples (temperature 1 with top_p and penalties) of tokens 2-4 after a
@@ -99,6 +101,23 @@ def identity_requests(per_kind, max_tokens, reasoning):
             budget = {} if i % 2 == 0 else {"thinking_token_budget": 4 + i}
             out.append(("reasoning", *chat([{"role": "user", "content": q}], **greedy, **budget)))
     return out
+
+
+def as_completion(kind, path, body):
+    """A chat request for a model without a chat template (a base model): the messages as a plain prompt, a
+    tool's parameters as a json_schema response format (a call's arguments, constrained alike)."""
+    if path != "/v1/chat/completions":
+        return kind, path, body
+    body = dict(body)
+    prompt = "".join(f"{m['role'].capitalize()}: {m['content']}\n" for m in body.pop("messages")) + "Assistant:"
+    tools = body.pop("tools", None)
+    body.pop("tool_choice", None)
+    if tools:
+        function = tools[0]["function"]
+        body["response_format"] = {"type": "json_schema",
+                                   "json_schema": {"name": function["name"], "schema": function["parameters"]}}
+    body.pop("top_logprobs", None)
+    return kind, "/v1/completions", {**body, "prompt": prompt, "logprobs": 2, "return_token_ids": True}
 
 
 def answer_of(path, response):
@@ -241,6 +260,8 @@ def main():
     parser.add_argument("--max-tokens", type=int, default=96)
     parser.add_argument("--reasoning", action="store_true", help="the model has a <think> template")
     parser.add_argument("--guard-resample", action="store_true")
+    parser.add_argument("--completions-only", action="store_true",
+                        help="a model without a chat template: chat requests go to /v1/completions as plain prompts")
     parser.add_argument("--draws", type=int, default=0)
     parser.add_argument("--repeats", type=int, default=200)
     parser.add_argument("--server-args", default="")
@@ -255,8 +276,10 @@ def main():
     try:
         ports = {name: port for name, (_, port) in pair.items()}
         started = time.time()
-        rows, differing, counters = run_identity(ports, identity_requests(args.per_kind, args.max_tokens,
-                                                                           args.reasoning))
+        requests = identity_requests(args.per_kind, args.max_tokens, args.reasoning)
+        if args.completions_only:
+            requests = [as_completion(*request) for request in requests]
+        rows, differing, counters = run_identity(ports, requests)
         result["identity"] = {"requests": len(rows), "differing": differing, "seconds": time.time() - started,
                               "by_kind": dict(Counter(r["kind"] for r in rows)), "speculation": counters,
                               "rows": rows}
@@ -275,6 +298,8 @@ def main():
             ports = {name: port for name, (_, port) in pair.items()}
             seeded = [(kind, path, {**body, "seed": 7}) for kind, path, body in
                       identity_requests(args.per_kind, args.max_tokens, False) if kind in ("loop", "open_chat")]
+            if args.completions_only:
+                seeded = [as_completion(*request) for request in seeded]
             rows, differing, counters = run_identity(ports, seeded)
             result["guard_resample"] = {"requests": len(rows), "differing": differing, "speculation": counters,
                                         "rows": rows}
