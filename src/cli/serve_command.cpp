@@ -69,7 +69,7 @@ struct ServeOptions {
     int max_running = 64;
     int max_queued = 256;
     int64_t max_batch_tokens = 512;
-    std::string speculative = "ngram";  // ngram | off (speculative/ngram_drafter.h; bench/results/speculative-*)
+    std::string speculative = "off";  // off | ngram (speculative/ngram_drafter.h)
     int speculative_tokens = 4;
     // auto: twice the step the decodes alone take (bench/results/decode-stall-2026-12-07.md); milliseconds; 0: off
     std::string max_decode_stall_ms = "auto";
@@ -605,9 +605,9 @@ void add_serve_command(CLI::App& app, int& exit_code) {
         ->capture_default_str();
     command
         ->add_option("--speculative", options->speculative,
-                     "speculative decoding: ngram (drafts looked up in the request's own tokens, verified in the "
-                     "same step, as many as pay at the step's batch; output identical to off), or off")
-        ->check(CLI::IsMember({"ngram", "off"}))
+                     "speculative decoding: off, or ngram (drafts looked up in the request's own tokens, verified "
+                     "in the same step; output identical to off)")
+        ->check(CLI::IsMember({"off", "ngram"}))
         ->capture_default_str();
     command->add_option("--speculative-tokens", options->speculative_tokens, "drafts verified per step at most")
         ->check(CLI::Range(1, 64))
