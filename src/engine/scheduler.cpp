@@ -29,9 +29,14 @@ int64_t Scheduler::decoding_sequences() const {
 // fit says fit in the bound (auto: twice the step the decodes alone would take), at least kMinimumPrefillChunk;
 // the whole budget when nothing decodes, the bound is off or no fit exists yet.
 int64_t Scheduler::prompt_tokens_within_stall(int64_t decoding) const {
-    const auto cost = step_costs_.fit();
+    auto cost = step_costs_.fit();
     if (options_.max_decode_stall_seconds == 0 || decoding == 0 || !cost || cost->per_token_seconds <= 0)
         return options_.step_token_budget;
+    // Every step reads the weights once, so its fixed part is at least that of the steps that only decode. Under
+    // load the all-steps line can put it near 0 (steps full of drafts, compute-bound, look proportional to their
+    // size), which would shrink the automatic bound to the decodes' own tokens and starve prompts.
+    if (const auto decode_cost = decode_costs_.fit())
+        cost->fixed_seconds = std::max(cost->fixed_seconds, decode_cost->fixed_seconds);
     const double decode_step = cost->fixed_seconds + cost->per_token_seconds * static_cast<double>(decoding);
     const double bound =
         options_.max_decode_stall_seconds == kAutoDecodeStall ? 2 * decode_step : options_.max_decode_stall_seconds;

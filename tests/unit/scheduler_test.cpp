@@ -195,6 +195,35 @@ TEST_F(SchedulerTest, TheAutomaticStallBoundIsTwiceTheDecodeStep) {
     EXPECT_EQ(step().chunks, (std::vector<Chunk>{{a.request, 0, 4, 1}, {b.request, 0, 0, 41}}));
 }
 
+TEST_F(SchedulerTest, TheAutomaticBoundKeepsTheFixedPartOfDecodeOnlySteps) {
+    // Decode-only steps of 1-4 positions at 20 ms + 0.5 ms each, then many larger steps that look proportional
+    // to their size (as compute-bound steps full of drafts do): the all-steps line puts its fixed part near 0, but
+    // a step still reads the weights once, so the bound starts from the decode-only steps' 20 ms.
+    make(64, /*budget=*/256, 64, testing::tiny_kv_shape(), kAutoDecodeStall);
+    for (int64_t decodes = 1; decodes <= 4; ++decodes) {
+        StepPlan plan;
+        for (int64_t i = 0; i < decodes; ++i) plan.chunks.push_back({nullptr, nullptr, 1, 0});
+        scheduler_->observe_step(plan, 0.020 + 0.0005 * static_cast<double>(decodes));
+    }
+    for (int64_t tokens = 2; tokens <= 200; ++tokens) {
+        StepPlan plan;
+        plan.chunks.push_back({nullptr, nullptr, tokens, 0});
+        scheduler_->observe_step(plan, 0.0005 * static_cast<double>(tokens));
+    }
+    const auto all_steps = scheduler_->step_cost();
+    const auto decode_only = scheduler_->decode_step_cost();
+    ASSERT_TRUE(all_steps && decode_only);
+    EXPECT_LT(all_steps->fixed_seconds, 0.002);
+    EXPECT_NEAR(decode_only->fixed_seconds, 0.020, 1e-9);
+    // One decode: 2 * (20 ms + p) bounds the step, so 20 ms / p + 1 prompt tokens fit beside it.
+    const auto expected = static_cast<int64_t>(0.020 / all_steps->per_token_seconds + 1.0);
+    EXPECT_GT(expected, static_cast<int64_t>(all_steps->fixed_seconds / all_steps->per_token_seconds + 1.0) + 5);
+    auto a = submit(letters("abcd"), 10);
+    step();
+    auto b = submit(prompt_of(100, 'B'), 4);
+    EXPECT_EQ(step().chunks, (std::vector<Chunk>{{a.request, 0, 4, 1}, {b.request, 0, 0, expected}}));
+}
+
 TEST_F(SchedulerTest, TheStallBoundStillGivesPromptsAMinimumChunk) {
     make(64, /*budget=*/64, 64, testing::tiny_kv_shape(), /*max_decode_stall_seconds=*/0.001);  // below one step
     teach_step_costs(*scheduler_, 0.002, 0.0005, 64);
