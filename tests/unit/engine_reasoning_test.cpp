@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <memory>
-#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -96,32 +95,10 @@ TEST_F(EngineReasoning, ABudgetForcesTheEndAfterExactlyThatManyTokensAndContentF
     EXPECT_EQ(answer.logprobs, 10u) << "forced tokens carry the model's logprob too";
 }
 
-// What speculation verified, step by step: (drafts, accepted).
-class SpeculationLog final : public EngineObserver {
-public:
-    void on_prefix_lookup(int64_t, int64_t) override {}
-    void on_first_token(double) override {}
-    void on_inter_token(double) override {}
-    void on_preemption() override {}
-    void on_request_finished(RequestOutcome, const GenerationUsage&, const RequestTimings&) override {}
-    void on_speculation(int64_t drafts, int64_t accepted) override {
-        std::lock_guard lock(mutex_);
-        steps_.emplace_back(drafts, accepted);
-    }
-    std::vector<std::pair<int64_t, int64_t>> steps() const {
-        std::lock_guard lock(mutex_);
-        return steps_;
-    }
-
-private:
-    mutable std::mutex mutex_;
-    std::vector<std::pair<int64_t, int64_t>> steps_;
-};
-
 // With speculation on, the forced end ("\n</think>\n") is known before it is appended: it is verified as three
 // drafts in the step after the budget's last token, all accepted, and the answer is the one above.
 TEST_F(EngineReasoning, WithSpeculationTheForcedEndIsVerifiedAsDraftsAllAccepted) {
-    SpeculationLog log;
+    testing::CountingObserver log;
     EngineOptions options;
     options.speculative_tokens = 4;
     std::vector<int32_t> tokens;
@@ -132,7 +109,7 @@ TEST_F(EngineReasoning, WithSpeculationTheForcedEndIsVerifiedAsDraftsAllAccepted
         tokens = collect_answer(*engine.submit(thinking_request(10, 3)).stream).tokens;
     }
     EXPECT_EQ(tokens, (std::vector<int32_t>{'a', 'b', 'c', '\n', kThinkEnd, '\n', 'a', 'b', 'c', 'd'}));
-    const auto steps = log.steps();
+    const auto steps = log.speculation_steps();
     ASSERT_FALSE(steps.empty());
     EXPECT_EQ(steps.front(), (std::pair<int64_t, int64_t>{3, 3}));  // "abc" has no earlier n-gram to draft from
 }

@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "engine/engine_observer.h"
@@ -152,12 +153,18 @@ public:
         std::lock_guard lock(mutex_);
         outcomes_.push_back(outcome);
     }
+    void on_speculation(int64_t drafts, int64_t accepted) override {
+        std::lock_guard lock(mutex_);
+        speculation_steps_.emplace_back(drafts, accepted);
+    }
 
     int64_t prefix_lookups() const { return locked(prefix_lookups_); }
     int64_t looked_up_tokens() const { return locked(looked_up_tokens_); }
     int64_t cached_tokens() const { return locked(cached_tokens_); }
     int64_t preemptions() const { return locked(preemptions_); }
     std::vector<RequestOutcome> outcomes() const { return locked(outcomes_); }
+    // (drafts, accepted) of each verifying step, in order.
+    std::vector<std::pair<int64_t, int64_t>> speculation_steps() const { return locked(speculation_steps_); }
 
 private:
     template <typename T>
@@ -171,6 +178,7 @@ private:
     int64_t cached_tokens_ = 0;
     int64_t preemptions_ = 0;
     std::vector<RequestOutcome> outcomes_;
+    std::vector<std::pair<int64_t, int64_t>> speculation_steps_;
 };
 
 // What a request produced, per choice, with its final usage or error.

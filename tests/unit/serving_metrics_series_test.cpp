@@ -1,3 +1,6 @@
+// Series ServingMetrics derives from the engine's reports, read back from its rendered text.
+// The MoE traffic series: each forward step the engine reports adds its expert bytes and one step, so
+// bytes / steps is the mean expert traffic per step a dashboard shows.
 // The speculative decoding series under vLLM's names: a proposal of k drafts of which a are accepted adds one
 // proposal, k draft tokens and a accepted ones, and one accepted token at each position 0..a-1 (a draft counts
 // only when every earlier one was kept), so accepted-at-position / proposals is each position's rate.
@@ -9,13 +12,21 @@
 
 namespace tempered {
 namespace {
-namespace serving_metrics_speculation_test {
+namespace serving_metrics_series_test {
 
 double series_value(const ServingMetrics& metrics, const std::string& series) {
     const std::string text = metrics.render();
     const size_t at = text.find("\n" + series + " ");
     if (at == std::string::npos) return -1;
     return std::stod(text.substr(at + series.size() + 2));
+}
+
+TEST(ServingMetricsExpertTraffic, SumsBytesAndCountsSteps) {
+    ServingMetrics metrics("ds2", "f16");
+    metrics.on_expert_traffic(3'000'000);
+    metrics.on_expert_traffic(5'000'000);
+    EXPECT_EQ(series_value(metrics, "tempered:moe_expert_weight_bytes_total{model_name=\"ds2\"}"), 8e6);
+    EXPECT_EQ(series_value(metrics, "tempered:moe_steps_total{model_name=\"ds2\"}"), 2);
 }
 
 std::string per_position(int position) {
@@ -37,6 +48,6 @@ TEST(ServingMetricsSpeculation, CountsProposalsTokensAndAcceptancePerPosition) {
     EXPECT_EQ(series_value(metrics, per_position(3)), -1);  // no proposal kept a fourth draft
 }
 
-}  // namespace serving_metrics_speculation_test
+}  // namespace serving_metrics_series_test
 }  // namespace
 }  // namespace tempered
