@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Speculation changes nothing but speed: greedy answers token for token, the sampled distribution, seeded repeats.
 
-Two servers on one model, `--speculative off` and `--speculative ngram` (same flags otherwise), get the same
-requests, one at a time:
+Two servers on one model, `--speculative off` and `--speculative ngram` (or with --draft-model M, `--speculative
+draft --draft-model M`; same flags otherwise), get the same requests, one at a time:
   identity      greedy requests of every kind (--per-kind each): copy-heavy chat (code edits), open chat,
                 /v1/completions (token ids), tool calls (auto, and required: grammar-constrained), json_schema,
                 n=2, answers that loop (the degeneration guard's report compared too); with
@@ -15,13 +15,14 @@ requests, one at a time:
                 fallback sampling repeats): the sampler switches in the middle of a verified run of drafts.
   distribution  --draws N seeded samples (temperature 1 with top_p and penalties) of tokens 2-4 after a
                 copy-heavy prompt from each server, compared by a chi-square test of homogeneity (categories
-                below 5 expected pooled); the ngram server's counters must show drafts verified and rejected
+                below 5 expected pooled); the speculating server's counters must show drafts verified and rejected
                 during the draws (seeds 0..N-1 off, N..2N-1 on: independent samples). Then seeds 0..R-1
-                (--repeats) twice on the ngram server: identical, and (reported) against the off server's.
+                (--repeats) twice on the speculating server: identical, and (reported) against the off server's.
 Exits 1 when any answer differs, the p-value is at or below 0.01, or no draft was rejected; writes --out JSON.
 
 Usage: bench/speculative_identity.py --model GGUF [--tempered build/tempered] [--per-kind 8] [--max-tokens 96]
-       [--reasoning] [--guard-resample] [--draws 2000] [--repeats 200] [--server-args "..."] [--out FILE.json]
+       [--reasoning] [--guard-resample] [--draws 2000] [--repeats 200] [--server-args "..."] [--draft-model M]
+       [--out FILE.json]
 """
 import argparse
 import http.client
@@ -140,19 +141,19 @@ def spec_counters(port):
 
 
 def run_identity(servers, requests):
-    """(rows, answers that differ, the ngram server's spec-decode counters over the run)."""
-    before = spec_counters(servers["ngram"])
+    """(rows, answers that differ, the speculating server's spec-decode counters over the run)."""
+    before = spec_counters(servers["on"])
     rows, differing = [], 0
     for i, (kind, path, body) in enumerate(requests):
         answers = {name: answer_of(path, post(port, path, body)) for name, port in
                    (servers.items() if i % 2 == 0 else reversed(servers.items()))}
-        same = answers["off"] == answers["ngram"]
+        same = answers["off"] == answers["on"]
         differing += not same
         rows.append({"kind": kind, "same": same, "tokens": answers["off"]["completion_tokens"],
                      **({} if same else {"request": body, "answers": answers})})
         print(f"{kind:12} {i:3d} {answers['off']['completion_tokens']:4d} tokens",
               "same" if same else "DIFFERENT", flush=True)
-    after = spec_counters(servers["ngram"])
+    after = spec_counters(servers["on"])
     counters = {key: after[key] - before[key] for key in after}
     print("speculation during these requests:", counters, flush=True)
     return rows, differing, counters
@@ -220,17 +221,17 @@ def draw(port, seed):
 
 
 def run_distribution(servers, draws, repeats):
-    before = {key: metric(servers["ngram"], f"vllm:spec_decode_num_{key}_tokens_total")
+    before = {key: metric(servers["on"], f"vllm:spec_decode_num_{key}_tokens_total")
               for key in ("draft", "accepted")}
     # Seeds 0..N-1 off and N..2N-1 on: independent samples, so the test compares the distributions.
     samples = {name: [draw(port, offset + seed) for seed in range(draws)]
                for offset, (name, port) in zip((0, draws), servers.items())}
-    drafted = metric(servers["ngram"], "vllm:spec_decode_num_draft_tokens_total") - before["draft"]
-    accepted = metric(servers["ngram"], "vllm:spec_decode_num_accepted_tokens_total") - before["accepted"]
-    statistic, dof, p = homogeneity(Counter(samples["off"]), Counter(samples["ngram"]))
-    seeded = [draw(servers["ngram"], seed) for seed in range(repeats)]
-    again = [draw(servers["ngram"], seed) for seed in range(repeats)]
-    result = {"draws": draws, "categories": len(set(samples["off"]) | set(samples["ngram"])),
+    drafted = metric(servers["on"], "vllm:spec_decode_num_draft_tokens_total") - before["draft"]
+    accepted = metric(servers["on"], "vllm:spec_decode_num_accepted_tokens_total") - before["accepted"]
+    statistic, dof, p = homogeneity(Counter(samples["off"]), Counter(samples["on"]))
+    seeded = [draw(servers["on"], seed) for seed in range(repeats)]
+    again = [draw(servers["on"], seed) for seed in range(repeats)]
+    result = {"draws": draws, "categories": len(set(samples["off"]) | set(samples["on"])),
               "statistic": statistic, "dof": dof, "p": p, "draft_tokens": drafted, "accepted_tokens": accepted,
               "seeded_repeats": repeats, "repeats_identical": sum(a == b for a, b in zip(again, seeded)),
               "same_seed_same_draw_as_off": sum(a == b for a, b in zip(seeded, samples["off"]))}
@@ -238,10 +239,11 @@ def run_distribution(servers, draws, repeats):
     return result
 
 
-def start_pair(binary, model, extra):
+def start_pair(binary, model, extra, speculation):
+    """`speculation`: the speculating server's flags (prompt lookup, or a draft model)."""
     servers = {}
-    for name in ("off", "ngram"):
-        process, port = start_server(binary, model, ["--threads", "2", "--speculative", name, *extra])
+    for name, flags in (("off", ["--speculative", "off"]), ("on", speculation)):
+        process, port = start_server(binary, model, ["--threads", "2", *flags, *extra])
         servers[name] = (process, port)
     return servers
 
@@ -265,6 +267,8 @@ def main():
     parser.add_argument("--draws", type=int, default=0)
     parser.add_argument("--repeats", type=int, default=200)
     parser.add_argument("--server-args", default="")
+    parser.add_argument("--draft-model", help="speculate with this draft model (--speculative draft) instead of "
+                        "prompt lookup")
     parser.add_argument("--out")
     args = parser.parse_args()
     assert abs(chi_square_sf(3.841459, 1) - 0.05) < 1e-6 and abs(chi_square_sf(18.307038, 10) - 0.05) < 1e-6
@@ -272,7 +276,10 @@ def main():
     extra = args.server_args.split()
     result = {"model": os.path.basename(args.model), "max_tokens": args.max_tokens, "server_args": extra}
     failures = []
-    pair = start_pair(args.tempered, args.model, extra)
+    speculation = (["--speculative", "draft", "--draft-model", args.draft_model] if args.draft_model
+                   else ["--speculative", "ngram"])
+    result["speculation"] = speculation
+    pair = start_pair(args.tempered, args.model, extra, speculation)
     try:
         ports = {name: port for name, (_, port) in pair.items()}
         started = time.time()
@@ -293,7 +300,7 @@ def main():
     finally:
         stop(pair)
     if args.guard_resample:
-        pair = start_pair(args.tempered, args.model, [*extra, "--degeneration-guard", "resample"])
+        pair = start_pair(args.tempered, args.model, [*extra, "--degeneration-guard", "resample"], speculation)
         try:
             ports = {name: port for name, (_, port) in pair.items()}
             seeded = [(kind, path, {**body, "seed": 7}) for kind, path, body in

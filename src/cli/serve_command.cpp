@@ -22,6 +22,7 @@
 #include "edge/cors.h"
 #include "edge/guarded_routes.h"
 #include "edge/request_log.h"
+#include "engine/draft_model_drafter.h"
 #include "engine/engine.h"
 #include "formats/model_fingerprint.h"
 #include "hf/hf_model.h"
@@ -32,6 +33,7 @@
 #include "metrics/allocator_metrics.h"
 #include "reasoning/reasoning_parser.h"
 #include "runtime/chat_template_choice.h"
+#include "runtime/draft_model.h"
 #include "runtime/loaded_model.h"
 #include "runtime/model_names.h"
 #include "server/chat_service.h"
@@ -69,8 +71,9 @@ struct ServeOptions {
     int max_running = 64;
     int max_queued = 256;
     int64_t max_batch_tokens = 512;
-    std::string speculative = "off";  // off | ngram (speculative/ngram_drafter.h)
+    std::string speculative = "off";  // off | ngram (speculative/ngram_drafter.h) | draft (--draft-model)
     int speculative_tokens = 4;
+    std::string draft_model;  // --speculative draft: the model whose greedy drafts are verified
     // auto: twice the step the decodes alone take (bench/results/decode-stall-2026-12-07.md); milliseconds; 0: off
     std::string max_decode_stall_ms = "auto";
     size_t max_body_bytes = 32u << 20;
@@ -322,6 +325,36 @@ Result<double> decode_stall_seconds(const std::string& flag) {
     return milliseconds / 1000.0;
 }
 
+// --speculative draft: the draft model, a KV pool of its own as large in positions as the target's, and the
+// drafter over them; null for the other modes.
+struct DraftModelSetup {
+    std::unique_ptr<LoadedModel> bundle;
+    std::unique_ptr<KvBlockPool> kv;
+    DraftModelDrafter drafter;
+};
+
+Result<std::unique_ptr<DraftModelSetup>> draft_model_drafter(const ServeOptions& options, const LoadedModel& target,
+                                                             DType kv_type, RequestLog& log) {
+    if (options.speculative != "draft") {
+        if (!options.draft_model.empty()) return Error{"--draft-model needs --speculative draft"};
+        return std::unique_ptr<DraftModelSetup>();
+    }
+    if (options.draft_model.empty()) return Error{"--speculative draft needs --draft-model"};
+    auto directory_weights = directory_weight_type(options.quantize);
+    if (!directory_weights) return directory_weights.error();
+    auto bundle = load_draft_model(options.draft_model, target, options.threads, *directory_weights);
+    if (!bundle) return bundle.error();
+    const KvCacheShape shape = kv_cache_shape((*bundle)->config, kv_type, options.block_size);
+    auto kv = KvBlockPool::for_positions(shape, options.kv_cache_tokens);
+    if (!kv) return Error{"--draft-model: " + kv.error().message};
+    log.info("draft model: " + (*bundle)->path + " (" + std::to_string((*bundle)->config.layer_count) +
+             " layers), up to " + std::to_string(options.speculative_tokens) + " greedy drafts per step");
+    Model& model = *(*bundle)->model;
+    KvBlockPool& pool = **kv;
+    return std::unique_ptr<DraftModelSetup>(new DraftModelSetup{
+        std::move(bundle).value(), std::move(kv).value(), DraftModelDrafter(model, pool, options.max_batch_tokens)});
+}
+
 Result<std::unique_ptr<KvBlockPool>> create_kv_pool(const ServeOptions& options, const KvCacheShape& shape,
                                                     RequestLog& log) {
     // The memory of kv_cache_tokens positions in every layer; sliding-window layers make it hold more.
@@ -460,7 +493,8 @@ int serve(const ServeOptions& options) {
     if ((*disaggregation)->mode() != DisaggregationMode::None)
         log.info("disaggregation: " + (*disaggregation)->describe().dump());
     // Our engine, or in upstream mode the generator that drives another engine.
-    std::unique_ptr<KvBlockPool> kv;  // our engine's; an upstream keeps its own
+    std::unique_ptr<KvBlockPool> kv;               // our engine's; an upstream keeps its own
+    std::unique_ptr<DraftModelSetup> draft_model;  // --speculative draft; outlives the engine
     std::unique_ptr<upstream::UpstreamMetrics> upstream_metrics;
     std::unique_ptr<Generator> generator;
     if (!upstream_mode) {
@@ -469,8 +503,15 @@ int serve(const ServeOptions& options) {
         kv = std::move(pool).value();
         const auto decode_stall = decode_stall_seconds(options.max_decode_stall_ms);
         if (!decode_stall) return fail(decode_stall.error());
-        EngineOptions engine_options{options.max_running, options.max_queued, options.max_batch_tokens,
-                                     options.speculative == "ngram" ? options.speculative_tokens : 0, *decode_stall};
+        auto draft = draft_model_drafter(options, bundle, *kv_type, log);
+        if (!draft) return fail(draft.error());
+        draft_model = std::move(draft).value();
+        EngineOptions engine_options{options.max_running,
+                                     options.max_queued,
+                                     options.max_batch_tokens,
+                                     options.speculative == "off" ? 0 : options.speculative_tokens,
+                                     draft_model ? &draft_model->drafter : nullptr,
+                                     *decode_stall};
         generator = std::make_unique<Engine>(*bundle.model, *bundle.tokenizer, *kv, engine_options, &metrics);
     } else {
         upstream_metrics = std::make_unique<upstream::UpstreamMetrics>(metrics.registry());
@@ -605,10 +646,13 @@ void add_serve_command(CLI::App& app, int& exit_code) {
         ->capture_default_str();
     command
         ->add_option("--speculative", options->speculative,
-                     "speculative decoding: off, or ngram (drafts looked up in the request's own tokens, verified "
-                     "in the same step; output identical to off)")
-        ->check(CLI::IsMember({"off", "ngram"}))
+                     "speculative decoding: off, ngram (drafts looked up in the request's own tokens, verified "
+                     "in the same step; output identical to off), or draft (a draft model's, --draft-model)")
+        ->check(CLI::IsMember({"off", "ngram", "draft"}))
         ->capture_default_str();
+    command->add_option("--draft-model", options->draft_model,
+                        "with --speculative draft: a smaller model with the same vocabulary (a name or path as "
+                        "--model takes) whose greedy drafts are verified; output identical to off");
     command->add_option("--speculative-tokens", options->speculative_tokens, "drafts verified per step at most")
         ->check(CLI::Range(1, 64))
         ->capture_default_str();

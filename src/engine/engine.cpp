@@ -101,6 +101,7 @@ void Engine::step() {
     take_new_requests();
     settle_kv_transfers();
     drop_cancelled();
+    if (options_.draft_model) options_.draft_model->propose(scheduler_.drafts_wanted());
     const StepPlan& plan = scheduler_.schedule();
     report_plan(plan);
     if (!plan.chunks.empty()) {
@@ -133,8 +134,12 @@ void Engine::take_new_requests() {
                                                                 request->options, tokenizer_));
         if (options_.speculative_tokens > 0 && request->options.n == 1 && request->options.speculate) {
             Sequence& sequence = *request->sequences.back();
-            sequence.drafter.emplace(NgramOptions{.max_drafts = options_.speculative_tokens});
-            sequence.drafter->append(sequence.tokens);
+            if (options_.draft_model) {
+                sequence.drafts_from_model = true;
+            } else {
+                sequence.drafter.emplace(NgramOptions{.max_drafts = options_.speculative_tokens});
+                sequence.drafter->append(sequence.tokens);
+            }
         }
         if (request->options.kv_import) {  // decode side: the KV comes from the prefill server
             importing_.push_back(std::move(request));

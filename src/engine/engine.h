@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "engine/draft_model_drafter.h"
 #include "engine/engine_observer.h"
 #include "engine/generation.h"
 #include "engine/generator.h"
@@ -35,9 +36,11 @@ struct EngineOptions {
     int max_running = 64;             // requests decoding at once
     int max_queued = 256;             // requests waiting beyond those; past it submit() refuses
     int64_t step_token_budget = 512;  // tokens per forward step, over all sequences
-    // Prompt-lookup speculation (speculative/ngram_drafter.h): up to this many drafts verified after a
-    // decoding sequence's token in the same step; 0: off. Single-choice requests only.
+    // Speculation: up to this many drafts verified after a decoding sequence's token in the same step; 0: off.
+    // Single-choice requests only. The drafts are prompt lookup's (speculative/ngram_drafter.h), or with a
+    // `draft_model` (which must outlive the engine) that model's (engine/draft_model_drafter.h).
     int speculative_tokens = 0;
+    DraftModelDrafter* draft_model = nullptr;
     // While sequences decode, prompt chunks are cut so that a step is predicted to take at most this long
     // (scheduler.h); 0: off; kAutoDecodeStall: twice the step the decodes alone take.
     double max_decode_stall_seconds = 0;

@@ -1,6 +1,7 @@
 #include "engine/scheduler.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "speculative/grammar_drafts.h"
 
@@ -50,8 +51,7 @@ int64_t Scheduler::prompt_tokens_within_stall(int64_t decoding) const {
 void Scheduler::schedule_running(int64_t& budget, int64_t decoding) {
     order_.clear();
     for (const auto& request : running_) order_.push_back(request.get());
-    const auto cost = decode_costs_.fit();
-    decode_step_ = cost ? DecodeStep{cost->fixed_seconds, cost->per_token_seconds, decoding} : DecodeStep{};
+    decode_step_ = decode_step(decoding);
     for (Request* request : order_) {
         if (budget <= 0) break;
         if (!request->running) continue;
@@ -161,13 +161,44 @@ bool Scheduler::place_imported_kv(Request& request, Sequence& sequence) {
 // drafts), else its drafter's proposal cut before the first its grammar refuses (grammar_drafts.h); cut to what
 // the budget leaves after its token, to its max_tokens, to the context, and to those worth verifying at this
 // step's batch and the sequence's acceptance (draft_policy.h). None while it prefills or without a drafter.
-void Scheduler::choose_drafts(const Request& request, Sequence& sequence, int64_t budget) const {
-    sequence.drafts.clear();
-    if (!sequence.drafter || sequence.pending() != 1 || options_.speculative_tokens <= 0) return;
+DecodeStep Scheduler::decode_step(int64_t decoding) const {
+    const auto cost = decode_costs_.fit();
+    return cost ? DecodeStep{cost->fixed_seconds, cost->per_token_seconds, decoding} : DecodeStep{};
+}
+
+// Drafts a decoding sequence may verify this step: within --speculative-tokens, the step's budget, its
+// max_tokens and the context.
+int64_t Scheduler::draft_room(const Request& request, const Sequence& sequence, int64_t budget) const {
     int64_t room = std::min<int64_t>(options_.speculative_tokens, budget - 1);
     room = std::min(room, request.options.max_tokens - sequence.generated() - 1);
     if (options_.context_length > 0)
         room = std::min(room, options_.context_length - static_cast<int64_t>(sequence.tokens.size()) - 1);
+    return room;
+}
+
+std::vector<DraftWanted> Scheduler::drafts_wanted() const {
+    std::vector<DraftWanted> wanted;
+    if (options_.speculative_tokens <= 0) return wanted;
+    const DecodeStep step = decode_step(decoding_sequences());
+    for (const auto& request : running_) {
+        for (const auto& sequence : request->sequences) {
+            if (sequence->finished || !sequence->drafts_from_model || sequence->pending() != 1) continue;
+            const bool forced_due =
+                sequence->reasoning &&
+                !sequence->reasoning->forced_tokens_ahead(sequence->generated(), request->options.max_tokens).empty();
+            int64_t count = forced_due ? 0 : draft_room(*request, *sequence, options_.step_token_budget);
+            count = std::min(count, drafts_worth_verifying(sequence->acceptance.rate(), step, count));
+            wanted.push_back({sequence.get(), std::max<int64_t>(count, 0)});
+        }
+    }
+    return wanted;
+}
+
+void Scheduler::choose_drafts(const Request& request, Sequence& sequence, int64_t budget) const {
+    sequence.drafts.clear();
+    const bool drafts = sequence.drafter || sequence.drafts_from_model;
+    if (!drafts || sequence.pending() != 1 || options_.speculative_tokens <= 0) return;
+    int64_t room = draft_room(request, sequence, budget);
     if (room <= 0) {
         sequence.acceptance.idle();
         return;
@@ -179,7 +210,7 @@ void Scheduler::choose_drafts(const Request& request, Sequence& sequence, int64_
         sequence.drafts.assign(forced.begin(), forced.end());
         room = std::min(room, drafts_worth_verifying(1.0, decode_step_, static_cast<int64_t>(forced.size())));
     } else {
-        sequence.drafts = sequence.drafter->propose();
+        sequence.drafts = sequence.drafter ? sequence.drafter->propose() : std::exchange(sequence.model_proposal, {});
         const bool grammar_applies = !sequence.reasoning || sequence.reasoning->grammar_applies();
         if (sequence.constraint && grammar_applies)
             sequence.drafts.resize(drafts_the_grammar_allows(*sequence.constraint, sequence.drafts));

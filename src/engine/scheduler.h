@@ -51,6 +51,12 @@ struct ScheduledChunk {
     int64_t drafts = 0;  // of count, the sequence's drafts (after its last token)
 };
 
+// A decoding sequence that drafts with a draft model, and how many drafts are worth making for it this step.
+struct DraftWanted {
+    Sequence* sequence;
+    int64_t count;
+};
+
 // One step's decisions. Valid until the next schedule().
 struct StepPlan {
     std::vector<ScheduledChunk> chunks;             // in batch order: running requests oldest first, then admitted ones
@@ -99,6 +105,10 @@ public:
     void observe_step(const StepPlan& plan, double seconds);
     std::optional<StepCost> decode_step_cost() const { return decode_costs_.fit(); }
     std::optional<StepCost> step_cost() const { return step_costs_.fit(); }
+    // Before schedule(): the running sequences that draft with a draft model and decode next, each with the
+    // drafts worth making (the policy's count within the sequence's room; 0 when its reasoning's forced end is
+    // due, which needs no drafter). The engine has the draft model propose them (engine/draft_model_drafter.h).
+    std::vector<DraftWanted> drafts_wanted() const;
 
 private:
     int64_t decoding_sequences() const;
@@ -110,6 +120,8 @@ private:
     bool crowded(const Sequence& sequence) const;
     bool make_room(Request& for_request, Sequence& sequence, int64_t positions);
     void choose_drafts(const Request& request, Sequence& sequence, int64_t budget) const;
+    int64_t draft_room(const Request& request, const Sequence& sequence, int64_t budget) const;
+    DecodeStep decode_step(int64_t decoding) const;
     void preempt(Request& request);
 
     KvBlockPool& kv_;

@@ -48,6 +48,10 @@ struct Sequence {
     // Prompt-lookup speculation, when on (single-choice requests): the drafter, fed every token of `tokens`,
     // and the drafts this step verifies after the last token (scheduler.h); empty otherwise.
     std::optional<NgramDrafter> drafter;
+    // Draft-model speculation instead (--speculative draft, single-choice requests): the draft model's
+    // proposal for this step, made by the engine before it schedules (engine/draft_model_drafter.h).
+    bool drafts_from_model = false;
+    std::vector<int32_t> model_proposal;
     std::vector<int32_t> drafts;
     AcceptanceRate acceptance;  // of its verified drafts: how many are worth verifying next (draft_policy.h)
     bool finished = false;

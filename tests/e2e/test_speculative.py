@@ -112,3 +112,58 @@ def test_the_identity_bench_bounded():
                                 capture_output=True, text=True, timeout=600)
         assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
         assert "speculation changed nothing" in result.stdout
+
+
+def test_a_draft_model_changes_no_answer(servers):
+    """`--speculative draft` with a draft model of SmolLM2's vocabulary (the tiny random-weight Llama 3 fixture,
+    bfloat16): its greedy drafts are mostly wrong, and every answer, streamed or whole, greedy or seeded, with
+    logprobs, stop strings and a JSON schema, is the off server's; the counters show drafts verified and
+    rejected."""
+    off, _ = servers
+    draft = tiny_model("tiny-llama3-bf16.gguf")[1]
+    flags = ["--model", MODEL, "--speculative", "draft", "--draft-model", draft]
+    with running_server(flags, name="speculation-draft") as on:
+        assert answers(on) == answers(off)
+        assert answers(on, stream=True) == answers(off, stream=True)
+        metrics = on.metrics()
+        drafts = metrics.require("vllm:spec_decode_num_draft_tokens_total")
+        assert drafts > 0
+        assert metrics.require("vllm:spec_decode_num_accepted_tokens_total") < drafts
+
+
+def test_the_model_as_its_own_draft_has_every_greedy_draft_accepted(servers):
+    """SmolLM2 drafting for itself: its greedy drafts are the target's argmax at every position, so all are
+    accepted; a draft cache that lost track of a position after a step would show as a rejection. (Requests that
+    end at their token limit, with no grammar, stop string or ignore_eos: the draft model's argmax is over every
+    token, the target's over those its grammar allows (ignore_eos bans the end of text), and drafts after the end
+    of an answer count as not accepted.)"""
+    off, _ = servers
+    greedy = [{"prompt": "def fibonacci(n):", "max_tokens": 64, "temperature": 0},
+              {"prompt": "The capital of France is", "max_tokens": 64, "temperature": 0},
+              {"messages": [{"role": "user", "content": "Name a colour."}], "max_tokens": 40, "temperature": 0}]
+    flags = ["--model", MODEL, "--speculative", "draft", "--draft-model", MODEL]
+    with running_server(flags, name="speculation-self-draft") as on:
+        for body in greedy:
+            request = dict(body, model=MODEL)
+            path = "/v1/completions" if "prompt" in body else "/v1/chat/completions"
+            got = on.client().post(path, json=request)
+            want = off.client().post(path, json=request)
+            assert got.json()["choices"] == want.json()["choices"]
+        metrics = on.metrics()
+        drafts = metrics.require("vllm:spec_decode_num_draft_tokens_total")
+        assert drafts > 20
+        assert metrics.require("vllm:spec_decode_num_accepted_tokens_total") == drafts
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--speculative", "draft"], "--speculative draft needs --draft-model"),
+    (["--draft-model", "smollm2-135m-instruct"], "--draft-model needs --speculative draft"),
+    (["--speculative", "draft", "--draft-model", "tiny-qwen3.gguf"], "drafts must be the target's token ids"),
+])
+def test_draft_model_flags_are_checked(flags, message):
+    if "tiny-qwen3.gguf" in flags:
+        flags = [tiny_model("tiny-qwen3.gguf")[1] if flag == "tiny-qwen3.gguf" else flag for flag in flags]
+    result = subprocess.run([str(tempered_bin()), "serve", "--port", "0", "--model", MODEL, *flags],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode != 0
+    assert message in result.stderr
