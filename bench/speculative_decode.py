@@ -12,10 +12,11 @@ prefix cache (a 1-token request computes it first), so the time is the answer's 
 per set and server the median over prompts and the ratio on/off; checks that the greedy answers are identical
 with speculation on and off (the speculation must change nothing). Measures; asserts only the identity.
 
-Servers: tempered with `--speculative off` and `--speculative ngram` (both always); with --llama-server BIN,
-llama-server without and with `--spec-type ngram-simple` too (llama.cpp's own prompt-lookup speculation).
+Servers: tempered with `--speculative off` and `--speculative ngram` (both always); with --draft-model M, tempered
+with `--speculative draft --draft-model M` too; with --llama-server BIN, llama-server without and with
+`--spec-type ngram-simple` too (llama.cpp's own prompt-lookup speculation).
 
-Usage: bench/speculative_decode.py --model GGUF [--tempered build/tempered] [--llama-server BIN]
+Usage: bench/speculative_decode.py --model GGUF [--tempered build/tempered] [--llama-server BIN] [--draft-model M]
        [--prompts-per-set 8] [--max-tokens 256] [--sets code_edit,tool_call,json,open_chat] [--out FILE.json]
 """
 import argparse
@@ -193,6 +194,16 @@ def request_body(base, model, max_tokens):
             "stream_options": {"include_usage": True}}
 
 
+def spec_counters(port):
+    """The vLLM spec-decode counters of a tempered server (0 where none was verified)."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    connection.request("GET", "/metrics")
+    text = connection.getresponse().read().decode()
+    return {key: sum(float(line.split()[-1]) for line in text.splitlines()
+                     if line.startswith((f"vllm:spec_decode_num_{key}_total ", f"vllm:spec_decode_num_{key}_total{{")))
+            for key in ("draft_tokens", "accepted_tokens")}
+
+
 def start_llama_server(binary, model, extra, log):
     port = free_port()
     env = {**os.environ, "LD_LIBRARY_PATH": str(Path(binary).parent)}
@@ -219,7 +230,8 @@ def main():
     parser.add_argument("--prompts-per-set", type=int, default=8)
     parser.add_argument("--max-tokens", type=int, default=256)
     parser.add_argument("--sets", default=",".join(SETS))
-    parser.add_argument("--tempered-args", default="", help="more flags for both tempered servers")
+    parser.add_argument("--tempered-args", default="", help="more flags for every tempered server")
+    parser.add_argument("--draft-model", help="a tempered server drafting with this model too")
     parser.add_argument("--out")
     args = parser.parse_args()
 
@@ -228,11 +240,15 @@ def main():
     extra = args.tempered_args.split()
     servers["tempered_off"] = start_server(args.tempered, args.model, ["--threads", "2", "--speculative", "off", *extra])
     servers["tempered_ngram"] = start_server(args.tempered, args.model, ["--threads", "2", "--speculative", "ngram", *extra])
+    if args.draft_model:
+        servers["tempered_draft"] = start_server(args.tempered, args.model, ["--threads", "2", "--speculative", "draft",
+                                                                             "--draft-model", args.draft_model, *extra])
+    speculating = [name for name in servers if name.startswith("tempered_") and name != "tempered_off"]
     if args.llama_server:
         servers["llama_off"] = start_llama_server(args.llama_server, args.model, [], log)
         servers["llama_ngram"] = start_llama_server(args.llama_server, args.model, ["--spec-type", "ngram-simple"], log)
     names = list(servers)
-    results = {"model": args.model, "max_tokens": args.max_tokens, "sets": {}}
+    results = {"model": args.model, "draft_model": args.draft_model, "max_tokens": args.max_tokens, "sets": {}}
     try:
         for set_name in args.sets.split(","):
             rows = []
@@ -244,24 +260,31 @@ def main():
                     text, tokens, speed = stream_chat(port, request_body(base, served_model(port), args.max_tokens))
                     row[name] = {"text": text, "tokens": tokens, "decode_tok_s": speed}
                 rows.append(row)
+                same = all(row["tempered_off"]["text"] == row[n]["text"] for n in speculating)
                 print(set_name, i, " ".join(f"{n} {row[n]['decode_tok_s']:.1f} ({row[n]['tokens']})" for n in names),
-                      "same" if row["tempered_off"]["text"] == row["tempered_ngram"]["text"] else "DIFFERENT",
-                      flush=True)
+                      "same" if same else "DIFFERENT", flush=True)
             summary = {n: statistics.median(r[n]["decode_tok_s"] for r in rows) for n in names}
-            identical = sum(r["tempered_off"]["text"] == r["tempered_ngram"]["text"] for r in rows)
+            identical = sum(all(r["tempered_off"]["text"] == r[n]["text"] for n in speculating) for r in rows)
             results["sets"][set_name] = {"rows": rows, "median_decode_tok_s": summary, "identical": identical}
+        results["spec_counters"] = {name: spec_counters(servers[name][1]) for name in speculating}
     finally:
         for process, _ in servers.values():
             process.terminate()
             process.wait()
-    print("\n| set | tempered off | tempered ngram | ratio |" + (" llama off | llama ngram | ratio |" if args.llama_server else ""))
-    print("|---|---:|---:|---:|" + ("---:|---:|---:|" if args.llama_server else ""))
+    drafting = "tempered_draft" in servers
+    print("\n| set | tempered off | tempered ngram | ratio |" + (" tempered draft | ratio |" if drafting else "") +
+          (" llama off | llama ngram | ratio |" if args.llama_server else ""))
+    print("|---|---:|---:|---:|" + ("---:|---:|" if drafting else "") + ("---:|---:|---:|" if args.llama_server else ""))
     for set_name, r in results["sets"].items():
         m = r["median_decode_tok_s"]
         line = f"| {set_name} ({r['identical']}/{len(r['rows'])} identical) | {m['tempered_off']:.1f} | {m['tempered_ngram']:.1f} | {m['tempered_ngram'] / m['tempered_off']:.2f} |"
+        if drafting:
+            line += f" {m['tempered_draft']:.1f} | {m['tempered_draft'] / m['tempered_off']:.2f} |"
         if args.llama_server:
             line += f" {m['llama_off']:.1f} | {m['llama_ngram']:.1f} | {m['llama_ngram'] / m['llama_off']:.2f} |"
         print(line)
+    for name, counters in results.get("spec_counters", {}).items():
+        print(f"{name}: {counters['accepted_tokens']:.0f} of {counters['draft_tokens']:.0f} drafts accepted")
     if args.out:
         Path(args.out).write_text(json.dumps(results, indent=1))
 

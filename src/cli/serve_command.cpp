@@ -342,7 +342,7 @@ Result<std::unique_ptr<DraftModelSetup>> draft_model_drafter(const ServeOptions&
     if (options.draft_model.empty()) return Error{"--speculative draft needs --draft-model"};
     auto directory_weights = directory_weight_type(options.quantize);
     if (!directory_weights) return directory_weights.error();
-    auto bundle = load_draft_model(options.draft_model, target, options.threads, *directory_weights);
+    auto bundle = load_draft_model(options.draft_model, target, *directory_weights);
     if (!bundle) return bundle.error();
     const KvCacheShape shape = kv_cache_shape((*bundle)->config, kv_type, options.block_size);
     auto kv = KvBlockPool::for_positions(shape, options.kv_cache_tokens);

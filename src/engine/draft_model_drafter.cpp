@@ -1,9 +1,15 @@
 #include "engine/draft_model_drafter.h"
 
 #include <algorithm>
+#include <chrono>
 #include <unordered_set>
 
 namespace tempered {
+
+namespace {
+constexpr int64_t kRoundTokensPerDraft = 8;  // a pass with more tokens per sequence is a prompt's catch-up
+constexpr double kPriceLearningRate = 0.1;   // weight of the newest pass in seconds_per_draft
+}  // namespace
 
 DraftModelDrafter::DraftModelDrafter(Model& model, KvBlockPool& kv, int64_t max_batch_tokens)
     : model_(model), kv_(kv), max_batch_tokens_(std::max<int64_t>(1, max_batch_tokens)) {}
@@ -108,11 +114,23 @@ bool DraftModelDrafter::extend(std::span<const DraftWanted> active, int64_t roun
     return batch_.size() == 0 || run_batch();
 }
 
+// A draft costs a forward pass of the draft model: the one-token rounds after the first draft, and the catch-up
+// that gives the first (the tokens accepted since, a few per sequence) price the next drafts; a catch-up of a
+// whole prompt does not.
 bool DraftModelDrafter::run_batch() {
     const auto vocab = static_cast<size_t>(model_.config().vocab_size);
     logits_.resize(rows_.size() * vocab);
+    const auto started = std::chrono::steady_clock::now();
     if (!model_.forward(batch_, kv_, logits_.data())) return false;
     positions_run_ += batch_.size();
+    const auto rows = static_cast<int64_t>(rows_.size());
+    if (rows > 0 && batch_.size() <= kRoundTokensPerDraft * rows) {
+        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count() /
+                               static_cast<double>(rows);
+        seconds_per_draft_ = seconds_per_draft_ == 0
+                                 ? seconds
+                                 : seconds_per_draft_ + kPriceLearningRate * (seconds - seconds_per_draft_);
+    }
     for (size_t row = 0; row < rows_.size(); ++row) rows_[row]->model_proposal.push_back(argmax(row));
     return true;
 }

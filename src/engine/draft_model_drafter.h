@@ -38,6 +38,10 @@ public:
 
     // Positions the draft model ran since it was made: caught-up prompt and output tokens, and drafts.
     int64_t positions_run() const { return positions_run_; }
+    // What one more draft costs a sequence: a moving average of the draft model's passes that make drafts (not
+    // a prompt's catch-up), each pass's time shared by the sequences it drafts for; 0 until one has run. The scheduler
+    // prices drafts with it (speculative/draft_policy.h).
+    double seconds_per_draft() const { return seconds_per_draft_; }
 
 private:
     struct Cached {
@@ -59,6 +63,7 @@ private:
     std::vector<Sequence*> rows_;  // whose logits each output row of the batch is
     std::vector<float> logits_;
     int64_t positions_run_ = 0;
+    double seconds_per_draft_ = 0;
 };
 
 }  // namespace tempered

@@ -101,7 +101,8 @@ void Engine::step() {
     take_new_requests();
     settle_kv_transfers();
     drop_cancelled();
-    if (options_.draft_model) options_.draft_model->propose(scheduler_.drafts_wanted());
+    if (options_.draft_model)
+        options_.draft_model->propose(scheduler_.drafts_wanted(options_.draft_model->seconds_per_draft()));
     const StepPlan& plan = scheduler_.schedule();
     report_plan(plan);
     if (!plan.chunks.empty()) {

@@ -176,10 +176,11 @@ int64_t Scheduler::draft_room(const Request& request, const Sequence& sequence, 
     return room;
 }
 
-std::vector<DraftWanted> Scheduler::drafts_wanted() const {
+std::vector<DraftWanted> Scheduler::drafts_wanted(double seconds_per_draft) const {
     std::vector<DraftWanted> wanted;
     if (options_.speculative_tokens <= 0) return wanted;
-    const DecodeStep step = decode_step(decoding_sequences());
+    DecodeStep step = decode_step(decoding_sequences());
+    step.draft_seconds = seconds_per_draft;
     for (const auto& request : running_) {
         for (const auto& sequence : request->sequences) {
             if (sequence->finished || !sequence->drafts_from_model || sequence->pending() != 1) continue;

@@ -106,9 +106,10 @@ public:
     std::optional<StepCost> decode_step_cost() const { return decode_costs_.fit(); }
     std::optional<StepCost> step_cost() const { return step_costs_.fit(); }
     // Before schedule(): the running sequences that draft with a draft model and decode next, each with the
-    // drafts worth making (the policy's count within the sequence's room; 0 when its reasoning's forced end is
-    // due, which needs no drafter). The engine has the draft model propose them (engine/draft_model_drafter.h).
-    std::vector<DraftWanted> drafts_wanted() const;
+    // drafts worth making (the policy's count within the sequence's room, a draft costing `seconds_per_draft`
+    // to make; 0 when its reasoning's forced end is due, which needs no drafter). The engine has the draft model
+    // propose them (engine/draft_model_drafter.h).
+    std::vector<DraftWanted> drafts_wanted(double seconds_per_draft) const;
 
 private:
     int64_t decoding_sequences() const;

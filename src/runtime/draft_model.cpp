@@ -20,8 +20,8 @@ Status check_draft_vocabulary(const Tokenizer& target, int64_t target_logits, co
 }
 
 Result<std::unique_ptr<LoadedModel>> load_draft_model(const std::string& name_or_path, const LoadedModel& target,
-                                                      int threads, DType directory_weights) {
-    auto draft = load_model_bundle(name_or_path, threads, ModelParts::Everything, directory_weights);
+                                                      DType directory_weights) {
+    auto draft = load_model_bundle(name_or_path, 0, ModelParts::Everything, directory_weights, target.pool.get());
     if (!draft) return Error{"--draft-model: " + draft.error().message};
     const Status same = check_draft_vocabulary(*target.tokenizer, target.config.vocab_size, *(*draft)->tokenizer,
                                                (*draft)->config.vocab_size);

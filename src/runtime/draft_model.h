@@ -11,9 +11,10 @@
 
 namespace tempered {
 
-// Loads `name_or_path` as --model does and checks it against `target` (check_draft_vocabulary).
+// Loads `name_or_path` as --model does, to run on the target's threads, and checks it against `target`
+// (check_draft_vocabulary). `target` must outlive it.
 Result<std::unique_ptr<LoadedModel>> load_draft_model(const std::string& name_or_path, const LoadedModel& target,
-                                                      int threads, DType directory_weights);
+                                                      DType directory_weights);
 
 // Ok when every id means the same token text in both tokenizers and the draft's logits are no wider than the
 // target's; else an Error naming the first difference.

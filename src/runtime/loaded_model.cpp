@@ -17,7 +17,7 @@ Result<DType> directory_weight_type(const std::string& name) {
 }
 
 Result<std::unique_ptr<LoadedModel>> load_model_bundle(const std::string& name_or_path, int threads, ModelParts parts,
-                                                       DType directory_weights) {
+                                                       DType directory_weights, ThreadPool* shared_pool) {
     auto path = resolve_model_path(name_or_path);
     if (!path) return path.error();
     auto bundle = std::make_unique<LoadedModel>();
@@ -40,8 +40,8 @@ Result<std::unique_ptr<LoadedModel>> load_model_bundle(const std::string& name_o
         return bundle;
     }
     if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    bundle->pool = std::make_unique<ThreadPool>(threads);
-    auto model = load_model(*bundle->file, *bundle->pool);
+    if (!shared_pool) bundle->pool = std::make_unique<ThreadPool>(threads);
+    auto model = load_model(*bundle->file, shared_pool ? *shared_pool : *bundle->pool);
     if (!model) return Error{*path + ": " + model.error().message};
     bundle->model = std::move(model.value());
     // A directory's converted weights the model repacked are not read again: one copy stays, not two.

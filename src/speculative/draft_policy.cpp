@@ -22,7 +22,7 @@ int64_t drafts_worth_verifying(double rate, const DecodeStep& step, int64_t prop
     int64_t count = 0;
     for (; count < proposed; ++count) {
         expected *= rate;
-        const double more_seconds = seconds + step.per_token_seconds;
+        const double more_seconds = seconds + step.per_token_seconds + step.draft_seconds;
         if ((tokens + expected) / more_seconds <= tokens / seconds) break;
         tokens += expected;
         seconds = more_seconds;

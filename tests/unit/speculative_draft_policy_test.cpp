@@ -11,27 +11,30 @@ namespace {
 namespace speculative_draft_policy_test {
 
 // Tokens per second of a decode step of `batch` sequences where one of them verifies `drafts` drafts kept
-// each with probability `rate` (in a row): (batch + sum rate^i) / (fixed + per_token * (batch + drafts)).
-double throughput(double fixed, double per_token, int64_t batch, double rate, int64_t drafts) {
+// each with probability `rate` (in a row), each costing `draft` to make:
+// (batch + sum rate^i) / (fixed + per_token * (batch + drafts) + draft * drafts).
+double throughput(double fixed, double per_token, int64_t batch, double rate, int64_t drafts, double draft) {
     double expected = 0, p = 1;
     for (int64_t i = 0; i < drafts; ++i) expected += (p *= rate);
-    return (static_cast<double>(batch) + expected) / (fixed + per_token * static_cast<double>(batch + drafts));
+    return (static_cast<double>(batch) + expected) /
+           (fixed + per_token * static_cast<double>(batch + drafts) + draft * static_cast<double>(drafts));
 }
 
 TEST(DraftPolicy, ChoosesTheCountThatMaximisesThroughput) {
     for (const double fixed : {0.005, 0.02})
         for (const double per_token : {0.00002, 0.0003, 0.002})
             for (const int64_t batch : {1, 4, 32})
-                for (const double rate : {0.2, 0.5, 0.8, 0.95}) {
-                    const int64_t chosen = drafts_worth_verifying(rate, {fixed, per_token, batch}, 8);
-                    int64_t best = 0;
-                    for (int64_t d = 1; d <= 8; ++d)
-                        if (throughput(fixed, per_token, batch, rate, d) >
-                            throughput(fixed, per_token, batch, rate, best))
-                            best = d;
-                    EXPECT_EQ(chosen, best)
-                        << "fixed " << fixed << " per_token " << per_token << " batch " << batch << " rate " << rate;
-                }
+                for (const double rate : {0.2, 0.5, 0.8, 0.95})
+                    for (const double draft : {0.0, 0.001, 0.004}) {
+                        const int64_t chosen = drafts_worth_verifying(rate, {fixed, per_token, batch, draft}, 8);
+                        int64_t best = 0;
+                        for (int64_t d = 1; d <= 8; ++d)
+                            if (throughput(fixed, per_token, batch, rate, d, draft) >
+                                throughput(fixed, per_token, batch, rate, best, draft))
+                                best = d;
+                        EXPECT_EQ(chosen, best) << "fixed " << fixed << " per_token " << per_token << " batch " << batch
+                                                << " rate " << rate << " draft " << draft;
+                    }
 }
 
 TEST(DraftPolicy, BatchOneOnAMemoryBoundStepVerifiesEverything) {
@@ -42,6 +45,13 @@ TEST(DraftPolicy, ALargeComputeBoundBatchVerifiesOnlyAlmostCertainDrafts) {
     const DecodeStep step{0.010, 0.002, 32};  // 0.064 of the step's 0.074 s grows with its tokens
     EXPECT_EQ(drafts_worth_verifying(0.6, step, 4), 0);
     EXPECT_EQ(drafts_worth_verifying(0.99, step, 4), 4);
+}
+
+// A draft model as slow as the target's step: a draft kept 60 % of the time is not worth its making.
+TEST(DraftPolicy, ADraftAsCostlyAsTheStepItSavesIsNotMade) {
+    EXPECT_EQ(drafts_worth_verifying(0.6, {0.010, 0.00002, 1, 0.0}, 4), 4);
+    EXPECT_EQ(drafts_worth_verifying(0.6, {0.010, 0.00002, 1, 0.010}, 4), 0);
+    EXPECT_EQ(drafts_worth_verifying(0.95, {0.010, 0.00002, 1, 0.002}, 4), 4) << "a cheap draft model that is right";
 }
 
 TEST(DraftPolicy, NoCostMeasuredMeansEveryDraft) { EXPECT_EQ(drafts_worth_verifying(0.1, DecodeStep{0, 0, 3}, 4), 4); }
