@@ -6,7 +6,7 @@ namespace tempered {
 namespace {
 
 // QK_K = 256 super-blocks for the K-quants; sizes follow the GGUF specification.
-constexpr std::array<DTypeTraits, 16> kTraits{{
+constexpr std::array<DTypeTraits, 17> kTraits{{
     {DType::F32, "F32", 1, 4},
     {DType::F16, "F16", 1, 2},
     {DType::Q4_0, "Q4_0", 32, 18},
@@ -22,6 +22,7 @@ constexpr std::array<DTypeTraits, 16> kTraits{{
     {DType::Q6_K, "Q6_K", 256, 210},
     {DType::Q8_K, "Q8_K", 256, 292},
     {DType::BF16, "BF16", 1, 2},
+    {DType::MXFP4, "MXFP4", 32, 17},
     {DType::F8_E4M3, "F8_E4M3", 1, 1},
 }};
 

@@ -25,6 +25,7 @@ enum class DType : uint32_t {
     Q6_K = 14,
     Q8_K = 15,
     BF16 = 30,
+    MXFP4 = 39,  // OCP microscaling: 32 E2M1 values sharing one E8M0 (power of two) scale; gpt-oss's experts
     // Not a GGUF type (no file holds it; dtype_traits(type_id) does not know it): the KV cache's OCP FP8
     // E4M3 elements, kernels/cpu/fp8.h. The cache keeps one float scale per stored head vector beside them.
     F8_E4M3 = 0x10000,

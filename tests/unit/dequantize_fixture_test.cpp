@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <bit>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -51,10 +52,29 @@ TEST_P(DequantizeFixture, MatchesGgufPackageBitExactly) {
 INSTANTIATE_TEST_SUITE_P(AllTypes, DequantizeFixture,
                          ::testing::Values(DType::F32, DType::F16, DType::BF16, DType::Q4_0, DType::Q4_1, DType::Q5_0,
                                            DType::Q5_1, DType::Q8_0, DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K,
-                                           DType::Q6_K),
+                                           DType::Q6_K, DType::MXFP4),
                          [](const ::testing::TestParamInfo<DType>& info) {
                              return std::string(dtype_name(info.param));
                          });
+
+// MXFP4 by the OCP Microscaling spec itself: E2M1 codes 0-7 are 0, 0.5, 1, 1.5, 2, 3, 4, 6 and 8-15 their
+// negatives; the E8M0 byte e scales by 2^(e - 127) (e = 0: 2^-127, a float32 subnormal).
+TEST(DequantizeMxfp4, CodesAndScalesAsTheOcpSpecDefinesThem) {
+    const float e2m1[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
+    for (const int e : {0, 1, 100, 127, 130, 200}) {
+        uint8_t block[17] = {static_cast<uint8_t>(e)};
+        for (int j = 0; j < 16; ++j) block[1 + j] = static_cast<uint8_t>(j | ((15 - j) << 4));
+        float out[32];
+        dequantize_row(DType::MXFP4, block, out, 32);
+        const float scale = std::ldexp(1.0f, e - 127);
+        for (int j = 0; j < 16; ++j) {
+            const float low = (j < 8 ? 1.0f : -1.0f) * e2m1[j % 8] * scale;
+            const float high = (15 - j < 8 ? 1.0f : -1.0f) * e2m1[(15 - j) % 8] * scale;
+            EXPECT_EQ(out[j], low) << "e " << e << " code " << j;
+            EXPECT_EQ(out[j + 16], high) << "e " << e << " code " << 15 - j;
+        }
+    }
+}
 
 }  // namespace dequantize_fixture_test
 }  // namespace

@@ -39,6 +39,8 @@ inline std::vector<uint8_t> random_weights(DType type, int64_t rows, int64_t col
         } else if (type == DType::Q2_K) {
             std::memcpy(block + 80, &d, 2);
             std::memcpy(block + 82, &d, 2);
+        } else if (type == DType::MXFP4) {  // scales 2^-10 .. 2^-4, as trained weights have
+            block[0] = static_cast<uint8_t>(117 + byte(rng) % 7);
         }
     }
     return data;

@@ -155,7 +155,8 @@ TEST_P(IntegerMatmul, EqualsDequantizedWeightsTimesQuantizedActivations) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, IntegerMatmul,
-                         ::testing::Values(DType::Q4_1, DType::Q8_0, DType::Q4_K, DType::Q5_K, DType::Q6_K),
+                         ::testing::Values(DType::Q4_1, DType::Q8_0, DType::Q4_K, DType::Q5_K, DType::Q6_K,
+                                           DType::MXFP4),
                          [](const ::testing::TestParamInfo<DType>& info) {
                              return std::string(dtype_name(info.param));
                          });

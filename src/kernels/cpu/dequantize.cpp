@@ -157,6 +157,16 @@ void dequantize_q6_k(const BlockQ6_K* blocks, float* dst, int64_t n) {
     }
 }
 
+void dequantize_mxfp4(const BlockMXFP4* blocks, float* dst, int64_t n) {
+    for (int64_t b = 0; b < n / 32; ++b, dst += 32) {
+        const float d = mxfp4_half_scale(blocks[b].e);
+        for (int j = 0; j < 16; ++j) {
+            dst[j] = d * static_cast<float>(kMxfp4Doubled[blocks[b].qs[j] & 0x0F]);
+            dst[j + 16] = d * static_cast<float>(kMxfp4Doubled[blocks[b].qs[j] >> 4]);
+        }
+    }
+}
+
 template <typename Block>
 const Block* as_blocks(const void* src) {
     return static_cast<const Block*>(src);
@@ -178,7 +188,8 @@ bool dequantize_supported(DType type) {
         case DType::Q3_K:
         case DType::Q4_K:
         case DType::Q5_K:
-        case DType::Q6_K: return true;
+        case DType::Q6_K:
+        case DType::MXFP4: return true;
         default: return false;
     }
 }
@@ -202,6 +213,7 @@ void dequantize_row(DType type, const void* src, float* dst, int64_t n) {
         case DType::Q4_K: dequantize_q4_k(as_blocks<BlockQ4_K>(src), dst, n); break;
         case DType::Q5_K: dequantize_q5_k(as_blocks<BlockQ5_K>(src), dst, n); break;
         case DType::Q6_K: dequantize_q6_k(as_blocks<BlockQ6_K>(src), dst, n); break;
+        case DType::MXFP4: dequantize_mxfp4(as_blocks<BlockMXFP4>(src), dst, n); break;
         default: break;
     }
 }

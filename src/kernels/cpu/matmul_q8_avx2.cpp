@@ -87,6 +87,24 @@ struct Q8_0Format {
     }
 };
 
+// MXFP4: each nibble looked up as its doubled E2M1 value (-12..12), then as Q8_0 with the halved power-of-two scale.
+struct Mxfp4Format {
+    using Weights = Q8_0Format::Weights;
+    static Weights load(const uint8_t* row, int64_t j) {
+        const BlockMXFP4& block = reinterpret_cast<const BlockMXFP4*>(row)[j];
+        const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block.qs));
+        const __m256i codes =
+            _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(packed, 4), packed), _mm256_set1_epi8(0x0F));
+        const __m256i table =
+            _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kMxfp4Doubled)));
+        const __m256i q = _mm256_shuffle_epi8(table, codes);
+        return {q, _mm256_abs_epi8(q), mxfp4_half_scale(block.e)};
+    }
+    static __m256 accumulate(const Weights& w, __m256i xq, const float* lane_sums, float dx, __m256 acc) {
+        return Q8_0Format::accumulate(w, xq, lane_sums, dx, acc);
+    }
+};
+
 struct Q6KFormat {
     struct Weights {
         __m256i q;          // stored quants 0..63; the value is q - 32
@@ -165,6 +183,7 @@ void matmul_q8_rows_avx2(const WeightMatrix& weights, const QuantizedActivations
         case DType::Q4_K: rows<Q45KFormat<BlockQ4_K, false>>(weights, x, y, row_begin, row_end); break;
         case DType::Q5_K: rows<Q45KFormat<BlockQ5_K, true>>(weights, x, y, row_begin, row_end); break;
         case DType::Q6_K: rows<Q6KFormat>(weights, x, y, row_begin, row_end); break;
+        case DType::MXFP4: rows<Mxfp4Format>(weights, x, y, row_begin, row_end); break;
         default: break;
     }
 }

@@ -155,6 +155,32 @@ struct Q8_0Pair {
     }
 };
 
+// MXFP4: each row's nibbles looked up as their doubled E2M1 values (-12..12), then as Q8_0 with the halved
+// power-of-two scales.
+struct Mxfp4Pair {
+    using Weights = Q8_0Pair::Weights;
+    static __m256i values(const BlockMXFP4& block) {
+        const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block.qs));
+        const __m256i codes =
+            _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(packed, 4), packed), _mm256_set1_epi8(0x0F));
+        const __m256i table =
+            _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kMxfp4Doubled)));
+        return _mm256_shuffle_epi8(table, codes);
+    }
+    static Weights load(const uint8_t* row_a, const uint8_t* row_b, int64_t j) {
+        const BlockMXFP4& a = reinterpret_cast<const BlockMXFP4*>(row_a)[j];
+        const BlockMXFP4& b = reinterpret_cast<const BlockMXFP4*>(row_b)[j];
+        const __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(values(a)), values(b), 1);
+        const __m512i offset =
+            _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(static_cast<char>(0x80)), q);
+        return {q, _mm512_sub_epi32(_mm512_setzero_si512(), offset),
+                _mm_setr_ps(mxfp4_half_scale(a.e), mxfp4_half_scale(b.e), 0.0f, 0.0f)};
+    }
+    static __m512 accumulate(const Weights& w, __m512i xq, __m512 lane_sums, float dx, __m512 acc) {
+        return Q8_0Pair::accumulate(w, xq, lane_sums, dx, acc);
+    }
+};
+
 using q8_detail::Matrix;
 
 // y[b0 + b, rows of pair p] for p < P, b < B. pair_rows[2p], pair_rows[2p + 1] are the two rows of
@@ -234,6 +260,7 @@ void matmul_q8_rows_avx512(const WeightMatrix& weights, const QuantizedActivatio
         case DType::Q4_K: rows<Q45KPair<BlockQ4_K, false>>(weights, x, y, row_begin, row_end); break;
         case DType::Q5_K: rows<Q45KPair<BlockQ5_K, true>>(weights, x, y, row_begin, row_end); break;
         case DType::Q6_K: rows<Q6KPair>(weights, x, y, row_begin, row_end); break;
+        case DType::MXFP4: rows<Mxfp4Pair>(weights, x, y, row_begin, row_end); break;
         default: matmul_q8_rows_avx2(weights, x, y, row_begin, row_end); break;
     }
 }

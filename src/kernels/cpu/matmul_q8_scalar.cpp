@@ -37,6 +37,15 @@ void decode_q8_0(const void* row, int64_t j, DecodedBlock& out) {
     fill_scale(out, half_to_float(block.d));
 }
 
+void decode_mxfp4(const void* row, int64_t j, DecodedBlock& out) {
+    const BlockMXFP4& block = static_cast<const BlockMXFP4*>(row)[j];
+    for (int i = 0; i < 16; ++i) {
+        out.q[i] = kMxfp4Doubled[block.qs[i] & 0x0F];
+        out.q[i + 16] = kMxfp4Doubled[block.qs[i] >> 4];
+    }
+    fill_scale(out, mxfp4_half_scale(block.e));
+}
+
 // Q4_K / Q5_K: block j is sub-block j % 8 of super-block j / 8 (layouts as in dequantize.cpp).
 template <typename Block, bool kFifthBit>
 void decode_q45_k(const void* row, int64_t j, DecodedBlock& out) {
@@ -77,6 +86,7 @@ Decoder decoder(DType type) {
         case DType::Q4_K: return decode_q45_k<BlockQ4_K, false>;
         case DType::Q5_K: return decode_q45_k<BlockQ5_K, true>;
         case DType::Q6_K: return decode_q6_k;
+        case DType::MXFP4: return decode_mxfp4;
         default: return nullptr;
     }
 }

@@ -2,6 +2,7 @@
 // dequantizer and the matmul kernels. Half-precision fields are raw IEEE half bits.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 
 namespace tempered {
@@ -12,6 +13,13 @@ inline constexpr int kSuperBlockElements = 256;  // K-quants
 struct BlockQ4_0 {
     uint16_t d;
     uint8_t qs[16];  // element j in the low nibble of qs[j], element j + 16 in the high one
+};
+// MXFP4 (OCP Microscaling Formats v1.0): a shared scale 2^(e - 127) and 32 E2M1 codes (sign, 2-bit exponent,
+// 1-bit mantissa: 0, 0.5, 1, 1.5, 2, 3, 4, 6 and their negatives); element j in the low nibble of qs[j],
+// element j + 16 in the high one, as Q4_0.
+struct BlockMXFP4 {
+    uint8_t e;
+    uint8_t qs[16];
 };
 struct BlockQ4_1 {
     uint16_t d, m;
@@ -63,7 +71,17 @@ struct BlockQ6_K {
 static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ4_1) == 20 && sizeof(BlockQ5_0) == 22);
 static_assert(sizeof(BlockQ5_1) == 24 && sizeof(BlockQ8_0) == 34);
 static_assert(sizeof(BlockQ2_K) == 84 && sizeof(BlockQ3_K) == 110 && sizeof(BlockQ4_K) == 144);
-static_assert(sizeof(BlockQ5_K) == 176 && sizeof(BlockQ6_K) == 210);
+static_assert(sizeof(BlockQ5_K) == 176 && sizeof(BlockQ6_K) == 210 && sizeof(BlockMXFP4) == 17);
+
+// An MXFP4 block's values as integers and one scale: E2M1 code c is kMxfp4Doubled[c] / 2, so a block's element is
+// kMxfp4Doubled[c] * mxfp4_half_scale(e), with 2^(e - 128) built from its bits (a float32 subnormal below e = 2), as
+// GGML's reference does.
+inline constexpr int8_t kMxfp4Doubled[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
+inline float mxfp4_half_scale(uint8_t e) {
+    const uint32_t bits = e < 2 ? uint32_t{0x00200000} << e : static_cast<uint32_t>(e - 1) << 23;
+    return std::bit_cast<float>(bits);
+}
 
 // Scale and min of sub-block `index` (0..7) of a Q4_K / Q5_K block (six bits each).
 inline void k_quant_scale_min(const uint8_t* scales, int index, uint8_t& scale, uint8_t& min) {
