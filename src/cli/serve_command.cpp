@@ -334,15 +334,13 @@ struct DraftModelSetup {
 };
 
 Result<std::unique_ptr<DraftModelSetup>> draft_model_drafter(const ServeOptions& options, const LoadedModel& target,
-                                                             DType kv_type, RequestLog& log) {
+                                                             DType directory_weights, DType kv_type, RequestLog& log) {
     if (options.speculative != "draft") {
         if (!options.draft_model.empty()) return Error{"--draft-model needs --speculative draft"};
         return std::unique_ptr<DraftModelSetup>();
     }
     if (options.draft_model.empty()) return Error{"--speculative draft needs --draft-model"};
-    auto directory_weights = directory_weight_type(options.quantize);
-    if (!directory_weights) return directory_weights.error();
-    auto bundle = load_draft_model(options.draft_model, target, *directory_weights);
+    auto bundle = load_draft_model(options.draft_model, target, directory_weights);
     if (!bundle) return bundle.error();
     const KvCacheShape shape = kv_cache_shape((*bundle)->config, kv_type, options.block_size);
     auto kv = KvBlockPool::for_positions(shape, options.kv_cache_tokens);
@@ -503,7 +501,7 @@ int serve(const ServeOptions& options) {
         kv = std::move(pool).value();
         const auto decode_stall = decode_stall_seconds(options.max_decode_stall_ms);
         if (!decode_stall) return fail(decode_stall.error());
-        auto draft = draft_model_drafter(options, bundle, *kv_type, log);
+        auto draft = draft_model_drafter(options, bundle, *directory_weights, *kv_type, log);
         if (!draft) return fail(draft.error());
         draft_model = std::move(draft).value();
         EngineOptions engine_options{options.max_running,

@@ -11,6 +11,7 @@
 #include "engine_test_support.h"
 #include "server/chat_response.h"
 #include "server/chat_tool_calls.h"
+#include "serving_metrics_test_support.h"
 
 namespace tempered {
 namespace {
@@ -51,12 +52,7 @@ std::vector<ChoiceDelta> reasoned_answer() {
     return {thinking("Hmm, "), thinking("France.\n"), answering("\n\nIt is"), last};
 }
 
-double metric(const ServingMetrics& metrics, const std::string& series) {
-    const std::string text = metrics.render();
-    const size_t at = text.find("\n" + series + " ");
-    if (at == std::string::npos) return -1;
-    return std::stod(text.substr(at + series.size() + 2));
-}
+using testing::series_value;
 
 TEST(ChatReasoning, WholeMessageHasBothNamesTheBudgetAndUsage) {
     ServingMetrics metrics("m", "f16");
@@ -70,10 +66,10 @@ TEST(ChatReasoning, WholeMessageHasBothNamesTheBudgetAndUsage) {
     EXPECT_EQ(choice["message"]["content"], "\n\nIt is Paris.");
     EXPECT_EQ(choice["reasoning_budget"], (nlohmann::json{{"tokens", 4}, {"budget", 4}, {"forced_end", "budget"}}));
     EXPECT_EQ(body["usage"]["completion_tokens_details"]["reasoning_tokens"], 6);
-    EXPECT_EQ(metric(metrics, "tempered:reasoning_tokens_count"), 1);
-    EXPECT_EQ(metric(metrics, "tempered:reasoning_tokens_sum"), 4);
-    EXPECT_EQ(metric(metrics, "tempered:reasoning_forced_end_total{reason=\"budget\"}"), 1);
-    EXPECT_EQ(metric(metrics, "tempered:empty_content_total"), 0);
+    EXPECT_EQ(series_value(metrics, "tempered:reasoning_tokens_count"), 1);
+    EXPECT_EQ(series_value(metrics, "tempered:reasoning_tokens_sum"), 4);
+    EXPECT_EQ(series_value(metrics, "tempered:reasoning_forced_end_total{reason=\"budget\"}"), 1);
+    EXPECT_EQ(series_value(metrics, "tempered:empty_content_total"), 0);
 }
 
 TEST(ChatReasoning, StreamedDeltasAddUpToTheWholeMessage) {
@@ -145,7 +141,7 @@ TEST(ChatReasoning, ACallWrittenWhileReasoningIsNotACall) {
     EXPECT_EQ(choice["message"]["reasoning_content"], call);
     EXPECT_FALSE(choice["message"].contains("tool_calls"));
     EXPECT_EQ(choice["finish_reason"], "stop");
-    EXPECT_EQ(metric(metrics, "tempered:empty_content_total"), 1) << "nothing but reasoning came";
+    EXPECT_EQ(series_value(metrics, "tempered:empty_content_total"), 1) << "nothing but reasoning came";
 }
 
 }  // namespace server_chat_reasoning_test

@@ -10,6 +10,7 @@
 #include "server/chat_response.h"
 #include "server/degeneration_response.h"
 #include "server/generation_loop.h"
+#include "serving_metrics_test_support.h"
 #include "settings/degeneration_report.h"
 #include "settings/degeneration_settings.h"
 
@@ -304,29 +305,25 @@ TEST(DegenerationResponse, AStreamCarriesTheObjectOnTheDetectingChunkAndTheFinis
 
 // --- metrics ---
 
-double sample(const ServingMetrics& metrics, const std::string& series) {
-    const std::string text = metrics.render();
-    const size_t at = text.find("\n" + series + " ");
-    return at == std::string::npos ? -1 : std::stod(text.substr(at + series.size() + 2));
-}
+using testing::series_value;
 
 TEST(DegenerationMetrics, EachLoopCountsOnceByActionAndPhaseWithItsPeriod) {
     ServingMetrics metrics("m", "f16");
     const std::string flagged = "tempered:degeneration_detected_total{action=\"flag\",phase=\"content\"}";
     const std::string stopped = "tempered:degeneration_detected_total{action=\"stop\",phase=\"reasoning\"}";
-    EXPECT_EQ(sample(metrics, flagged), 0);  // every series exists from start-up
-    EXPECT_EQ(sample(metrics, stopped), 0);
-    EXPECT_EQ(sample(metrics, "vllm:request_success_total{model_name=\"m\",finished_reason=\"repetition\"}"), 0);
+    EXPECT_EQ(series_value(metrics, flagged), 0);  // every series exists from start-up
+    EXPECT_EQ(series_value(metrics, stopped), 0);
+    EXPECT_EQ(series_value(metrics, "vllm:request_success_total{model_name=\"m\",finished_reason=\"repetition\"}"), 0);
     metrics.on_degeneration(DegenerationAction::Flag, DegenerationPhase::Content, 4);
     metrics.on_degeneration(DegenerationAction::Stop, DegenerationPhase::Reasoning, 40);
     metrics.on_request_finished(RequestOutcome::Repetition, {}, {});
-    EXPECT_EQ(sample(metrics, flagged), 1);
-    EXPECT_EQ(sample(metrics, stopped), 1);
-    EXPECT_EQ(sample(metrics, "tempered:degeneration_loop_period_bucket{le=\"2\"}"), 0);
-    EXPECT_EQ(sample(metrics, "tempered:degeneration_loop_period_bucket{le=\"4\"}"), 1);
-    EXPECT_EQ(sample(metrics, "tempered:degeneration_loop_period_bucket{le=\"64\"}"), 2);
-    EXPECT_EQ(sample(metrics, "tempered:degeneration_loop_period_count"), 2);
-    EXPECT_EQ(sample(metrics, "vllm:request_success_total{model_name=\"m\",finished_reason=\"repetition\"}"), 1);
+    EXPECT_EQ(series_value(metrics, flagged), 1);
+    EXPECT_EQ(series_value(metrics, stopped), 1);
+    EXPECT_EQ(series_value(metrics, "tempered:degeneration_loop_period_bucket{le=\"2\"}"), 0);
+    EXPECT_EQ(series_value(metrics, "tempered:degeneration_loop_period_bucket{le=\"4\"}"), 1);
+    EXPECT_EQ(series_value(metrics, "tempered:degeneration_loop_period_bucket{le=\"64\"}"), 2);
+    EXPECT_EQ(series_value(metrics, "tempered:degeneration_loop_period_count"), 2);
+    EXPECT_EQ(series_value(metrics, "vllm:request_success_total{model_name=\"m\",finished_reason=\"repetition\"}"), 1);
 }
 
 }  // namespace server_degeneration_guard_test

@@ -9,17 +9,13 @@
 #include <string>
 
 #include "server/serving_metrics.h"
+#include "serving_metrics_test_support.h"
 
 namespace tempered {
 namespace {
 namespace serving_metrics_series_test {
 
-double series_value(const ServingMetrics& metrics, const std::string& series) {
-    const std::string text = metrics.render();
-    const size_t at = text.find("\n" + series + " ");
-    if (at == std::string::npos) return -1;
-    return std::stod(text.substr(at + series.size() + 2));
-}
+using testing::series_value;
 
 TEST(ServingMetricsExpertTraffic, SumsBytesAndCountsSteps) {
     ServingMetrics metrics("ds2", "f16");
