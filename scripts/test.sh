@@ -45,8 +45,10 @@ stage "fixtures: tiny model GGUFs"
 # Both writers are single-threaded Python and write different files: one per core.
 .venv/bin/python scripts/fixtures/make_tiny_models.py --out build/tiny-models &
 tiny_models=$!
-# Tiny DeepSeek-2 GGUFs (MLA with and without q_lora, MoE with sigmoid/softmax routing): tests/fixtures/model/deepseek2.
+# Tiny DeepSeek-2 GGUFs (MLA with and without q_lora, MoE with sigmoid/softmax routing): tests/fixtures/model/deepseek2;
+# then tiny gpt-oss (float32 and MXFP4 experts, a synthetic vocabulary with harmony's tokens): tests/fixtures/model/gpt_oss.
 .venv/bin/python scripts/fixtures/make_deepseek2_models.py --out build/tiny-models
+.venv/bin/python scripts/fixtures/make_gpt_oss_models.py --out build/tiny-models
 wait "$tiny_models"
 # SmolLM2 as a Hugging Face directory (F32, in 3 shards with their index), and with its linear layers in DeepSeek's block-scaled FP8 beside
 # NumPy's dequantization of them: what hf_model_test and test_hf_directories read (the other models' copies

@@ -36,6 +36,8 @@ struct DecoderLayer {
     std::vector<float> query_norm;                 // (head_dim), empty unless DecoderSpec::qk_norm
     std::vector<float> key_norm;                   // (head_dim), empty unless DecoderSpec::qk_norm
     WeightMatrix attention_output;                 // (embedding_dim, q_dim)
+    std::vector<float> output_bias;                // (embedding_dim), empty unless DecoderSpec::output_bias
+    std::vector<float> sinks;                      // (head_count), empty unless DecoderSpec::attention_sinks
     std::vector<float> attention_post_norm;        // (embedding_dim), empty unless NormPlacement::PreAndPostNorm
     std::vector<float> ffn_norm;                   // (embedding_dim)
     WeightMatrix ffn_gate;                         // (ffn_dim, embedding_dim)
@@ -190,7 +192,7 @@ Result<DecoderWeights> load_weights(const GgufFile& file, const ModelConfig& con
             LOAD(layer.value, find_matrix(file, prefix + "attn_v.weight", config.kv_dim(), dim));
             LOAD(layer.attention_output, find_matrix(file, prefix + "attn_output.weight", dim, config.q_dim()));
         }
-        LOAD(layer.ffn_norm, find_vector(file, prefix + "ffn_norm.weight", dim));
+        LOAD(layer.ffn_norm, find_vector(file, prefix + spec.ffn_norm_name + ".weight", dim));
         if (config.experts && i >= config.experts->leading_dense_layers) {
             LOAD(layer.experts, load_moe_layer(file, prefix, dim, *config.experts));
         } else {
@@ -203,6 +205,8 @@ Result<DecoderWeights> load_weights(const GgufFile& file, const ModelConfig& con
             LOAD(layer.key_bias, find_vector(file, prefix + "attn_k.bias", config.kv_dim()));
             LOAD(layer.value_bias, find_vector(file, prefix + "attn_v.bias", config.kv_dim()));
         }
+        if (spec.output_bias) LOAD(layer.output_bias, find_vector(file, prefix + "attn_output.bias", dim));
+        if (spec.attention_sinks) LOAD(layer.sinks, find_vector(file, prefix + "attn_sinks.weight", config.head_count));
         if (spec.qk_norm) {
             LOAD(layer.query_norm, find_vector(file, prefix + "attn_q_norm.weight", config.head_dim));
             LOAD(layer.key_norm, find_vector(file, prefix + "attn_k_norm.weight", config.head_dim));
@@ -211,11 +215,15 @@ Result<DecoderWeights> load_weights(const GgufFile& file, const ModelConfig& con
             LOAD(layer.attention_post_norm, find_vector(file, prefix + "post_attention_norm.weight", dim));
             LOAD(layer.ffn_post_norm, find_vector(file, prefix + "post_ffw_norm.weight", dim));
         }
-        // A bias the spec does not apply would be silently dropped: refuse the file instead.
-        for (const char* bias : {"attn_q.bias", "attn_k.bias", "attn_v.bias", "attn_output.bias"}) {
-            const bool applied = spec.qkv_bias && std::string_view(bias) != "attn_output.bias";
-            if (!applied && file.tensor(prefix + bias))
-                return Error{"model: " + config.architecture + " tensor " + prefix + bias + " is not supported"};
+        // A bias or sink the spec does not apply would be silently dropped: refuse the file instead.
+        for (const char* extra :
+             {"attn_q.bias", "attn_k.bias", "attn_v.bias", "attn_output.bias", "attn_sinks.weight"}) {
+            const std::string_view name(extra);
+            const bool applied = name == "attn_output.bias"    ? spec.output_bias
+                                 : name == "attn_sinks.weight" ? spec.attention_sinks
+                                                               : spec.qkv_bias;
+            if (!applied && file.tensor(prefix + extra))
+                return Error{"model: " + config.architecture + " tensor " + prefix + extra + " is not supported"};
         }
     }
     const int64_t pairs = config.rope_dims / 2;
@@ -239,7 +247,7 @@ public:
         state_.attention_scratch.resize(threads * static_cast<size_t>(scratch_floats()));
         if (spec_.attention == AttentionKind::Latent)
             latent_attention_ = std::make_unique<LatentAttention>(config_, pool_);
-        if (config_.experts) moe_ffn_ = std::make_unique<MoeFeedForward>(*config_.experts);
+        if (config_.experts) moe_ffn_ = std::make_unique<MoeFeedForward>(*config_.experts, spec_.activation);
     }
 
     const ModelConfig& config() const override { return config_; }
@@ -444,7 +452,17 @@ private:
         state_.next_attention_work.store(0);
         pool_.run_on_all([this, &step](int thread) { attend(step, thread); });
         matmul(layer.attention_output, state_.attention.data(), tokens, state_.projected.data(), pool_);
+        if (!layer.output_bias.empty()) add_bias(tokens, layer.output_bias);
         add_to_residual(tokens, layer.attention_post_norm);
+    }
+
+    // projected (tokens, embedding_dim) += bias, each token.
+    void add_bias(int64_t tokens, const std::vector<float>& bias) {
+        const int64_t dim = config_.embedding_dim;
+        for_tokens(tokens, [&](int64_t begin, int64_t end) {
+            for (int64_t t = begin; t < end; ++t)
+                for (int64_t i = 0; i < dim; ++i) state_.projected[t * dim + i] += bias[static_cast<size_t>(i)];
+        });
     }
 
     void add_qkv_bias(int64_t tokens, const DecoderLayer& layer) {
@@ -548,6 +566,7 @@ private:
             spec_.attention_scale > 0.0f ? spec_.attention_scale : 1.0f / std::sqrt(static_cast<float>(head_dim));
         float* scratch = &state_.attention_scratch[static_cast<size_t>(thread * scratch_floats())];
         const int64_t window = attention_window(step.layer_index);
+        const std::vector<float>& sinks = weights_.layers[static_cast<size_t>(step.layer_index)].sinks;
         const auto items = static_cast<int64_t>(state_.attention_work.size());
         for (int64_t i = state_.next_attention_work.fetch_add(1); i < items;
              i = state_.next_attention_work.fetch_add(1)) {
@@ -571,7 +590,8 @@ private:
                                        group,
                                        head_dim,
                                        first.position,
-                                       window};
+                                       window,
+                                       sinks.empty() ? nullptr : &sinks[static_cast<size_t>(item.kv_head * group)]};
                 attend_run(run, view, block_table, scale, scratch);
                 continue;
             }
@@ -599,14 +619,8 @@ private:
         float* const outputs[] = {state_.gate.data(), state_.up.data()};
         matmul_many(projections, state_.normed.data(), tokens, outputs, pool_);
         const int64_t ffn_dim = config_.ffn_dim;
-        const bool gelu = spec_.activation == GateActivation::GeluTanh;
         for_tokens(tokens, [&](int64_t begin, int64_t end) {
-            float* gate = &state_.gate[begin * ffn_dim];
-            const float* up = &state_.up[begin * ffn_dim];
-            if (gelu)
-                geglu_tanh(gate, up, gate, (end - begin) * ffn_dim);
-            else
-                swiglu(gate, up, gate, (end - begin) * ffn_dim);
+            spec_.activation.apply(&state_.gate[begin * ffn_dim], &state_.up[begin * ffn_dim], (end - begin) * ffn_dim);
         });
         matmul(layer.ffn_down, state_.gate.data(), tokens, state_.projected.data(), pool_);
         add_to_residual(tokens, layer.ffn_post_norm);
@@ -663,6 +677,9 @@ Status complete_from_file(DecoderSpec& spec, const ModelConfig& config) {
     if (spec.scale_embeddings_by_sqrt_dim) spec.embedding_scale = std::sqrt(static_cast<float>(config.embedding_dim));
     for (const LayerSpec& layer : spec.layers)
         if (layer.attention_window < 0) return Error{"model: a negative attention window"};
+    if (spec.attention_sinks && !attention_run_supports(config.head_dim))
+        return Error{"model: attention sinks need a head size that is a multiple of 16 (at most 512), not " +
+                     std::to_string(config.head_dim)};
     return Ok{};
 }
 

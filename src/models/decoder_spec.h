@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "models/gate_activation.h"
 #include "models/model_config.h"
 
 namespace tempered {
@@ -14,12 +15,6 @@ namespace tempered {
 enum class NormPlacement {
     PreNorm,         // x += f(norm(x)); llama, qwen2, qwen3
     PreAndPostNorm,  // x += norm(f(norm(x))); gemma 2/3: blk.N.post_attention_norm, blk.N.post_ffw_norm
-};
-
-// The feed-forward's gate activation: ffn_down(act(ffn_gate x) * ffn_up x).
-enum class GateActivation {
-    Silu,      // SwiGLU; llama, qwen2, qwen3
-    GeluTanh,  // GeGLU with the tanh approximation of GELU; gemma
 };
 
 // How attention keeps its keys and values.
@@ -36,10 +31,14 @@ struct LayerSpec {
 struct DecoderSpec {
     RopeStyle rope_style = RopeStyle::AdjacentPairs;  // fixed by the architecture: its converter's Q/K row order
     AttentionKind attention = AttentionKind::Standard;
-    bool qkv_bias = false;  // blk.N.attn_{q,k,v}.bias added after the projections (qwen2)
-    bool qk_norm = false;   // RMSNorm of each query and key head before rope (qwen3, gemma3)
+    bool qkv_bias = false;         // blk.N.attn_{q,k,v}.bias added after the projections (qwen2, gpt-oss)
+    bool output_bias = false;      // blk.N.attn_output.bias added after the output projection (gpt-oss)
+    bool attention_sinks = false;  // blk.N.attn_sinks.weight: one logit per query head in its softmax (gpt-oss)
+    bool qk_norm = false;          // RMSNorm of each query and key head before rope (qwen3, gemma3)
     NormPlacement norm_placement = NormPlacement::PreNorm;
-    GateActivation activation = GateActivation::Silu;
+    GateFunction activation;  // of the dense feed-forward and of every expert
+    // The feed-forward's RMSNorm, blk.N.<name>.weight: gpt-oss's converter names it post_attention_norm.
+    const char* ffn_norm_name = "ffn_norm";
     float attention_scale = 0.0f;               // softmax scale of q·k; 0 means 1/sqrt(head_dim)
     float embedding_scale = 1.0f;               // the embedding rows are multiplied by it
     bool scale_embeddings_by_sqrt_dim = false;  // gemma: the loader sets embedding_scale = sqrt(embedding_dim)
@@ -59,5 +58,6 @@ DecoderSpec qwen3_spec();
 DecoderSpec qwen3moe_spec();
 DecoderSpec gemma3_spec();
 DecoderSpec deepseek2_spec();
+DecoderSpec gpt_oss_spec();
 
 }  // namespace tempered

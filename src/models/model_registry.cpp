@@ -47,7 +47,7 @@ DecoderSpec gemma3_spec() {
     spec.rope_style = RopeStyle::Halves;
     spec.qk_norm = true;
     spec.norm_placement = NormPlacement::PreAndPostNorm;
-    spec.activation = GateActivation::GeluTanh;
+    spec.activation.kind = GateActivation::GeluTanh;
     spec.scale_embeddings_by_sqrt_dim = true;
     spec.global_layer_period = 6;
     spec.window_rope_freq_base = 10000.0f;
@@ -63,11 +63,29 @@ DecoderSpec deepseek2_spec() {
     return spec;
 }
 
+// gpt-oss: Q/K/V and output biases, a learned sink logit per head in each softmax, half-split rope (YaRN from
+// the file), even layers attending through {arch}.attention.sliding_window positions and odd ones globally
+// (llama.cpp's swa pattern 2; the window layers keep the global rope base), and every feed-forward a mixture of
+// experts routed by softmax over the chosen logits (moe_config.h) with the clamped SwiGLU. The norm before
+// the experts is stored as post_attention_norm; there is no norm after a block.
+DecoderSpec gpt_oss_spec() {
+    DecoderSpec spec;
+    spec.rope_style = RopeStyle::Halves;
+    spec.qkv_bias = true;
+    spec.output_bias = true;
+    spec.attention_sinks = true;
+    spec.activation.kind = GateActivation::SiluClamped;
+    spec.ffn_norm_name = "post_attention_norm";
+    spec.global_layer_period = 2;
+    return spec;
+}
+
 std::span<const ArchitectureEntry> supported_architectures() {
     static constexpr std::array entries = {
         ArchitectureEntry{"llama", llama_spec},         ArchitectureEntry{"qwen2", qwen2_spec},
         ArchitectureEntry{"qwen3", qwen3_spec},         ArchitectureEntry{"gemma3", gemma3_spec},
         ArchitectureEntry{"deepseek2", deepseek2_spec}, ArchitectureEntry{"qwen3moe", qwen3moe_spec},
+        ArchitectureEntry{"gpt-oss", gpt_oss_spec},
     };
     return entries;
 }

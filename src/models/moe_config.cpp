@@ -83,9 +83,10 @@ Result<std::optional<MoeConfig>> read_moe_config(const GgufFile& file, const std
     MoeConfig config;
     TEMPERED_MOE_TRY(read_integer(file, prefix + "expert_count", config.expert_count, 0, kMaxExperts));
     if (config.expert_count == 0) return std::optional<MoeConfig>{};
-    if (architecture != "deepseek2" && architecture != "qwen3moe") {
-        return Error{"model: " + architecture + " with experts (" + prefix +
-                     "expert_count) is not supported; only deepseek2's and qwen3moe's mixtures of experts are"};
+    if (architecture != "deepseek2" && architecture != "qwen3moe" && architecture != "gpt-oss") {
+        return Error{
+            "model: " + architecture + " with experts (" + prefix +
+            "expert_count) is not supported; only deepseek2's, qwen3moe's and gpt-oss's mixtures of experts are"};
     }
     // Qwen3-MoE: softmax over every expert, the top k renormalised (llama.cpp's qwen3moe always does, the
     // file need not say), every layer routed, no shared experts.
@@ -105,6 +106,14 @@ Result<std::optional<MoeConfig>> read_moe_config(const GgufFile& file, const std
         config.normalize_weights = *flag;
     }
     TEMPERED_MOE_TRY(read_scale(file, prefix + "expert_weights_scale", config.routed_scaling_factor));
+    // gpt-oss: the gating is the architecture's (llama.cpp's openai-moe graph fixes it; the file does not say).
+    if (architecture == "gpt-oss") {
+        if (config.shared_expert_count != 0 || config.leading_dense_layers != 0 || config.group_limited() ||
+            config.normalize_weights)
+            return Error{
+                "model metadata: gpt-oss with shared experts, dense layers, expert groups or normalized weights"};
+        config.gating = ExpertGating::SoftmaxOfChosen;
+    }
     if (architecture == "qwen3moe" && (config.shared_expert_count != 0 || config.leading_dense_layers != 0 ||
                                        config.group_limited() || config.gating != ExpertGating::Softmax))
         return Error{"model metadata: qwen3moe with shared experts, dense layers, expert groups or sigmoid gating"};

@@ -1,6 +1,6 @@
-// The mixture-of-experts hyperparameters of a DeepSeek-style model (llama.cpp's `deepseek2`) or Qwen3-MoE, read from
-// GGUF metadata: how many routed experts, how many a token uses, the shared experts beside them, and how
-// the router scores, limits to groups and weighs its choice (moe_routing.h).
+// The mixture-of-experts hyperparameters of a DeepSeek-style model (llama.cpp's `deepseek2`), Qwen3-MoE or gpt-oss,
+// read from GGUF metadata: how many routed experts, how many a token uses, the shared experts beside them, and how the
+// router scores, limits to groups and weighs its choice (moe_routing.h).
 #pragma once
 
 #include <cstdint>
@@ -12,8 +12,9 @@
 
 namespace tempered {
 
-// {arch}.expert_gating_func: 1 softmax (the default when absent or 0, as llama.cpp's deepseek2), 2 sigmoid.
-enum class ExpertGating { Softmax, Sigmoid };
+// {arch}.expert_gating_func: 1 softmax (the default when absent or 0, as llama.cpp's deepseek2), 2 sigmoid;
+// SoftmaxOfChosen is gpt-oss's, fixed by the architecture: the top k raw logits chosen, their softmax the weights.
+enum class ExpertGating { Softmax, Sigmoid, SoftmaxOfChosen };
 
 struct MoeConfig {
     int64_t expert_count = 0;          // {arch}.expert_count: routed experts per MoE layer
@@ -34,7 +35,7 @@ struct MoeConfig {
 
 // The MoE hyperparameters of `file` (architecture `architecture`, the "{arch}." prefix), nullopt when it
 // has no routed experts ({arch}.expert_count absent or 0). An Error names a missing or inconsistent key,
-// or an architecture whose experts this engine does not run (deepseek2's and qwen3moe's routing are).
+// or an architecture whose experts this engine does not run (deepseek2's, qwen3moe's and gpt-oss's routing are).
 Result<std::optional<MoeConfig>> read_moe_config(const GgufFile& file, const std::string& architecture);
 
 // Checks the relations between the fields (the same checks read_moe_config makes), for configs built in code.

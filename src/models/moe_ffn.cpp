@@ -21,6 +21,12 @@ Result<WeightMatrix> load_router(const GgufFile& file, const std::string& name, 
     return router;
 }
 
+// rows (count, width) += bias (width), each row.
+void add_row_bias(float* rows, int64_t count, const float* bias, int64_t width) {
+    for (int64_t r = 0; r < count; ++r)
+        for (int64_t i = 0; i < width; ++i) rows[r * width + i] += bias[i];
+}
+
 }  // namespace
 
 std::vector<WeightMatrix*> MoeLayerWeights::matrices() {
@@ -69,6 +75,14 @@ Result<MoeLayerWeights> load_moe_layer(const GgufFile& file, const std::string& 
              load_router(file, prefix + "ffn_gate_inp.weight", experts, embedding_dim, weights.router_storage));
     if (file.tensor(prefix + "exp_probs_b.bias"))
         MOE_LOAD(weights.correction_bias, find_vector(file, prefix + "exp_probs_b.bias", experts));
+    if (file.tensor(prefix + "ffn_gate_inp.bias"))
+        MOE_LOAD(weights.router_bias, find_vector(file, prefix + "ffn_gate_inp.bias", experts));
+    if (file.tensor(prefix + "ffn_gate_exps.bias") || file.tensor(prefix + "ffn_up_exps.bias") ||
+        file.tensor(prefix + "ffn_down_exps.bias")) {
+        MOE_LOAD(weights.gate_bias, find_table(file, prefix + "ffn_gate_exps.bias", experts, width));
+        MOE_LOAD(weights.up_bias, find_table(file, prefix + "ffn_up_exps.bias", experts, width));
+        MOE_LOAD(weights.down_bias, find_table(file, prefix + "ffn_down_exps.bias", experts, embedding_dim));
+    }
     if (file.tensor(prefix + "ffn_gate_up_exps.weight"))
         return Error{"model: fused " + prefix + "ffn_gate_up_exps.weight is not supported (split gate/up expected)"};
     MOE_LOAD(weights.gate, find_matrix_stack(file, prefix + "ffn_gate_exps.weight", experts, width, embedding_dim));
@@ -102,6 +116,11 @@ void MoeFeedForward::forward(const MoeLayerWeights& weights, const float* normed
 void MoeFeedForward::route(const MoeLayerWeights& weights, const float* normed, int64_t tokens, ThreadPool& pool) {
     router_logits_.resize(static_cast<size_t>(tokens * config_.expert_count));
     matmul(weights.router, normed, tokens, router_logits_.data(), pool);
+    if (!weights.router_bias.empty())
+        for (int64_t t = 0; t < tokens; ++t)
+            for (int64_t e = 0; e < config_.expert_count; ++e)
+                router_logits_[static_cast<size_t>(t * config_.expert_count + e)] +=
+                    weights.router_bias[static_cast<size_t>(e)];
     choices_.resize(static_cast<size_t>(tokens * config_.experts_per_token));
     margins_.resize(static_cast<size_t>(tokens));
     const float* bias = weights.correction_bias.empty() ? nullptr : weights.correction_bias.data();
@@ -148,8 +167,14 @@ void MoeFeedForward::run_expert(const MoeLayerWeights& weights, size_t e, Thread
     const WeightMatrix* projections[] = {&weights.gate[e], &weights.up[e]};
     float* const outputs[] = {gate, &up_[static_cast<size_t>(first * width)]};
     matmul_many(projections, &gathered_[static_cast<size_t>(first * dim)], count, outputs, pool);
-    swiglu(gate, outputs[1], gate, count * width);
-    matmul(weights.down[e], gate, count, &expert_out_[static_cast<size_t>(first * dim)], pool);
+    if (!weights.gate_bias.empty()) {
+        add_row_bias(gate, count, &weights.gate_bias[e * static_cast<size_t>(width)], width);
+        add_row_bias(outputs[1], count, &weights.up_bias[e * static_cast<size_t>(width)], width);
+    }
+    activation_.apply(gate, outputs[1], count * width);
+    float* out = &expert_out_[static_cast<size_t>(first * dim)];
+    matmul(weights.down[e], gate, count, out, pool);
+    if (!weights.down_bias.empty()) add_row_bias(out, count, &weights.down_bias[e * static_cast<size_t>(dim)], dim);
 }
 
 // Every active expert once; inactive experts are not touched, so their weights are not read. With many
@@ -191,7 +216,7 @@ void MoeFeedForward::run_shared(const MoeLayerWeights& weights, const float* nor
     const WeightMatrix* projections[] = {&weights.shared_gate, &weights.shared_up};
     float* const outputs[] = {shared_gate_.data(), shared_up_.data()};
     matmul_many(projections, normed, tokens, outputs, pool);
-    swiglu(shared_gate_.data(), shared_up_.data(), shared_gate_.data(), tokens * width);
+    activation_.apply(shared_gate_.data(), shared_up_.data(), tokens * width);
     matmul(weights.shared_down, shared_gate_.data(), tokens, out, pool);
 }
 

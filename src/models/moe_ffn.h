@@ -1,6 +1,8 @@
-// The mixture-of-experts feed-forward block of a DeepSeek-style layer: a router picks experts_per_token
-// of expert_count routed experts per token (moe_routing.h), each a SwiGLU FFN of width expert_ffn_dim,
-// and shared experts run on every token beside them. out = shared(x) + sum_j weight_j * expert_j(x).
+// The mixture-of-experts feed-forward block of a DeepSeek-style, Qwen3-MoE or gpt-oss layer: a router picks
+// experts_per_token of expert_count routed experts per token (moe_routing.h), each a gated FFN of width
+// expert_ffn_dim (the family's activation: SwiGLU, or gpt-oss's clamped one, with per-expert biases where the
+// file has them), and shared experts run on every token beside them.
+// out = shared(x) + sum_j weight_j * expert_j(x).
 //
 // The expert matmuls are batched by expert across the tokens of a step: the tokens routed to expert e
 // are gathered and multiplied by e's matrices in one matmul (gate and up in one matmul_many), so a step
@@ -17,6 +19,7 @@
 #include "core/whole_items_per_thread.h"
 #include "formats/gguf.h"
 #include "kernels/cpu/matmul.h"
+#include "models/gate_activation.h"
 #include "models/moe_config.h"
 #include "models/moe_routing.h"
 
@@ -25,12 +28,17 @@ namespace tempered {
 struct MoeLayerWeights {
     WeightMatrix router;                 // (expert_count, embedding_dim), float32: ffn_gate_inp.weight
     std::vector<float> correction_bias;  // (expert_count): exp_probs_b.bias; empty if the file has none
-    std::vector<WeightMatrix> gate;      // (expert_count) of (expert_ffn_dim, embedding_dim): ffn_gate_exps
-    std::vector<WeightMatrix> up;        // (expert_count) of (expert_ffn_dim, embedding_dim): ffn_up_exps
-    std::vector<WeightMatrix> down;      // (expert_count) of (embedding_dim, expert_ffn_dim): ffn_down_exps
-    WeightMatrix shared_gate;            // (shared_count * expert_ffn_dim, embedding_dim); rows 0 if none
-    WeightMatrix shared_up;              // (shared_count * expert_ffn_dim, embedding_dim)
-    WeightMatrix shared_down;            // (embedding_dim, shared_count * expert_ffn_dim)
+    std::vector<float> router_bias;      // (expert_count): ffn_gate_inp.bias, added to the logits (gpt-oss); or empty
+    // Per-expert biases after each projection (gpt-oss), (expert_count, width) each; empty if the file has none.
+    std::vector<float> gate_bias;    // ffn_gate_exps.bias: (expert_count, expert_ffn_dim)
+    std::vector<float> up_bias;      // ffn_up_exps.bias: (expert_count, expert_ffn_dim)
+    std::vector<float> down_bias;    // ffn_down_exps.bias: (expert_count, embedding_dim)
+    std::vector<WeightMatrix> gate;  // (expert_count) of (expert_ffn_dim, embedding_dim): ffn_gate_exps
+    std::vector<WeightMatrix> up;    // (expert_count) of (expert_ffn_dim, embedding_dim): ffn_up_exps
+    std::vector<WeightMatrix> down;  // (expert_count) of (embedding_dim, expert_ffn_dim): ffn_down_exps
+    WeightMatrix shared_gate;        // (shared_count * expert_ffn_dim, embedding_dim); rows 0 if none
+    WeightMatrix shared_up;          // (shared_count * expert_ffn_dim, embedding_dim)
+    WeightMatrix shared_down;        // (embedding_dim, shared_count * expert_ffn_dim)
     std::shared_ptr<const std::vector<float>> router_storage;  // the router's float32 copy when the file's is not
 
     bool has_shared_experts() const { return shared_gate.rows > 0; }
@@ -39,9 +47,10 @@ struct MoeLayerWeights {
     std::vector<WeightMatrix*> matrices();
 };
 
-// The MoE tensors of one layer ("blk.N."): the router, the optional correction bias, the routed experts'
+// The MoE tensors of one layer ("blk.N."): the router (and its bias), the optional correction bias, the routed experts'
 // 3-D tensors (ggml dims {cols, rows, expert_count}) viewed as one matrix per expert inside the mapping,
-// and the shared experts (ffn_*_shexp) when config.shared_expert_count > 0. An Error names a missing
+// their biases where the file has them (all three or none), and the shared experts (ffn_*_shexp) when
+// config.shared_expert_count > 0. An Error names a missing
 // tensor, a shape that does not match `config`, or a type the kernels cannot read.
 Result<MoeLayerWeights> load_moe_layer(const GgufFile& file, const std::string& prefix, int64_t embedding_dim,
                                        const MoeConfig& config);
@@ -58,7 +67,8 @@ int64_t distinct_experts(const std::vector<ExpertChoice>& choices, int64_t exper
 
 class MoeFeedForward {
 public:
-    explicit MoeFeedForward(MoeConfig config) : config_(config) {}
+    explicit MoeFeedForward(MoeConfig config, GateFunction activation = {})
+        : config_(config), activation_(activation) {}
 
     // normed (tokens, embedding_dim): the FFN input; out (tokens, embedding_dim), overwritten.
     void forward(const MoeLayerWeights& weights, const float* normed, int64_t tokens, float* out, ThreadPool& pool);
@@ -89,6 +99,7 @@ private:
     static constexpr int64_t kRowsPerCopyTask = 8;
 
     MoeConfig config_;
+    GateFunction activation_;
     int64_t expert_bytes_ = 0;
     bool force_row_parallel_ = false;
     WholeItemsPerThread whole_experts_;   // runs whole experts per thread

@@ -18,6 +18,10 @@ struct RoutingScratch {
 };
 
 void gate_scores(ExpertGating gating, const float* logits, int64_t count, float* scores) {
+    if (gating == ExpertGating::SoftmaxOfChosen) {  // chosen by the raw logits; weighed after the choice
+        std::copy_n(logits, count, scores);
+        return;
+    }
     if (gating == ExpertGating::Sigmoid) {
         for (int64_t e = 0; e < count; ++e) scores[e] = 1.0f / (1.0f + std::exp(-logits[e]));
         return;
@@ -77,6 +81,14 @@ float keep_best_groups(const MoeConfig& config, RoutingScratch& scratch) {
     return margin;
 }
 
+// The chosen experts' logits (best first) replaced by their softmax.
+void softmax_of_chosen(ExpertChoice* chosen, int64_t count) {
+    const float best = chosen[0].weight;
+    float sum = 0.0f;
+    for (int64_t j = 0; j < count; ++j) sum += chosen[j].weight = std::exp(chosen[j].weight - best);
+    for (int64_t j = 0; j < count; ++j) chosen[j].weight /= sum;
+}
+
 // Routes one token; returns its selection margin (route_experts).
 float route_token(const MoeConfig& config, const float* logits, const float* correction_bias, RoutingScratch& scratch,
                   ExpertChoice* out) {
@@ -97,6 +109,7 @@ float route_token(const MoeConfig& config, const float* logits, const float* cor
         out[j] = ExpertChoice{expert, scratch.scores[static_cast<size_t>(expert)]};
         sum += out[j].weight;
     }
+    if (config.gating == ExpertGating::SoftmaxOfChosen) softmax_of_chosen(out, config.experts_per_token);
     const float divisor = config.normalize_weights ? std::max(sum, 6.103515625e-5f) : 1.0f;
     for (int64_t j = 0; j < config.experts_per_token; ++j) {
         if (config.normalize_weights) out[j].weight /= divisor;

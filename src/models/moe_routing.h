@@ -2,7 +2,8 @@
 // build_moe_ffn computes it for `deepseek2` GGUFs.
 //
 // Per token, over the router logits l (expert_count):
-//   1. scores s = softmax(l) or sigmoid(l) (MoeConfig::gating), in float.
+//   1. scores s = softmax(l) or sigmoid(l) (MoeConfig::gating), in float; gpt-oss's SoftmaxOfChosen: s = l,
+//      and step 5's weights become the softmax of the chosen s (before any normalizing and scaling).
 //   2. selection scores c = s + correction_bias (exp_probs_b; DeepSeek-V3's load-balancing bias). The bias
 //      decides WHICH experts are chosen, never their weights.
 //   3. group-limited routing (MoeConfig::group_count > 1): experts are split into group_count consecutive

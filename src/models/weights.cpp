@@ -59,6 +59,14 @@ Result<std::vector<float>> find_vector(const GgufFile& file, const std::string& 
     return values;
 }
 
+Result<std::vector<float>> find_table(const GgufFile& file, const std::string& name, int64_t rows, int64_t cols) {
+    auto matrix = find_matrix(file, name, rows, cols);
+    if (!matrix) return matrix.error();
+    std::vector<float> values;
+    dequantize_matrix(*matrix, values);
+    return values;
+}
+
 void dequantize_matrix(WeightMatrix& matrix, std::vector<float>& storage) {
     storage.resize(static_cast<size_t>(matrix.rows * matrix.cols));
     const uint64_t row_bytes = *dtype_row_bytes(matrix.type, static_cast<uint64_t>(matrix.cols));

@@ -24,6 +24,9 @@ Result<std::vector<WeightMatrix>> find_matrix_stack(const GgufFile& file, const 
 // The tensor `name` as n floats (norm weights, biases: small, so they are converted to float32 once).
 Result<std::vector<float>> find_vector(const GgufFile& file, const std::string& name, int64_t n);
 
+// The 2-D tensor `name` (GGUF dims {cols, rows}) as rows * cols floats, row after row: per-expert biases.
+Result<std::vector<float>> find_table(const GgufFile& file, const std::string& name, int64_t rows, int64_t cols);
+
 // Replaces `matrix` by a float32 copy kept in `storage` (see ModelOptions::dequantize_weights).
 void dequantize_matrix(WeightMatrix& matrix, std::vector<float>& storage);
 

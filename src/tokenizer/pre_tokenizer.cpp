@@ -169,6 +169,83 @@ void split_llama3(const Piece& piece, size_t begin, size_t max_digits, std::vect
     }
 }
 
+// GPT-4o's cased letters as llama.cpp's regex approximates them: "upper" is any letter but a-z, "lower" any
+// letter but A-Z (so a letter outside ASCII is both).
+bool upper_like(const Piece& piece, size_t pos) {
+    const uint32_t c = piece.at(pos);
+    return (piece.flags_at(pos) & kLetter) && !(c >= 'a' && c <= 'z');
+}
+bool lower_like(const Piece& piece, size_t pos) {
+    const uint32_t c = piece.at(pos);
+    return (piece.flags_at(pos) & kLetter) && !(c >= 'A' && c <= 'Z');
+}
+
+// End of GPT-4o's cased word starting at `start` (its optional prefix already taken), or `start` when
+// neither letter pattern matches there: U*L+ by backtracking (the last L-like letter within or just after
+// the U run starts the L run), else U+L*; then an optional contraction, in any case.
+size_t gpt4o_word_end(const Piece& piece, size_t start) {
+    size_t upper_end = start;
+    while (upper_like(piece, upper_end)) ++upper_end;
+    size_t end = start;
+    for (size_t k = upper_end + 1; k-- > start;) {  // U*L+: the longest U* that leaves an L
+        if (!lower_like(piece, k)) continue;
+        end = k;
+        while (lower_like(piece, end)) ++end;
+        break;
+    }
+    if (end == start && upper_end > start) {  // U+L*
+        end = upper_end;
+        while (lower_like(piece, end)) ++end;
+    }
+    if (end == start) return start;
+    return end + contraction_length(piece, end, /*any_case=*/true);
+}
+
+void split_gpt4o(const Piece& piece, size_t begin, std::vector<size_t>& out) {
+    WordSink sink(out, begin);
+    const auto is_newline = [](uint32_t c) { return c == '\r' || c == '\n'; };
+    for (size_t pos = begin; pos < piece.end;) {
+        const uint32_t c = piece.at(pos);
+        const uint8_t f = piece.flags_at(pos);
+        // the two letter patterns, with their optional [^\r\n\p{L}\p{N}] prefix
+        const bool prefix = !is_newline(c) && !(f & (kLetter | kNumber));
+        if (const size_t end = gpt4o_word_end(piece, pos + (prefix ? 1 : 0)); end > pos + (prefix ? 1 : 0)) {
+            pos = end;
+            sink.cut(pos);
+            continue;
+        }
+        if (f & kNumber) {  // \p{N}{1,3}
+            size_t digits = 0;
+            while (digits < 3 && (piece.flags_at(pos) & kNumber)) ++pos, ++digits;
+            sink.cut(pos);
+            continue;
+        }
+        // ' ?[^\s\p{L}\p{N}]+[\r\n/]*'
+        uint8_t f2 = c == ' ' ? piece.flags_at(pos + 1) : f;
+        if (f2 != 0 && !(f2 & (kWhitespace | kLetter | kNumber))) {
+            pos += (c == ' ');
+            while (f2 != 0 && !(f2 & (kWhitespace | kLetter | kNumber))) f2 = piece.flags_at(++pos);
+            while (is_newline(piece.at(pos)) || piece.at(pos) == '/') ++pos;
+            sink.cut(pos);
+            continue;
+        }
+        // '\s*[\r\n]+', '\s+(?!\S)', '\s+'
+        size_t whitespace = 0, after_last_newline = 0;
+        while (piece.flags_at(pos + whitespace) & kWhitespace) {
+            if (is_newline(piece.at(pos + whitespace))) after_last_newline = pos + whitespace + 1;
+            ++whitespace;
+        }
+        if (after_last_newline > 0) {
+            pos = after_last_newline;
+        } else if (whitespace > 1 && piece.at(pos + whitespace) != kOutside) {
+            pos += whitespace - 1;
+        } else {
+            pos += std::max<size_t>(whitespace, 1);
+        }
+        sink.cut(pos);
+    }
+}
+
 // Regex passes without lookaround: every match is a word and so is every gap between matches.
 template <class MatchLength>
 void split_by_matches(const Piece& piece, size_t begin, MatchLength match_length, std::vector<size_t>& out) {
@@ -199,6 +276,7 @@ void run_pass(PreTokenizerPass pass, const Piece& piece, size_t begin, std::vect
         case PreTokenizerPass::kGpt2: return split_gpt2(piece, begin, out);
         case PreTokenizerPass::kLlama3: return split_llama3(piece, begin, 3, out);
         case PreTokenizerPass::kQwen2: return split_llama3(piece, begin, 1, out);
+        case PreTokenizerPass::kGpt4o: return split_gpt4o(piece, begin, out);
         case PreTokenizerPass::kEachDigit:
             return split_by_matches(
                 piece, begin, [&](size_t pos) -> size_t { return (piece.flags_at(pos) & kNumber) ? 1 : 0; }, out);
@@ -266,6 +344,9 @@ Result<PreTokenizer> PreTokenizer::from_name(std::string_view name) {
         pre.passes = {P::kLlama3};
     } else if (name_in(name, {"qwen2", "deepseek-r1-qwen", "kormo", "f2llmv2", "hunyuan", "solar-open"})) {
         pre.passes = {P::kQwen2};
+        pre.clean_spaces = false;
+    } else if (name_in(name, {"gpt-4o", "llama4", "kanana2", "talkie", "minimax-m2"})) {
+        pre.passes = {P::kGpt4o};
         pre.clean_spaces = false;
     } else if (name_in(name, {"stablelm2", "megrez"})) {
         pre.passes = {P::kQwen2};

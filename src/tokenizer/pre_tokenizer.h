@@ -15,11 +15,15 @@
 namespace tempered {
 
 enum class PreTokenizerPass : uint8_t {
-    kGpt2,       // 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)
-    kLlama3,     // (?i:'s|...)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
-    kQwen2,      // as kLlama3 with \p{N} instead of \p{N}{1,3}
-    kEachDigit,  // \p{N}
-    kDigitRuns,  // \p{N}+
+    kGpt2,    // 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)
+    kLlama3,  // (?i:'s|...)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+    kQwen2,   // as kLlama3 with \p{N} instead of \p{N}{1,3}
+    // GPT-4o / o200k (gpt-oss), as llama.cpp writes it, with U = a letter but a-z, L = a letter but A-Z:
+    // [^\r\n\p{L}\p{N}]?U*L+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?U+L*(?i:...)?|\p{N}{1,3}|
+    // ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
+    kGpt4o,
+    kEachDigit,          // \p{N}
+    kDigitRuns,          // \p{N}+
     kAsciiDigitTriples,  // [0-9][0-9][0-9]
     kPunctuationRuns,    // [\p{P}\$\+<=>\^~\|]+
 };

@@ -230,6 +230,78 @@ TEST(Attention, WindowedRunSeesOnlyTheLastWPositions) {
     }
 }
 
+// Attention sinks (gpt-oss): head h's weights are exp(s_p) / (sum_p exp(s_p) + exp(sink_h)); the scalar run equals
+// that formula in double, with sinks far below, near and far above the scores and with a window; every ISA
+// equals the scalar run bit for bit; and sinks of -inf give exactly the run without sinks.
+TEST(Attention, SinksJoinTheDenominatorOnly) {
+    constexpr int64_t kHeads = 4, kHeadDim = 32;
+    std::mt19937 rng(37);
+    const WindowCase cases[] = {{0, 1, 0}, {37, 32, 0}, {100, 3, 0}, {90, 32, 33}, {130, 5, 16}};
+    const float sink_sets[][kHeads] = {{0.5f, -1.0f, 2.0f, 0.0f}, {-60.0f, 60.0f, 5.0f, -5.0f}};
+    for (DType type : {DType::F32, DType::F16}) {
+        for (const WindowCase& c : cases) {
+            const int64_t length = c.first_position + c.tokens;
+            const PagedLayer layer = make_layer(type, kHeadDim, 16, length, rng);
+            std::normal_distribution<float> normal(0.0f, 1.0f);
+            const int64_t token_stride = kHeads * kHeadDim;
+            std::vector<float> q(static_cast<size_t>(c.tokens * token_stride));
+            for (auto& x : q) x = normal(rng);
+            std::vector<float> scratch(static_cast<size_t>(attention_scratch_floats(kHeads, kHeadDim)));
+            const float scale = 0.2f;
+            for (const auto& sinks : sink_sets) {
+                std::vector<float> expected_bits(q.size(), 0.0f);
+                AttentionRun run{q.data(), expected_bits.data(), token_stride, c.tokens, kHeads,
+                                 kHeadDim, c.first_position,     c.window,     sinks};
+                attend_run_with_isa(run, layer.view(), layer.block_table, scale, scratch.data(), CpuIsa::Scalar);
+                for (int64_t t = 0; t < c.tokens; ++t) {
+                    const int64_t position = c.first_position + t;
+                    const int64_t first = c.window > 0 ? std::max<int64_t>(0, position - c.window + 1) : 0;
+                    for (int64_t h = 0; h < kHeads; ++h) {
+                        const float* qh = &q[static_cast<size_t>(t * token_stride + h * kHeadDim)];
+                        std::vector<double> scores;
+                        double max_score = sinks[h];
+                        for (int64_t p = first; p <= position; ++p) {
+                            double dot = 0.0;
+                            for (int64_t i = 0; i < kHeadDim; ++i)
+                                dot += static_cast<double>(qh[i]) * layer.stored_keys[p * kHeadDim + i];
+                            scores.push_back(dot * scale);
+                            max_score = std::max(max_score, scores.back());
+                        }
+                        double total = std::exp(sinks[h] - max_score);
+                        for (double& score : scores) total += (score = std::exp(score - max_score));
+                        for (int64_t i = 0; i < kHeadDim; ++i) {
+                            double value = 0.0;
+                            for (int64_t p = first; p <= position; ++p)
+                                value += scores[static_cast<size_t>(p - first)] / total *
+                                         layer.stored_values[p * kHeadDim + i];
+                            ASSERT_NEAR(expected_bits[static_cast<size_t>(t * token_stride + h * kHeadDim + i)], value,
+                                        2e-5)
+                                << dtype_name(type) << " first " << c.first_position << " token " << t << " head " << h
+                                << " sink " << sinks[h];
+                        }
+                    }
+                }
+                for (CpuIsa isa : supported_isas()) {
+                    std::vector<float> actual(q.size(), 0.0f);
+                    run.out = actual.data();
+                    attend_run_with_isa(run, layer.view(), layer.block_table, scale, scratch.data(), isa);
+                    EXPECT_EQ(count_bit_differences(actual, expected_bits), 0)
+                        << cpu_isa_name(isa) << " " << dtype_name(type) << " first " << c.first_position;
+                }
+            }
+            const float no_sinks[kHeads] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
+            std::vector<float> with_minus_infinity(q.size(), 0.0f), without(q.size(), 0.0f);
+            AttentionRun run{q.data(), with_minus_infinity.data(), token_stride, c.tokens, kHeads,
+                             kHeadDim, c.first_position,           c.window,     no_sinks};
+            attend_run(run, layer.view(), layer.block_table, scale, scratch.data());
+            run.out = without.data();
+            run.sinks = nullptr;
+            attend_run(run, layer.view(), layer.block_table, scale, scratch.data());
+            EXPECT_EQ(count_bit_differences(with_minus_infinity, without), 0);
+        }
+    }
+}
+
 // A window at least as long as the context changes nothing, bit for bit.
 TEST(Attention, WindowLongerThanTheContextEqualsGlobalAttention) {
     constexpr int64_t kHeads = 3, kHeadDim = 64, kTokens = 20, kFirst = 11;

@@ -560,7 +560,7 @@ TEST(TinyLlamaErrors, SpecFieldsNeedingTensorsTheFileLacksAreRefused) {
                   s.norm_placement = NormPlacement::PreAndPostNorm;
               }).find("missing tensor blk.0.post_attention_norm.weight"),
               std::string::npos);
-    EXPECT_EQ(load_with([](DecoderSpec& s) { s.activation = GateActivation::GeluTanh; }), "");
+    EXPECT_EQ(load_with([](DecoderSpec& s) { s.activation.kind = GateActivation::GeluTanh; }), "");
     EXPECT_EQ(load_with([](DecoderSpec& s) { s.layers.assign(kLayers, LayerSpec{.attention_window = 8}); }), "");
     EXPECT_NE(load_with([](DecoderSpec& s) { s.layers.assign(kLayers + 1, LayerSpec{}); }).find("layers"),
               std::string::npos);

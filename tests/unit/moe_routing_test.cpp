@@ -90,6 +90,28 @@ TEST(MoeRouting, TheCorrectionBiasSelectsButDoesNotWeigh) {
     EXPECT_NEAR(choice.weight, 1.0 / sum, 1e-6);
 }
 
+// gpt-oss: the top k raw logits are chosen (the router bias is already in them), and their weights are the
+// softmax of those k logits alone.
+TEST(MoeRouting, GptOssWeighsTheChosenBySoftmaxOfTheirLogits) {
+    MoeConfig config;
+    config.expert_count = 5;
+    config.experts_per_token = 3;
+    config.expert_ffn_dim = 1;
+    config.gating = ExpertGating::SoftmaxOfChosen;
+    const float logits[] = {0.5f, 3.0f, -2.0f, 1.0f, 2.5f};
+    ExpertChoice choices[3];
+    float margin = 0.0f;
+    route_experts(config, logits, nullptr, 1, choices, &margin);
+    EXPECT_EQ(choices[0].expert, 1);
+    EXPECT_EQ(choices[1].expert, 4);
+    EXPECT_EQ(choices[2].expert, 3);
+    const double sum = std::exp(3.0) + std::exp(2.5) + std::exp(1.0);
+    EXPECT_NEAR(choices[0].weight, std::exp(3.0) / sum, 1e-6);
+    EXPECT_NEAR(choices[1].weight, std::exp(2.5) / sum, 1e-6);
+    EXPECT_NEAR(choices[2].weight, std::exp(1.0) / sum, 1e-6);
+    EXPECT_FLOAT_EQ(margin, 0.5f);  // the third logit (1.0) minus the fourth (0.5)
+}
+
 using testing::GgufWriter;
 
 // A deepseek2 file's MoE metadata as DeepSeek-V3 writes it (sizes shrunk), integer keys overridable.
@@ -215,6 +237,34 @@ TEST(MoeConfigRead, RefusesInconsistentOrUnsupportedFiles) {
     EXPECT_NE(error_of(GgufWriter().u32("llama.expert_count", 8).u32("llama.expert_used_count", 2), "llama")
                   .find("only deepseek2"),
               std::string::npos);
+    // gpt-oss routes by its own rule: shared experts or normalized weights in its file are refused, not ignored.
+    const auto gpt_oss = [](const std::string& extra_key) {
+        GgufWriter writer;
+        writer.u32("gpt-oss.expert_count", 32).u32("gpt-oss.expert_used_count", 4);
+        writer.u32("gpt-oss.expert_feed_forward_length", 2880);
+        if (extra_key == "expert_weights_norm") writer.boolean("gpt-oss.expert_weights_norm", true);
+        if (extra_key == "expert_shared_count") writer.u32("gpt-oss.expert_shared_count", 1);
+        return writer;
+    };
+    EXPECT_EQ(error_of(gpt_oss(""), "gpt-oss"), "");
+    EXPECT_NE(error_of(gpt_oss("expert_weights_norm"), "gpt-oss").find("gpt-oss with"), std::string::npos);
+    EXPECT_NE(error_of(gpt_oss("expert_shared_count"), "gpt-oss").find("gpt-oss with"), std::string::npos);
+}
+
+TEST(MoeConfigRead, GptOssGatingIsTheArchitectures) {
+    const auto bytes = GgufWriter()
+                           .u32("gpt-oss.expert_count", 32)
+                           .u32("gpt-oss.expert_used_count", 4)
+                           .u32("gpt-oss.expert_feed_forward_length", 2880)
+                           .bytes();
+    auto file = GgufFile::parse(bytes);
+    ASSERT_TRUE(file.ok());
+    auto config = read_moe_config(*file, "gpt-oss");
+    ASSERT_TRUE(config.ok()) << config.error().message;
+    ASSERT_TRUE(config->has_value());
+    EXPECT_EQ((*config)->gating, ExpertGating::SoftmaxOfChosen);
+    EXPECT_FALSE((*config)->normalize_weights);
+    EXPECT_EQ((*config)->leading_dense_layers, 0);
 }
 // read_model_config fills ModelConfig::experts, and a dense file leaves it empty.
 TEST(MoeConfigRead, ModelConfigCarriesTheExperts) {

@@ -356,6 +356,28 @@ TEST(Ops, AttendHeadsWithAWindowSeesOnlyTheLastWPositions) {
 }
 
 // GeGLU: gelu(gate) * up with the tanh approximation llama.cpp and Gemma use, not erf's exact GELU.
+// gpt-oss's clamped SwiGLU: x = min(gate, 7), y = clamp(up, -7, 7), out = x sigmoid(1.702 x) (y + 1), against the
+// formula in double over values well past the clamp on both sides, and in place.
+TEST(Ops, ClampedSwigluClampsGateAboveAndUpBothWays) {
+    const auto gate = random_vector(257, 23, 12.0f), up = random_vector(257, 24, 12.0f);
+    std::vector<float> out(gate.size());
+    swiglu_clamped(gate.data(), up.data(), out.data(), static_cast<int64_t>(gate.size()), 1.702f, 7.0f);
+    size_t clamped = 0;
+    for (size_t i = 0; i < out.size(); ++i) {
+        const double x = std::min(static_cast<double>(gate[i]), 7.0);
+        const double y = std::clamp(static_cast<double>(up[i]), -7.0, 7.0);
+        const double expected = x / (1.0 + std::exp(-1.702 * x)) * (y + 1.0);
+        clamped += std::fabs(gate[i]) > 7.0f || std::fabs(up[i]) > 7.0f;
+        EXPECT_NEAR(out[i], expected, 2e-6 * std::max(1.0, std::fabs(expected))) << gate[i] << " " << up[i];
+    }
+    EXPECT_GT(clamped, 50u);  // the clamp is exercised
+    std::vector<float> x = {100.0f, -100.0f, 1.0f}, y = {-100.0f, 100.0f, 0.0f};
+    swiglu_clamped(x.data(), y.data(), x.data(), 3, 1.702f, 7.0f);
+    EXPECT_NEAR(x[0], 7.0 / (1.0 + std::exp(-1.702 * 7.0)) * -6.0, 1e-5);  // gate capped at 7, up at -7
+    EXPECT_NEAR(x[1], 0.0f, 1e-30f);                                       // a very negative gate is silenced
+    EXPECT_NEAR(x[2], 1.0 / (1.0 + std::exp(-1.702)), 1e-6);               // up 0 still passes the gate: y + 1
+}
+
 TEST(Ops, GegluTanhIsTanhApproximatedGeluOfGateTimesUp) {
     const auto gate = random_vector(257, 19, 3.0f), up = random_vector(257, 20);
     std::vector<float> out(gate.size());

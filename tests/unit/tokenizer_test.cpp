@@ -114,6 +114,20 @@ TEST(TokenizerPreTokenizer, Llama3AndQwen2) {
     EXPECT_EQ(split_words("llama3", "IT'S"), (Words{"IT", "'S"}));  // contractions in any case
 }
 
+// GPT-4o / o200k (gpt-oss): cased words, digit triples, punctuation runs taking trailing newlines and slashes.
+// The expected splits are Python `regex`'s findall with o200k's original pattern (on ASCII, llama.cpp's form of
+// it is the same); tests/unit/model_gpt_oss_oracle_test.cpp holds whole tokenizations to llama.cpp's.
+TEST(TokenizerPreTokenizer, Gpt4o) {
+    EXPECT_EQ(split_words("gpt-4o", "Hello  world\n\n  x 12345 ??\n"),
+              (Words{"Hello", " ", " world", "\n\n", " ", " x", " ", "123", "45", " ??\n"}));
+    EXPECT_EQ(split_words("gpt-4o", "HTTPServer getURL I'M you'LL"),
+              (Words{"HTTPServer", " get", "URL", " I'M", " you'LL"}));
+    EXPECT_EQ(split_words("gpt-4o", "(foo) a/b c//\n/d"), (Words{"(foo", ")", " a", "/b", " c", "//\n/", "d"}));
+    EXPECT_EQ(split_words("gpt-4o", "don't WON'T"), (Words{"don't", " WON'T"}));
+    EXPECT_EQ(split_words("gpt-4o", "x\t\tyz  "), (Words{"x", "\t", "\tyz", "  "}));
+    EXPECT_EQ(split_words("gpt-4o", "CamelCase ABCdef aBC"), (Words{"Camel", "Case", " ABCdef", " a", "BC"}));
+}
+
 TEST(TokenizerPreTokenizer, DefaultSplitsPunctuationAndDigitTriples) {
     EXPECT_EQ(split_words("default", "a+b=12345"), (Words{"a", "+", "b", "=", "123", "45"}));
 }

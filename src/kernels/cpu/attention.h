@@ -31,6 +31,9 @@ struct AttentionRun {
     int64_t head_dim = 0;  // a multiple of 16
     int64_t first_position = 0;
     int64_t window = 0;  // 0: causal over the whole sequence; W: the token at position p sees [p - W + 1, p] only
+    // Attention sinks (gpt-oss): (heads) learned logits, one per query head of the group, each an extra term
+    // exp(sink) in its softmax's denominator that no value goes with; nullptr: none.
+    const float* sinks = nullptr;
 };
 
 // Floats of scratch attend_run needs for runs of up to kMaxRunTokens tokens of `heads` heads.
@@ -44,7 +47,7 @@ bool attention_run_supports(int64_t head_dim);
 // W of them (llama.cpp's standard sliding window: position p0 is hidden from p1 when p1 - p0 >= W). Keys,
 // values and block table entries of positions outside every token's window are never read, so a
 // window layer's table may hold anything there. scratch: the calling thread's attention_scratch_floats
-// floats.
+// floats. With sinks, head h's weights are exp(s_p) / (sum_p exp(s_p) + exp(sinks[h])).
 void attend_run(const AttentionRun& run, const KvHeadView& kv, std::span<const int32_t> block_table, float scale,
                 float* scratch);
 

@@ -247,6 +247,17 @@ void attend_chunk(const AttentionRun& run, int64_t base, float scale, const Scra
     if (filled > 0) update_row_block<Vec, kType>(block, filled, run.head_dim, scale, s, chunk);
 }
 
+// What a row's unnormalised output is multiplied by: 1 / denominator, or with a sink σ the softmax over the
+// positions and σ together, its maximum M = max(running max m, σ): exp(m - M) / (denominator exp(m - M) +
+// exp(σ - M)). Scalar arithmetic shared by every ISA, so the three stay equal bit for bit.
+inline float output_factor(const AttentionRun& run, int64_t head, const Scratch& s, int64_t row) {
+    if (run.sinks == nullptr) return 1.0f / s.denominator[row];
+    const float sink = run.sinks[head], running_max = s.running_max[row];
+    const float joint_max = std::max(running_max, sink);
+    const float rescale = canonical_exp(running_max - joint_max);
+    return rescale / std::fma(s.denominator[row], rescale, canonical_exp(sink - joint_max));
+}
+
 template <typename Vec>
 void attend_run(const AttentionRun& run, const KvHeadView& kv, std::span<const int32_t> block_table, float scale,
                 float* scratch) {
@@ -296,7 +307,7 @@ void attend_run(const AttentionRun& run, const KvHeadView& kv, std::span<const i
     for (int64_t t = 0; t < run.tokens; ++t) {
         for (int64_t h = 0; h < run.heads; ++h) {
             const int64_t row = t * run.heads + h;
-            const typename Vec::Type inverse = Vec::set1(1.0f / s.denominator[row]);
+            const typename Vec::Type inverse = Vec::set1(output_factor(run, h, s, row));
             float* out = run.out + t * run.token_stride + h * head_dim;
             for (int64_t d = 0; d < head_dim; d += kChunk)
                 Vec::store(out + d, Vec::mul(Vec::load(s.output + row * head_dim + d), inverse));

@@ -108,6 +108,13 @@ void swiglu(const float* gate, const float* up, float* out, int64_t n) {
     swiglu_scalar(gate, up, out, n);
 }
 
+void swiglu_clamped(const float* gate, const float* up, float* out, int64_t n, float alpha, float limit) {
+    for (int64_t i = 0; i < n; ++i) {
+        const float x = std::min(gate[i], limit), y = std::clamp(up[i], -limit, limit);
+        out[i] = x / (1.0f + canonical_exp(-alpha * x)) * (y + 1.0f);
+    }
+}
+
 void geglu_tanh_scalar(const float* gate, const float* up, float* out, int64_t n) {
     for (int64_t i = 0; i < n; ++i) {
         const float x = gate[i];
