@@ -272,7 +272,7 @@ Result<DisaggregationSettings> disaggregation_flags(const ServeOptions& options,
 Status apply_reasoning_flags(const ServeOptions& options, ServiceSettings& settings) {
     const std::string& parser = options.reasoning_parser;
     if (parser != "auto" && parser != "none" && !reasoning::parser_from_name(parser))
-        return Error{"--reasoning-parser must be auto, deepseek_r1 or none (got '" + parser + "')"};
+        return Error{"--reasoning-parser must be auto, deepseek_r1, harmony or none (got '" + parser + "')"};
     settings.reasoning.parser = parser;
     if (options.reasoning_budget >= 0) settings.reasoning.budget = options.reasoning_budget;
     auto budgets = parse_effort_budgets(options.reasoning_effort_budgets);
@@ -744,7 +744,7 @@ void add_serve_command(CLI::App& app, int& exit_code) {
     command
         ->add_option("--reasoning-parser", options->reasoning_parser,
                      "how chat answers are split into reasoning_content and content: auto (from the chat "
-                     "template; default), deepseek_r1 or none")
+                     "template; default), deepseek_r1, harmony or none")
         ->capture_default_str();
     command
         ->add_option("--reasoning-budget", options->reasoning_budget,

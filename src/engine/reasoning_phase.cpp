@@ -9,14 +9,20 @@ namespace {
 // masked for it, so the content is never empty.
 constexpr int64_t kMinContentTokens = 1;
 
-// The forced end must close reasoning; a sequence without </think> (a tokenizer that split it) would
-// never end it, so it falls back to the marker alone.
+// The forced end must close reasoning; a sequence without the closing marker (a tokenizer that split it)
+// would never end it, so it falls back to the marker alone.
 std::vector<int32_t> closing_sequence(const ReasoningOptions& options) {
-    if (!options.markers) return {};
-    const int32_t end = options.markers->end;
+    if (!options.enabled()) return {};
+    const int32_t end = options.closing_marker();
     const auto& ids = options.forced_end;
     if (std::find(ids.begin(), ids.end(), end) == ids.end()) return {end};
     return ids;
+}
+
+std::unique_ptr<reasoning::TokenSplitter> make_splitter(const ReasoningOptions& options) {
+    if (options.harmony) return std::make_unique<reasoning::HarmonySplitter>(*options.harmony);
+    return std::make_unique<reasoning::ReasoningSplitter>(options.markers.value_or(reasoning::ThinkTokens{}),
+                                                          options.prompt_opens_reasoning);
 }
 
 }  // namespace
@@ -32,7 +38,7 @@ const char* forced_end_name(ForcedEnd reason) {
 
 ReasoningPhase::ReasoningPhase(ReasoningOptions options)
     : options_(std::move(options)),
-      splitter_(options_.markers.value_or(reasoning::ThinkTokens{}), options_.prompt_opens_reasoning),
+      splitter_(make_splitter(options_)),
       forced_end_(closing_sequence(options_)),
       reasoned_(options_.prompt_opens_reasoning) {}
 
@@ -71,19 +77,19 @@ ReasoningText ReasoningPhase::on_token(int32_t token, bool forced, std::string_v
     const bool was_reasoning = in_reasoning();
     if (forced)
         ++forced_position_;
-    else if (was_reasoning && token != options_.markers->end)
+    else if (was_reasoning && !splitter_->closes_reasoning(token))
         ++drawn_;
     else if (!was_reasoning && reasoned_)
         ++content_drawn_;
     reasoning::SplitText split;
-    splitter_.feed(token, text, split);
+    splitter_->feed(token, text, split);
     if (in_reasoning()) reasoned_ = true;
     return {std::move(split.reasoning), std::move(split.content)};
 }
 
 ReasoningText ReasoningPhase::finish(std::string_view tail) {
     reasoning::SplitText split;
-    splitter_.finish(tail, split);
+    splitter_->finish(tail, split);
     return {std::move(split.reasoning), std::move(split.content)};
 }
 
@@ -93,7 +99,7 @@ ReasoningReport ReasoningPhase::report() const {
     report.tokens = drawn_;
     report.budget = options_.budget;
     report.forced_end = forced_reason_;
-    report.reasoning_tokens = splitter_.reasoning_tokens();
+    report.reasoning_tokens = splitter_->reasoning_tokens();
     return report;
 }
 

@@ -1,12 +1,14 @@
-// Where one choice is in its reasoning (<think>…</think>), and the budget that guarantees it an answer.
+// Where one choice is in its reasoning (<think>…</think>, or harmony's analysis channel), and the budget that
+// guarantees it an answer.
 //
 // The engine keeps a handle on the phase because the budget needs it: the forced end is a token the sampler
 // must not draw. The choice's output processor (output/output_processor.h) runs it as its reasoning stage:
-// the split of text into reasoning and content (reasoning::ReasoningSplitter, on token ids) decides what
-// the stop matcher and the grammar see.
+// the split of text into reasoning and content (reasoning::ReasoningSplitter or HarmonySplitter, on token ids)
+// decides what the stop matcher and the grammar see.
 //
-// The forced end. The server tokenizes "\n</think>\n\n" (</think> one token); instead of drawing, the
-// engine appends those tokens one per step when
+// The forced end. The server tokenizes "\n</think>\n\n" (</think> one token), for harmony
+// "<|end|><|start|>assistant<|channel|>final<|message|>" (the analysis message closed, the final one opened);
+// instead of drawing, the engine appends those tokens one per step when
 //   (a) the reasoning has drawn `budget` tokens (ForcedEnd::Budget);
 //   (b) the room left under max_tokens is no more than the forced end plus one content token, so content
 //       always comes (ForcedEnd::MaxTokens);
@@ -28,12 +30,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "output/reasoning_split.h"
+#include "reasoning/harmony_splitter.h"
 #include "reasoning/reasoning_parser.h"
 
 namespace tempered {
@@ -41,14 +45,17 @@ namespace tempered {
 enum class ForcedEnd { Budget, MaxTokens, Loop };
 const char* forced_end_name(ForcedEnd reason);  // "budget" | "max_tokens" | "loop"
 
-// How a request's output is read for reasoning. No markers: no reasoning handling at all.
+// How a request's output is read for reasoning: <think> markers or harmony's (at most one of the two). Neither:
+// no reasoning handling at all.
 struct ReasoningOptions {
     std::optional<reasoning::ThinkTokens> markers;
+    std::optional<reasoning::HarmonyTokens> harmony;
     bool prompt_opens_reasoning = false;  // the template ended the prompt inside <think>
     std::optional<int64_t> budget;        // drawn reasoning tokens; nullopt: unlimited
-    std::vector<int32_t> forced_end;      // "\n</think>\n\n" as ids; empty: just </think>
+    std::vector<int32_t> forced_end;      // "\n</think>\n\n" as ids; empty: just the closing marker
 
-    bool enabled() const { return markers.has_value(); }
+    bool enabled() const { return markers.has_value() || harmony.has_value(); }
+    int32_t closing_marker() const { return markers ? markers->end : harmony ? harmony->end : -1; }
 };
 
 // A choice's reasoning, reported on its finishing delta when reasoning handling is on.
@@ -67,7 +74,7 @@ public:
     explicit ReasoningPhase(ReasoningOptions options);
 
     // Inside reasoning now (the forced end's </think> not yet appended).
-    bool in_reasoning() const override { return splitter_.in_reasoning(); }
+    bool in_reasoning() const override { return splitter_->in_reasoning(); }
     // Ends reasoning by force from the next token on (no-op outside reasoning or once forcing).
     void force_end(ForcedEnd reason);
 
@@ -80,7 +87,7 @@ public:
     // End-of-generation tokens must be masked for the next draw (inside reasoning, or first content token).
     bool masks_end_of_generation() const;
     // The grammar applies to the next draw only once reasoning and its forced end are over.
-    bool grammar_applies() const { return !in_reasoning() && !forcing(); }
+    bool grammar_applies() const { return splitter_->in_answer() && !forcing(); }
 
     // A token was appended (`forced`: from forced_token()); `text` is what the detokenizer gave for it.
     ReasoningText on_token(int32_t token, bool forced, std::string_view text);
@@ -99,7 +106,7 @@ private:
     std::optional<ForcedEnd> forced_end_due(int64_t generated, int64_t max_tokens) const;
 
     ReasoningOptions options_;
-    reasoning::ReasoningSplitter splitter_;
+    std::unique_ptr<reasoning::TokenSplitter> splitter_;
     std::vector<int32_t> forced_end_;
     bool reasoned_ = false;
     int64_t drawn_ = 0;          // drawn reasoning tokens

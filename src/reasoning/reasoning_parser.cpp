@@ -7,18 +7,20 @@ namespace tempered::reasoning {
 std::string_view parser_name(ReasoningParserKind kind) {
     switch (kind) {
         case ReasoningParserKind::DeepSeekR1: return "deepseek_r1";
+        case ReasoningParserKind::Harmony: return "harmony";
     }
     return "deepseek_r1";
 }
 
 std::optional<ReasoningParserKind> parser_from_name(std::string_view name) {
-    for (ReasoningParserKind kind : {ReasoningParserKind::DeepSeekR1}) {
+    for (ReasoningParserKind kind : {ReasoningParserKind::DeepSeekR1, ReasoningParserKind::Harmony}) {
         if (parser_name(kind) == name) return kind;
     }
     return std::nullopt;
 }
 
 std::optional<ReasoningParserKind> detect_parser(std::string_view chat_template) {
+    if (chat_template.find("<|channel|>analysis") != std::string_view::npos) return ReasoningParserKind::Harmony;
     if (chat_template.find("</think>") != std::string_view::npos) return ReasoningParserKind::DeepSeekR1;
     return std::nullopt;
 }

@@ -1,6 +1,23 @@
 #include "server/chat_reasoning.h"
 
 namespace tempered {
+namespace {
+
+ReasoningSetup choose_harmony(const Tokenizer& tokenizer, const std::string& flag) {
+    ReasoningSetup setup;
+    setup.harmony = reasoning::HarmonyTokens::find([&](std::string_view text) { return tokenizer.find_token(text); });
+    if (!setup.harmony) {
+        setup.why = "reasoning: harmony's markers are not single tokens here, answers are content" + flag;
+        return setup;
+    }
+    setup.parser = reasoning::ReasoningParserKind::Harmony;
+    setup.forced_end = tokenizer.encode("<|end|><|start|>assistant<|channel|>final<|message|>",
+                                        /*add_special_tokens=*/false, /*parse_special=*/true);
+    setup.why = "reasoning: split with the harmony parser (analysis channel)" + flag;
+    return setup;
+}
+
+}  // namespace
 
 ReasoningSetup choose_reasoning(const ReasoningSettings& settings, std::string_view chat_template,
                                 const Tokenizer& tokenizer) {
@@ -12,6 +29,7 @@ ReasoningSetup choose_reasoning(const ReasoningSettings& settings, std::string_v
     }
     const auto parser = settings.parser == "auto" ? reasoning::detect_parser(chat_template)
                                                   : reasoning::parser_from_name(settings.parser);
+    if (parser == reasoning::ReasoningParserKind::Harmony) return choose_harmony(tokenizer, flag);
     const auto markers =
         reasoning::ThinkTokens::find([&](std::string_view text) { return tokenizer.find_token(text); });
     if (!parser) {
@@ -33,8 +51,12 @@ ReasoningOptions reasoning_options(const ReasoningSetup& setup, const ReasoningS
                                    const api::ChatRequest& request, const std::vector<int32_t>& prompt) {
     ReasoningOptions options;
     if (!setup.parser) return options;
-    options.markers = setup.markers;
-    options.prompt_opens_reasoning = reasoning::prompt_opens_reasoning(setup.markers, prompt);
+    if (setup.harmony) {
+        options.harmony = setup.harmony;  // gpt-oss's template ends the prompt with a header, never in analysis
+    } else {
+        options.markers = setup.markers;
+        options.prompt_opens_reasoning = reasoning::prompt_opens_reasoning(setup.markers, prompt);
+    }
     options.forced_end = setup.forced_end;
     if (request.thinking_token_budget)
         options.budget = *request.thinking_token_budget;

@@ -20,9 +20,11 @@ namespace tempered {
 // What the served model's output is read with. No parser: answers are content only.
 struct ReasoningSetup {
     std::optional<reasoning::ReasoningParserKind> parser;
-    reasoning::ThinkTokens markers;
-    std::vector<int32_t> forced_end;  // "\n</think>\n\n", special tokens parsed
-    std::string why;                  // one line for the start-up log
+    reasoning::ThinkTokens markers;                   // DeepSeekR1
+    std::optional<reasoning::HarmonyTokens> harmony;  // Harmony
+    // "\n</think>\n\n", or harmony's "<|end|><|start|>assistant<|channel|>final<|message|>"; special tokens parsed
+    std::vector<int32_t> forced_end;
+    std::string why;  // one line for the start-up log
 };
 
 ReasoningSetup choose_reasoning(const ReasoningSettings& settings, std::string_view chat_template,

@@ -100,7 +100,8 @@ std::optional<int32_t> StructuredOutput::opening_tag_token(toolcalls::ToolCallFa
 api::ApiResult<std::shared_ptr<const grammar::Constraint>> StructuredOutput::tool_call_constraint(
     const ToolCallSetup& setup) {
     using Constrained = std::shared_ptr<const grammar::Constraint>;
-    if (setup.validation != ToolCallValidation::Constrain) return Constrained();
+    if (setup.validation != ToolCallValidation::Constrain || !toolcalls::describe(setup.family).constrainable)
+        return Constrained();
     std::vector<int32_t> trigger;
     if (!setup.forced) {
         const std::optional<int32_t> tag = opening_tag_token(setup.family);

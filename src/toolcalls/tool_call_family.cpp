@@ -10,6 +10,7 @@ namespace tempered::toolcalls {
 const ToolCallFamilyDescriptor& hermes_family();
 const ToolCallFamilyDescriptor& mistral_family();
 const ToolCallFamilyDescriptor& llama3_json_family();
+const ToolCallFamilyDescriptor& harmony_family();
 
 namespace {
 
@@ -23,9 +24,10 @@ bool teaches(const ToolCallFamilyDescriptor& family, std::string_view chat_templ
 }  // namespace
 
 // In detection order: a Mistral or Llama template never mentions <tool_call>, while Hermes-style ones
-// may mention JSON, so Hermes' marker is looked for first and Llama 3's loose ones last.
+// may mention JSON, so Hermes' marker is looked for first and Llama 3's loose ones last; harmony's markers
+// are in no other family's template.
 std::span<const ToolCallFamilyDescriptor* const> tool_call_families() {
-    static const std::array families = {&hermes_family(), &mistral_family(), &llama3_json_family()};
+    static const std::array families = {&hermes_family(), &mistral_family(), &harmony_family(), &llama3_json_family()};
     return families;
 }
 

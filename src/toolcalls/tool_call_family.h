@@ -17,6 +17,7 @@ enum class ToolCallFamily {
     Hermes,      // Qwen2.5, Hermes: <tool_call>\n{"name": ..., "arguments": {...}}\n</tool_call>, one block per call
     Llama3Json,  // Llama 3.x: the whole answer is {"name": ..., "parameters": {...}}, maybe after <|python_tag|>
     Mistral,     // Mistral: [TOOL_CALLS][{"name": ..., "arguments": {...}}, ...]
+    Harmony,     // gpt-oss: <|start|>assistant to=functions.NAME<|channel|>commentary json<|message|>{...}<|call|>
 };
 
 class ToolCallParser;
@@ -42,13 +43,16 @@ struct ToolCallFamilyDescriptor {
     std::string_view trigger;
     CallSyntax syntax;
     std::unique_ptr<ToolCallParser> (*make_parser)();
+    // Whether a grammar can write the family's calls (`syntax`); false for harmony, whose call headers are
+    // marker tokens around the analysis channel: its calls are checked after parsing in every mode.
+    bool constrainable = true;
 };
 
 // Every family, in detection order (see tool_call_family.cpp).
 std::span<const ToolCallFamilyDescriptor* const> tool_call_families();
 const ToolCallFamilyDescriptor& describe(ToolCallFamily family);
 
-std::string_view family_name(ToolCallFamily family);  // "hermes", "llama3_json", "mistral"
+std::string_view family_name(ToolCallFamily family);  // "hermes", "llama3_json", "mistral", "harmony"
 std::optional<ToolCallFamily> family_from_name(std::string_view name);
 // The family whose call syntax a chat template teaches, from its distinctive markers; nullopt when none.
 std::optional<ToolCallFamily> detect_family(std::string_view chat_template);

@@ -30,7 +30,7 @@ TEST(ToolCallSettings, UnknownValuesNameTheFlagAndWhatIsLegal) {
     auto parser = tool_call_settings("qwen", "", "", "");
     ASSERT_FALSE(parser);
     EXPECT_EQ(parser.error().message,
-              "--tool-call-parser must be auto, none, hermes, llama3_json or mistral (got 'qwen')");
+              "--tool-call-parser must be auto, none, harmony, hermes, llama3_json or mistral (got 'qwen')");
     auto validation = tool_call_settings("", "", "", "strict");
     ASSERT_FALSE(validation);
     EXPECT_EQ(validation.error().message, "--tool-call-validation must be off, flag or constrain (got 'strict')");
