@@ -177,8 +177,43 @@ TEST_P(PackedMatmul, StaysWithinActivationQuantizationBoundOfFloatReference) {
     }
 }
 
+// MXFP4's E8M0 scale bytes at the edges the kernels decode by hand: the subnormal halves (e = 0, 1), the
+// smallest normal one (2) and large ones. Packing keeps every weight and every ISA equals the scalar kernel.
+TEST(PackedMatmulMxfp4, ExtremeScalesEqualTheScalarKernel) {
+    std::mt19937 rng(17);
+    ThreadPool pool(2);
+    const int64_t rows = 32, cols = 256, batch = 6;
+    PackedCase c;
+    c.gguf_bytes = random_weights(DType::MXFP4, rows, cols, rng);
+    const uint8_t edges[] = {0, 1, 2, 3, 127, 140};
+    for (size_t block = 0; block * 17 < c.gguf_bytes.size(); ++block) c.gguf_bytes[block * 17] = edges[block % 6];
+    c.gguf = WeightMatrix{DType::MXFP4, c.gguf_bytes.data(), rows, cols};
+    c.packed_bytes = AlignedBuffer(static_cast<size_t>(packed_bytes(c.gguf)));
+    c.packed = pack_weights(c.gguf, c.packed_bytes.data());
+    std::vector<float> row(static_cast<size_t>(cols));
+    for (int64_t r = 0; r < rows; ++r) {
+        dequantize_row(DType::MXFP4, c.gguf_bytes.data() + r * 17 * (cols / 32), row.data(), cols);
+        for (int64_t col = 0; col < cols; ++col) {
+            const PackedWeight w = packed_weight(c.packed, r, col);
+            ASSERT_EQ(w.d * static_cast<float>(w.q), row[static_cast<size_t>(col)]) << "row " << r << " col " << col;
+        }
+    }
+    const auto x = random_activations(batch, cols, rng);
+    std::vector<float> expected(static_cast<size_t>(batch * rows));
+    matmul_with_isa(c.packed, x.data(), batch, expected.data(), pool, CpuIsa::Scalar);
+    for (CpuIsa isa : supported_isas()) {
+        for (int64_t b : {int64_t{1}, batch}) {
+            std::vector<float> actual(static_cast<size_t>(b * rows), -1.0f);
+            matmul_with_isa(c.packed, x.data(), b, actual.data(), pool, isa);
+            const std::vector<float> want(expected.begin(), expected.begin() + b * rows);
+            EXPECT_EQ(count_bit_differences(actual, want), 0) << cpu_isa_name(isa) << " batch " << b;
+        }
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(Types, PackedMatmul,
-                         ::testing::Values(DType::Q4_1, DType::Q8_0, DType::Q5_0, DType::Q6_K, DType::Q4_K),
+                         ::testing::Values(DType::Q4_1, DType::Q8_0, DType::Q5_0, DType::Q6_K, DType::Q4_K,
+                                           DType::MXFP4),
                          [](const ::testing::TestParamInfo<DType>& info) {
                              return std::string(dtype_name(info.param));
                          });

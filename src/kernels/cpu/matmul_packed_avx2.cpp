@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "kernels/cpu/packed_weights.h"
+#include "kernels/cpu/quant_blocks.h"
 
 namespace tempered {
 namespace {
@@ -224,6 +225,50 @@ void q4_k_half(const uint8_t* group_tiles, int64_t blocks, int h, const Quantize
     for (int t = 0; t < T; ++t) _mm256_storeu_ps(y + (b0 + t) * y_stride + 8 * h, acc[t]);
 }
 
+// The same for MXFP4: the codes looked up as their doubled E2M1 values plus kMxfp4Offset (0..24), so the signed
+// product subtracts kMxfp4Offset * (sum of the activation block). Weights up to 24 keep sums of 4 vpmaddubsw
+// results exact (4 x 2 x 24 x 127 < 2^15) before widening.
+template <int T>
+void mxfp4_half(const uint8_t* group_tiles, int64_t blocks, int h, const QuantizedActivations& x, int64_t b0, float* y,
+                int64_t y_stride) {
+    constexpr int64_t kTileBytes = 272;
+    const __m256i low_nibbles = _mm256_set1_epi8(0x0F), word_ones = _mm256_set1_epi16(1);
+    const __m256i table =
+        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kMxfp4OffsetDoubled)));
+    __m256 acc[T];
+    for (auto& a : acc) a = _mm256_setzero_ps();
+    for (int64_t j = 0; j < blocks; ++j) {
+        const uint8_t* tile = group_tiles + j * kTileBytes;
+        __m256i w[8];
+        for (int c = 0; c < 4; ++c) {
+            const __m256i bytes = load_256(tile + 64 * c + 32 * h);
+            w[2 * c] = _mm256_shuffle_epi8(table, _mm256_and_si256(bytes, low_nibbles));
+            w[2 * c + 1] = _mm256_shuffle_epi8(table, _mm256_and_si256(_mm256_srli_epi16(bytes, 4), low_nibbles));
+        }
+        uint64_t scale_bytes;
+        std::memcpy(&scale_bytes, tile + 256 + 8 * h, 8);
+        const __m256i e = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<int64_t>(scale_bytes)));
+        const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
+        const __m256i subnormal = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
+        const __m256i is_subnormal = _mm256_cmpgt_epi32(_mm256_set1_epi32(2), e);
+        const __m256 d = _mm256_castsi256_ps(_mm256_blendv_epi8(normal, subnormal, is_subnormal));
+        for (int t = 0; t < T; ++t) {
+            const int8_t* xq = x.block_q(b0 + t, j);
+            __m256i p = _mm256_set1_epi32(-kMxfp4Offset * x.block_sum(b0 + t, j));
+            for (int half = 0; half < 2; ++half) {
+                __m256i sum16 = _mm256_maddubs_epi16(w[4 * half], broadcast_4_bytes(xq + 16 * half));
+                for (int i = 1; i < 4; ++i)
+                    sum16 = _mm256_add_epi16(
+                        sum16, _mm256_maddubs_epi16(w[4 * half + i], broadcast_4_bytes(xq + 16 * half + 4 * i)));
+                p = _mm256_add_epi32(p, _mm256_madd_epi16(sum16, word_ones));
+            }
+            const float dx = x.block_scale(b0 + t, j);
+            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_mul_ps(d, _mm256_set1_ps(dx)), acc[t]);
+        }
+    }
+    for (int t = 0; t < T; ++t) _mm256_storeu_ps(y + (b0 + t) * y_stride + 8 * h, acc[t]);
+}
+
 template <int T>
 void group_tile(DType type, const uint8_t* tiles, int64_t blocks, const QuantizedActivations& x, int64_t b0, float* y,
                 int64_t y_stride) {
@@ -236,6 +281,8 @@ void group_tile(DType type, const uint8_t* tiles, int64_t blocks, const Quantize
             q6_k_half<T>(tiles, blocks, h, x, b0, y, y_stride);
         else if (type == DType::Q4_K)
             q4_k_half<T>(tiles, blocks, h, x, b0, y, y_stride);
+        else if (type == DType::MXFP4)
+            mxfp4_half<T>(tiles, blocks, h, x, b0, y, y_stride);
         else
             q8_0_half<T>(tiles, blocks, h, x, b0, y, y_stride);
     }

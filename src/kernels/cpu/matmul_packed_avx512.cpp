@@ -75,6 +75,41 @@ struct PackedFormat<DType::Q8_0> {
     }
 };
 
+// The E8M0 scale bytes of 16 rows as mxfp4_half_scale's floats: 2^(e - 128) from its bits, (e - 1) << 23, and
+// below e = 2 the subnormal 0x00200000 << e.
+__m512 mxfp4_half_scales(const uint8_t* bytes) {
+    const __m512i e = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes)));
+    const __m512i normal = _mm512_slli_epi32(_mm512_sub_epi32(e, _mm512_set1_epi32(1)), 23);
+    const __m512i subnormal = _mm512_sllv_epi32(_mm512_set1_epi32(0x00200000), e);
+    return _mm512_castsi512_ps(
+        _mm512_mask_blend_epi32(_mm512_cmplt_epu32_mask(e, _mm512_set1_epi32(2)), normal, subnormal));
+}
+
+template <>
+struct PackedFormat<DType::MXFP4> {
+    static constexpr int64_t kTileBytes = 272;
+    // The codes looked up as their doubled E2M1 values plus kMxfp4Offset (0..24, unsigned for vpdpbusd).
+    static void unpack(const uint8_t* group_tiles, int64_t j, __m512i w[8], __m512& d, __m512&) {
+        const uint8_t* tile = group_tiles + j * kTileBytes;
+        const __m512i low_nibbles = _mm512_set1_epi8(0x0F);
+        const __m512i table =
+            _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kMxfp4OffsetDoubled)));
+        for (int c = 0; c < 4; ++c) {
+            const __m512i bytes = _mm512_loadu_si512(tile + 64 * c);
+            w[2 * c] = _mm512_shuffle_epi8(table, _mm512_and_si512(bytes, low_nibbles));
+            w[2 * c + 1] = _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(bytes, 4), low_nibbles));
+        }
+        d = mxfp4_half_scales(tile + 256);
+    }
+    // The weights are v + kMxfp4Offset: subtract that times the sum of the activation block for the signed product.
+    static __m512 accumulate(__m512i low, __m512i high, __m512 d, __m512, const QuantizedActivations& x, int64_t b,
+                             int64_t j, __m512 acc) {
+        const __m512i p =
+            _mm512_sub_epi32(_mm512_add_epi32(low, high), _mm512_set1_epi32(kMxfp4Offset * x.block_sum(b, j)));
+        return _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(d, _mm512_set1_ps(x.block_scale(b, j))), acc);
+    }
+};
+
 template <>
 struct PackedFormat<DType::Q5_0> {
     static constexpr int64_t kTileBytes = 352;
@@ -220,13 +255,14 @@ void register_tile_group(const uint8_t* group_tiles, int64_t blocks, const Quant
     for (int t = 0; t < T; ++t) _mm512_storeu_ps(y + (b0 + t) * y_stride, acc[t]);
 }
 
-// What the stored weights add to the true quants (Q5_0: 16, Q8_0: 128, Q6_K: 32), and how many
+// What the stored weights add to the true quants (Q5_0: 16, Q8_0: 128, Q6_K: 32, MXFP4: 12), and how many
 // spans with their own scale a block has (Q6_K: two halves of 16).
 template <DType kType>
-constexpr int32_t kWeightOffset = kType == DType::Q8_0   ? 128
-                                  : kType == DType::Q5_0 ? 16
-                                  : kType == DType::Q6_K ? 32
-                                                         : 0;
+constexpr int32_t kWeightOffset = kType == DType::Q8_0    ? 128
+                                  : kType == DType::Q5_0  ? 16
+                                  : kType == DType::Q6_K  ? 32
+                                  : kType == DType::MXFP4 ? kMxfp4Offset
+                                                          : 0;
 template <DType kType>
 constexpr int kSpansPerBlock = kType == DType::Q6_K ? 2 : 1;
 template <DType kType>
@@ -432,6 +468,8 @@ void matmul_packed_groups_avx512(const WeightMatrix& packed, const QuantizedActi
         groups<DType::Q6_K>(packed, x, y, group_begin, group_end);
     else if (packed.type == DType::Q4_K)
         groups<DType::Q4_K>(packed, x, y, group_begin, group_end);
+    else if (packed.type == DType::MXFP4)
+        groups<DType::MXFP4>(packed, x, y, group_begin, group_end);
     else
         groups<DType::Q8_0>(packed, x, y, group_begin, group_end);
 }

@@ -14,6 +14,7 @@ namespace {
 constexpr int64_t kQ4_1TileBytes = 320;
 constexpr int64_t kQ8_0TileBytes = 544;
 constexpr int64_t kQ5_0TileBytes = 352;
+constexpr int64_t kMxfp4TileBytes = 272, kMxfp4ScalesOffset = 256;
 constexpr int64_t kQ4_1ScalesOffset = 256, kQ4_1MinsOffset = 288, kQ8_0ScalesOffset = 512;
 constexpr int64_t kQ5_0HighBitsOffset = 256, kQ5_0ScalesOffset = 320;
 constexpr int64_t kQ6_KTileBytes = 3360, kQ6_KSubTileBytes = 416;
@@ -55,6 +56,22 @@ void pack_q4_1_tile(const BlockQ4_1* const rows[kPackedRows], int64_t block, uin
                 tile[64 * c + 4 * r + k] = static_cast<uint8_t>(q[8 * c + k] | q[8 * c + 4 + k] << 4);
         std::memcpy(tile + kQ4_1ScalesOffset + 2 * r, &b.d, 2);
         std::memcpy(tile + kQ4_1MinsOffset + 2 * r, &b.m, 2);
+    }
+}
+
+// The E2M1 codes placed as Q4_1's nibbles, then the 16 rows' E8M0 scale bytes: exactly the file's bytes.
+void pack_mxfp4_tile(const BlockMXFP4* const rows[kPackedRows], int64_t block, uint8_t* tile) {
+    for (int r = 0; r < kPackedRows; ++r) {
+        const BlockMXFP4& b = rows[r][block];
+        int q[32];
+        for (int i = 0; i < 16; ++i) {
+            q[i] = b.qs[i] & 0x0F;
+            q[i + 16] = b.qs[i] >> 4;
+        }
+        for (int c = 0; c < 4; ++c)
+            for (int k = 0; k < 4; ++k)
+                tile[64 * c + 4 * r + k] = static_cast<uint8_t>(q[8 * c + k] | q[8 * c + 4 + k] << 4);
+        tile[kMxfp4ScalesOffset + r] = b.e;
     }
 }
 
@@ -153,7 +170,7 @@ int64_t packed_tile_columns(DType type) { return is_k_quant(type) ? kSuperBlockE
 bool packing_supports(const WeightMatrix& matrix) {
     return matrix.layout == WeightLayout::Gguf &&
            (matrix.type == DType::Q4_1 || matrix.type == DType::Q8_0 || matrix.type == DType::Q5_0 ||
-            matrix.type == DType::Q6_K || matrix.type == DType::Q4_K) &&
+            matrix.type == DType::Q6_K || matrix.type == DType::Q4_K || matrix.type == DType::MXFP4) &&
            matrix.rows > 0 && matrix.rows % kPackedRows == 0 && matrix.cols > 0 &&
            matrix.cols % packed_tile_columns(matrix.type) == 0;
 }
@@ -164,6 +181,7 @@ int64_t packed_tile_bytes(DType type) {
         case DType::Q5_0: return kQ5_0TileBytes;
         case DType::Q6_K: return kQ6_KTileBytes;
         case DType::Q4_K: return kQ4_KTileBytes;
+        case DType::MXFP4: return kMxfp4TileBytes;
         default: return kQ8_0TileBytes;
     }
 }
@@ -188,6 +206,8 @@ WeightMatrix pack_weights(const WeightMatrix& matrix, void* out) {
                 pack_q6_k_tile(reinterpret_cast<const BlockQ6_K* const*>(rows), j, tile);
             else if (matrix.type == DType::Q4_K)
                 pack_q4_k_tile(reinterpret_cast<const BlockQ4_K* const*>(rows), j, tile);
+            else if (matrix.type == DType::MXFP4)
+                pack_mxfp4_tile(reinterpret_cast<const BlockMXFP4* const*>(rows), j, tile);
             else
                 pack_q8_0_tile(reinterpret_cast<const BlockQ8_0* const*>(rows), j, tile);
         }
@@ -239,6 +259,11 @@ PackedWeight packed_weight(const WeightMatrix& packed, int64_t row, int64_t col)
         const uint8_t byte = tile[64 * (e / 8) + 4 * r + e % 4];
         return {(e % 8) < 4 ? byte & 0x0F : byte >> 4, half_to_float(half_at(tile + kQ4_1ScalesOffset, r)),
                 half_to_float(half_at(tile + kQ4_1MinsOffset, r))};
+    }
+    if (packed.type == DType::MXFP4) {
+        const uint8_t byte = tile[64 * (e / 8) + 4 * r + e % 4];
+        return {kMxfp4Doubled[(e % 8) < 4 ? byte & 0x0F : byte >> 4], mxfp4_half_scale(tile[kMxfp4ScalesOffset + r]),
+                0.0f};
     }
     if (packed.type == DType::Q5_0) {
         const uint8_t byte = tile[64 * (e / 8) + 4 * r + e % 4];

@@ -12,6 +12,9 @@
 //   Q5_0 (352 bytes): [0, 256) the low 4 bits of the quants q (0..31), nibbles placed as in Q4_1;
 //        [256, 320) the fifth bits: 64-bit little-endian mask i (i < 8) at 256 + 8i has bit 4r + k set
 //        when element 4i + k of row r has q >= 16; [320, 352) the 16 rows' d as halves. w = d * (q - 16).
+//   MXFP4 (272 bytes): [0, 256) the E2M1 codes (0..15) placed as Q4_1's nibbles; [256, 272) the 16 rows'
+//        E8M0 scale bytes. w = kMxfp4Doubled[code] * mxfp4_half_scale(e) (quant_blocks.h): q is the doubled
+//        E2M1 value (-12..12), d the halved power of two. Exactly the file's bytes.
 //   Q8_0 (544 bytes): [0, 512) quants + 128 as unsigned bytes: byte 64c + 4r + k holds element
 //        4c + k of row r (c < 8); [512, 544) the 16 rows' d as halves.
 //   Q6_K (3360 bytes, a tile of 16 rows x 256 columns, one file super-block per row): eight 416-byte
@@ -31,15 +34,16 @@
 // quantize_activations.h), the same in the scalar, AVX2 and AVX-512 kernels, bit for bit:
 //   acc = 0
 //   for each block j:  p = sum of q_w * q_x over the block   (exact int32; Q8_0: signed q_w;
-//                                                             Q5_0: q_w = q - 16)
+//                                                             Q5_0: q_w = q - 16;
+//                                                             MXFP4: q_w the doubled E2M1 value)
 //                      acc = fma(float(p), d * dx, acc)
 //                      Q4_1, Q4_K: acc = fma(m, scaled_sum_x, acc)
 // (Q4_K per block: d is the row's d * sc and m = -(dmin * mn), both one float rounding.)
 //   y[b, r] = acc
 // Q6_K instead, per block j: for each half h of 16 elements, p_h = sum of (q - 32) * q_x over the
 // half (exact int32) and acc = fma(float(p_h), (d * scale_h) * dx, acc), h = 0 then 1.
-// It is the arithmetic of llama.cpp's Q4_1 x Q8_1, Q5_0 x Q8_0, Q8_0 x Q8_0, Q4_K x Q8_K and Q6_K x
-// Q8_K dot products (the latter's integer sums per 16 elements), with float scales.
+// It is the arithmetic of llama.cpp's Q4_1 x Q8_1, Q5_0 x Q8_0, Q8_0 x Q8_0, MXFP4 x Q8_0, Q4_K x Q8_K and
+// Q6_K x Q8_K dot products (the latter's integer sums per 16 elements), with float scales.
 #pragma once
 
 #include <cstdint>
@@ -52,7 +56,7 @@ namespace tempered {
 
 inline constexpr int64_t kPackedRows = 16;
 
-// Whether `matrix` (in GGUF layout) can be packed: Q4_1, Q5_0, Q8_0, Q4_K or Q6_K, with rows a
+// Whether `matrix` (in GGUF layout) can be packed: Q4_1, Q5_0, Q8_0, Q4_K, Q6_K or MXFP4, with rows a
 // multiple of 16 and whole tiles of columns.
 bool packing_supports(const WeightMatrix& matrix);
 
@@ -70,9 +74,9 @@ int64_t packed_bytes(const WeightMatrix& matrix);
 WeightMatrix pack_weights(const WeightMatrix& matrix, void* out);
 
 // Element (row, col) of a packed matrix as a quant, with its block's scale d and min m: w = d * q + m.
-// m = 0 for Q8_0, Q5_0 and Q6_K. Q5_0's q is the file's q - 16; Q6_K's is q - 32, its d the row's d
-// times the scale of the element's 16 columns; Q4_K's d = d * sc, m = -(dmin * mn). For tests and the
-// scalar kernel.
+// m = 0 for Q8_0, Q5_0, Q6_K and MXFP4 (q the doubled E2M1 value, d the halved scale). Q5_0's q is the file's q - 16;
+// Q6_K's is q - 32, its d the row's d times the scale of the element's 16 columns; Q4_K's d = d * sc, m = -(dmin * mn).
+// For tests and the scalar kernel.
 struct PackedWeight {
     int q;
     float d;

@@ -78,6 +78,16 @@ static_assert(sizeof(BlockQ5_K) == 176 && sizeof(BlockQ6_K) == 210 && sizeof(Blo
 // GGML's reference does.
 inline constexpr int8_t kMxfp4Doubled[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
 
+// kMxfp4Doubled + kMxfp4Offset (0..24): the unsigned form the packed kernels multiply (vpdpbusd, vpmaddubsw), taking
+// kMxfp4Offset times the activations' block sum back after.
+inline constexpr int kMxfp4Offset = 12;
+inline constexpr uint8_t kMxfp4OffsetDoubled[16] = {12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0};
+static_assert([] {
+    for (int i = 0; i < 16; ++i)
+        if (kMxfp4OffsetDoubled[i] != kMxfp4Doubled[i] + kMxfp4Offset) return false;
+    return true;
+}());
+
 inline float mxfp4_half_scale(uint8_t e) {
     const uint32_t bits = e < 2 ? uint32_t{0x00200000} << e : static_cast<uint32_t>(e - 1) << 23;
     return std::bit_cast<float>(bits);
