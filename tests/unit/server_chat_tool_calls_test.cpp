@@ -42,8 +42,9 @@ ToolCallSetup setup_for(const std::string& extra, ToolCallValidation validation)
 // The answer as the engine delivers it: in pieces of `piece` bytes, each read by the choice's output
 // processor (output/, Hermes calls, as the engine's sequence runs it), the last one finishing with `finish`.
 std::vector<nlohmann::json> run_builder(ChatResponseBuilder& builder, const std::string& text, size_t piece,
-                                        FinishReason finish = FinishReason::Stop) {
-    OutputProcessor output(OutputOptions{{}, nullptr, {}, toolcalls::ToolCallFamily::Hermes});
+                                        FinishReason finish = FinishReason::Stop,
+                                        toolcalls::ToolCallFamily family = toolcalls::ToolCallFamily::Hermes) {
+    OutputProcessor output(OutputOptions{{}, nullptr, {}, family});
     std::vector<nlohmann::json> chunks;
     for (size_t at = 0; at < text.size(); at += piece) {
         std::vector<OutputDelta> outs{output.push({std::string_view(text).substr(at, piece), std::nullopt})};
@@ -67,7 +68,7 @@ nlohmann::json whole_message(const ToolCallSetup& setup, ServingMetrics& metrics
     static const Tokenizer tokenizer = testing::byte_tokenizer();
     ChatResponseBuilder builder(tokenizer, api::make_chat_meta("m", ""), {.choices = 1, .stream = false});
     builder.read_tool_calls(setup, metrics);
-    run_builder(builder, text, 7, finish);
+    run_builder(builder, text, 7, finish, setup.family);
     return builder.final_body({})["choices"][0];
 }
 
@@ -102,6 +103,30 @@ TEST(ChatToolCalls, FlagReturnsValidCallsAndReportsTheOthers) {
     EXPECT_EQ(counter(metrics, "rejected_unknown_name"), 1);
     EXPECT_EQ(counter(metrics, "rejected_bad_arguments"), 1);
     EXPECT_EQ(counter(metrics, "unparsed"), 0);
+}
+
+// gpt-oss: harmony's calls (in the form the harmony splitter hands them over) are checked as every family's, under
+// flag and under constrain alike (no grammar writes them): a call to an undeclared function is never returned.
+TEST(ChatToolCalls, HarmonyCallsToUndeclaredFunctionsAreNeverReturned) {
+    const auto call = [](const std::string& name, const std::string& arguments) {
+        return "<|start|>assistant to=functions." + name + "<|channel|>commentary json<|message|>" + arguments +
+               "<|call|>";
+    };
+    for (ToolCallValidation validation : {ToolCallValidation::Flag, ToolCallValidation::Constrain}) {
+        ServingMetrics metrics("m", "f16");
+        auto setup = tool_call_setup(chat_request(""), {toolcalls::ToolCallFamily::Harmony, validation});
+        ASSERT_TRUE(setup && *setup);
+        const nlohmann::json undeclared = whole_message(**setup, metrics, call("send_email", R"({"to": "bob"})"));
+        EXPECT_FALSE(undeclared["message"].contains("tool_calls") && !undeclared["message"]["tool_calls"].empty());
+        ASSERT_EQ(undeclared["tool_call_violations"].size(), 1u);
+        EXPECT_EQ(undeclared["tool_call_violations"][0]["name"], "send_email");
+        const nlohmann::json declared = whole_message(**setup, metrics, call("get_weather", R"({"city": "Paris"})"));
+        ASSERT_EQ(declared["message"]["tool_calls"].size(), 1u);
+        EXPECT_EQ(declared["message"]["tool_calls"][0]["function"]["name"], "get_weather");
+        EXPECT_EQ(declared["message"]["tool_calls"][0]["function"]["arguments"], R"({"city":"Paris"})");
+        EXPECT_EQ(declared["finish_reason"], "tool_calls");
+        EXPECT_EQ(counter(metrics, "rejected_unknown_name"), 1);
+    }
 }
 
 TEST(ChatToolCalls, OffReturnsEveryParsedCallButStillCounts) {
