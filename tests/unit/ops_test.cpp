@@ -5,6 +5,7 @@
 #include <bit>
 #include <cmath>
 #include <complex>
+#include <cstring>
 #include <limits>
 #include <numeric>
 #include <random>
@@ -163,6 +164,25 @@ TEST(Ops, VectorGegluTanhEqualsScalarBitExactly) {
     if (cpu_supports(CpuIsa::Avx512)) {
         geglu_tanh_avx512(gate.data(), up.data(), avx512.data(), 1003);
         EXPECT_EQ(avx512, scalar);
+    }
+}
+
+TEST(Ops, VectorClampedSwigluEqualsScalarBitExactly) {
+    auto gate = random_vector(1003, 25, 12.0f), up = random_vector(1003, 26, 12.0f);
+    gate[0] = -100.0f, gate[1] = 100.0f, up[2] = -100.0f, up[3] = 100.0f, gate[4] = 7.0f, up[5] = -7.0f;
+    gate[6] = std::nanf(""), up[7] = std::nanf("");
+    std::vector<float> scalar(gate.size()), avx2(gate.size()), avx512(gate.size());
+    swiglu_clamped_scalar(gate.data(), up.data(), scalar.data(), 1003, 1.702f, 7.0f);
+    const auto same_bits = [](const std::vector<float>& a, const std::vector<float>& b) {
+        return std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+    };
+    if (cpu_supports(CpuIsa::Avx2)) {
+        swiglu_clamped_avx2(gate.data(), up.data(), avx2.data(), 1003, 1.702f, 7.0f);
+        EXPECT_TRUE(same_bits(avx2, scalar));
+    }
+    if (cpu_supports(CpuIsa::Avx512)) {
+        swiglu_clamped_avx512(gate.data(), up.data(), avx512.data(), 1003, 1.702f, 7.0f);
+        EXPECT_TRUE(same_bits(avx512, scalar));
     }
 }
 

@@ -19,6 +19,21 @@ void swiglu_avx2(const float* gate, const float* up, float* out, int64_t n) {
     swiglu_scalar(gate + i, up + i, out + i, n - i);
 }
 
+// The operations of swiglu_clamped_scalar, eight lanes at a time: min and max ordered as std::min and std::clamp
+// (NaNs come out as the scalar comparisons make them).
+void swiglu_clamped_avx2(const float* gate, const float* up, float* out, int64_t n, float alpha, float limit) {
+    const __m256 one = _mm256_set1_ps(1.0f), high = _mm256_set1_ps(limit), low = _mm256_set1_ps(-limit);
+    const __m256 minus_alpha = _mm256_set1_ps(-alpha);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 x = _mm256_min_ps(high, _mm256_loadu_ps(gate + i));
+        const __m256 y = _mm256_min_ps(high, _mm256_max_ps(low, _mm256_loadu_ps(up + i)));
+        const __m256 silu = _mm256_div_ps(x, _mm256_add_ps(one, canonical_exp_avx2(_mm256_mul_ps(minus_alpha, x))));
+        _mm256_storeu_ps(out + i, _mm256_mul_ps(silu, _mm256_add_ps(y, one)));
+    }
+    swiglu_clamped_scalar(gate + i, up + i, out + i, n - i, alpha, limit);
+}
+
 // The operations of geglu_tanh_scalar, eight lanes at a time.
 void geglu_tanh_avx2(const float* gate, const float* up, float* out, int64_t n) {
     const __m256 one = _mm256_set1_ps(1.0f), cubic = _mm256_set1_ps(kGeluCubic);

@@ -23,6 +23,20 @@ void swiglu_avx512(const float* gate, const float* up, float* out, int64_t n) {
     swiglu_scalar(gate + i, up + i, out + i, n - i);
 }
 
+// The operations of swiglu_clamped_scalar, sixteen lanes at a time (see swiglu_clamped_avx2).
+void swiglu_clamped_avx512(const float* gate, const float* up, float* out, int64_t n, float alpha, float limit) {
+    const __m512 one = _mm512_set1_ps(1.0f), high = _mm512_set1_ps(limit), low = _mm512_set1_ps(-limit);
+    const __m512 minus_alpha = _mm512_set1_ps(-alpha);
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const __m512 x = _mm512_min_ps(high, _mm512_loadu_ps(gate + i));
+        const __m512 y = _mm512_min_ps(high, _mm512_max_ps(low, _mm512_loadu_ps(up + i)));
+        const __m512 silu = _mm512_div_ps(x, _mm512_add_ps(one, canonical_exp_avx512(_mm512_mul_ps(minus_alpha, x))));
+        _mm512_storeu_ps(out + i, _mm512_mul_ps(silu, _mm512_add_ps(y, one)));
+    }
+    swiglu_clamped_scalar(gate + i, up + i, out + i, n - i, alpha, limit);
+}
+
 // The operations of geglu_tanh_scalar, sixteen lanes at a time.
 void geglu_tanh_avx512(const float* gate, const float* up, float* out, int64_t n) {
     const __m512 one = _mm512_set1_ps(1.0f), cubic = _mm512_set1_ps(kGeluCubic);

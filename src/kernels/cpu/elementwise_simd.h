@@ -8,6 +8,8 @@ namespace tempered {
 
 void swiglu_avx2(const float* gate, const float* up, float* out, int64_t n);
 void swiglu_avx512(const float* gate, const float* up, float* out, int64_t n);
+void swiglu_clamped_avx2(const float* gate, const float* up, float* out, int64_t n, float alpha, float limit);
+void swiglu_clamped_avx512(const float* gate, const float* up, float* out, int64_t n, float alpha, float limit);
 void geglu_tanh_avx2(const float* gate, const float* up, float* out, int64_t n);
 void geglu_tanh_avx512(const float* gate, const float* up, float* out, int64_t n);
 

@@ -108,11 +108,20 @@ void swiglu(const float* gate, const float* up, float* out, int64_t n) {
     swiglu_scalar(gate, up, out, n);
 }
 
-void swiglu_clamped(const float* gate, const float* up, float* out, int64_t n, float alpha, float limit) {
+void swiglu_clamped_scalar(const float* gate, const float* up, float* out, int64_t n, float alpha, float limit) {
     for (int64_t i = 0; i < n; ++i) {
         const float x = std::min(gate[i], limit), y = std::clamp(up[i], -limit, limit);
         out[i] = x / (1.0f + canonical_exp(-alpha * x)) * (y + 1.0f);
     }
+}
+
+void swiglu_clamped(const float* gate, const float* up, float* out, int64_t n, float alpha, float limit) {
+    switch (active_cpu_isa()) {
+        case CpuIsa::Avx512: return swiglu_clamped_avx512(gate, up, out, n, alpha, limit);
+        case CpuIsa::Avx2: return swiglu_clamped_avx2(gate, up, out, n, alpha, limit);
+        case CpuIsa::Scalar: break;
+    }
+    swiglu_clamped_scalar(gate, up, out, n, alpha, limit);
 }
 
 void geglu_tanh_scalar(const float* gate, const float* up, float* out, int64_t n) {

@@ -44,8 +44,9 @@ void swiglu_scalar(const float* gate, const float* up, float* out, int64_t n);
 
 // out (n) = silu_alpha(min(gate, limit)) * (clamp(up, -limit, limit) + 1), where silu_alpha(x) = x / (1 +
 // exp(-alpha x)): gpt-oss's clamped SwiGLU (alpha 1.702, limit 7), with fast_exp.h's canonical_exp. out may
-// alias gate or up. Scalar only: gpt-oss's expert widths make it a small share of a step.
+// alias gate or up. Vectorised where the CPU allows; the same bits.
 void swiglu_clamped(const float* gate, const float* up, float* out, int64_t n, float alpha, float limit);
+void swiglu_clamped_scalar(const float* gate, const float* up, float* out, int64_t n, float alpha, float limit);
 
 // out (n) = gelu(gate) * up, the GeGLU feed-forward activation (Gemma), with GELU's tanh approximation
 // gelu(x) = x / 2 * (1 + tanh(u)), u = sqrt(2 / pi) * (x + 0.044715 x^3), computed as the equal
