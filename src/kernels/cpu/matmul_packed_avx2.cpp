@@ -83,6 +83,22 @@ void q8_0_half(const uint8_t* group_tiles, int64_t blocks, int h, const Quantize
     for (int t = 0; t < T; ++t) _mm256_storeu_ps(y + (b0 + t) * y_stride + 8 * h, acc[t]);
 }
 
+// The 8 rows' integer dot products with an activation block, from `start`: weights of at most 31 keep sums of 4
+// vpmaddubsw results exact (4 x 2 x 31 x 127 < 2^15, activations being at most 127 in magnitude), so each half of
+// the block is summed in 16 bits, then widened.
+__m256i dot_in_halves(const __m256i w[8], const int8_t* xq, __m256i start) {
+    const __m256i word_ones = _mm256_set1_epi16(1);
+    __m256i p = start;
+    for (int half = 0; half < 2; ++half) {
+        __m256i sum16 = _mm256_maddubs_epi16(w[4 * half], broadcast_4_bytes(xq + 16 * half));
+        for (int i = 1; i < 4; ++i)
+            sum16 = _mm256_add_epi16(sum16,
+                                     _mm256_maddubs_epi16(w[4 * half + i], broadcast_4_bytes(xq + 16 * half + 4 * i)));
+        p = _mm256_add_epi32(p, _mm256_madd_epi16(sum16, word_ones));
+    }
+    return p;
+}
+
 // Byte j of the result is 0xFF when bit j of `bits` is set, else 0.
 __m256i expand_bits(uint32_t bits) {
     const __m256i byte_of_bit = _mm256_setr_epi64x(0, 0x0101010101010101, 0x0202020202020202, 0x0303030303030303);
@@ -92,13 +108,12 @@ __m256i expand_bits(uint32_t bits) {
 }
 
 // The same for Q5_0: the Q4_1 nibbles plus 16 where the fifth bit is set, so the weights are q (0..31)
-// and the signed product subtracts 16 * (sum of the activation block).
+// and the signed product subtracts 16 * (sum of the activation block), in halves (dot_in_halves).
 template <int T>
 void q5_0_half(const uint8_t* group_tiles, int64_t blocks, int h, const QuantizedActivations& x, int64_t b0, float* y,
                int64_t y_stride) {
     constexpr int64_t kTileBytes = 352;
     const __m256i low_nibbles = _mm256_set1_epi8(0x0F), sixteen = _mm256_set1_epi8(16);
-    const __m256i word_ones = _mm256_set1_epi16(1);
     __m256 acc[T];
     for (auto& a : acc) a = _mm256_setzero_ps();
     for (int64_t j = 0; j < blocks; ++j) {
@@ -116,15 +131,7 @@ void q5_0_half(const uint8_t* group_tiles, int64_t blocks, int h, const Quantize
         }
         const __m256 d = load_halves(tile + 320 + 16 * h);
         for (int t = 0; t < T; ++t) {
-            const int8_t* xq = x.block_q(b0 + t, j);
-            __m256i p = _mm256_set1_epi32(-16 * x.block_sum(b0 + t, j));
-            for (int half = 0; half < 2; ++half) {
-                __m256i sum16 = _mm256_maddubs_epi16(w[4 * half], broadcast_4_bytes(xq + 16 * half));
-                for (int i = 1; i < 4; ++i)
-                    sum16 = _mm256_add_epi16(
-                        sum16, _mm256_maddubs_epi16(w[4 * half + i], broadcast_4_bytes(xq + 16 * half + 4 * i)));
-                p = _mm256_add_epi32(p, _mm256_madd_epi16(sum16, word_ones));
-            }
+            const __m256i p = dot_in_halves(w, x.block_q(b0 + t, j), _mm256_set1_epi32(-16 * x.block_sum(b0 + t, j)));
             const float dx = x.block_scale(b0 + t, j);
             acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_mul_ps(d, _mm256_set1_ps(dx)), acc[t]);
         }
@@ -226,13 +233,12 @@ void q4_k_half(const uint8_t* group_tiles, int64_t blocks, int h, const Quantize
 }
 
 // The same for MXFP4: the codes looked up as their doubled E2M1 values plus kMxfp4Offset (0..24), so the signed
-// product subtracts kMxfp4Offset * (sum of the activation block). Weights up to 24 keep sums of 4 vpmaddubsw
-// results exact (4 x 2 x 24 x 127 < 2^15) before widening.
+// product subtracts kMxfp4Offset * (sum of the activation block), in halves (dot_in_halves: weights up to 24).
 template <int T>
 void mxfp4_half(const uint8_t* group_tiles, int64_t blocks, int h, const QuantizedActivations& x, int64_t b0, float* y,
                 int64_t y_stride) {
     constexpr int64_t kTileBytes = 272;
-    const __m256i low_nibbles = _mm256_set1_epi8(0x0F), word_ones = _mm256_set1_epi16(1);
+    const __m256i low_nibbles = _mm256_set1_epi8(0x0F);
     const __m256i table =
         _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kMxfp4OffsetDoubled)));
     __m256 acc[T];
@@ -253,15 +259,8 @@ void mxfp4_half(const uint8_t* group_tiles, int64_t blocks, int h, const Quantiz
         const __m256i is_subnormal = _mm256_cmpgt_epi32(_mm256_set1_epi32(2), e);
         const __m256 d = _mm256_castsi256_ps(_mm256_blendv_epi8(normal, subnormal, is_subnormal));
         for (int t = 0; t < T; ++t) {
-            const int8_t* xq = x.block_q(b0 + t, j);
-            __m256i p = _mm256_set1_epi32(-kMxfp4Offset * x.block_sum(b0 + t, j));
-            for (int half = 0; half < 2; ++half) {
-                __m256i sum16 = _mm256_maddubs_epi16(w[4 * half], broadcast_4_bytes(xq + 16 * half));
-                for (int i = 1; i < 4; ++i)
-                    sum16 = _mm256_add_epi16(
-                        sum16, _mm256_maddubs_epi16(w[4 * half + i], broadcast_4_bytes(xq + 16 * half + 4 * i)));
-                p = _mm256_add_epi32(p, _mm256_madd_epi16(sum16, word_ones));
-            }
+            const __m256i p =
+                dot_in_halves(w, x.block_q(b0 + t, j), _mm256_set1_epi32(-kMxfp4Offset * x.block_sum(b0 + t, j)));
             const float dx = x.block_scale(b0 + t, j);
             acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_mul_ps(d, _mm256_set1_ps(dx)), acc[t]);
         }

@@ -43,17 +43,23 @@ uint16_t half_at(const uint8_t* p, int64_t index) {
     return value;
 }
 
+// Row r's 32 four-bit values of a block (element j in the low nibble of qs[j], j + 16 in the high one) placed
+// as the layout's nibbles: byte 64c + 4r + k holds element 8c + k low and 8c + 4 + k high.
+void place_nibbles(const uint8_t qs[16], int r, uint8_t* tile) {
+    int q[32];
+    for (int i = 0; i < 16; ++i) {
+        q[i] = qs[i] & 0x0F;
+        q[i + 16] = qs[i] >> 4;
+    }
+    for (int c = 0; c < 4; ++c)
+        for (int k = 0; k < 4; ++k)
+            tile[64 * c + 4 * r + k] = static_cast<uint8_t>(q[8 * c + k] | q[8 * c + 4 + k] << 4);
+}
+
 void pack_q4_1_tile(const BlockQ4_1* const rows[kPackedRows], int64_t block, uint8_t* tile) {
     for (int r = 0; r < kPackedRows; ++r) {
         const BlockQ4_1& b = rows[r][block];
-        int q[32];
-        for (int i = 0; i < 16; ++i) {
-            q[i] = b.qs[i] & 0x0F;
-            q[i + 16] = b.qs[i] >> 4;
-        }
-        for (int c = 0; c < 4; ++c)
-            for (int k = 0; k < 4; ++k)
-                tile[64 * c + 4 * r + k] = static_cast<uint8_t>(q[8 * c + k] | q[8 * c + 4 + k] << 4);
+        place_nibbles(b.qs, r, tile);
         std::memcpy(tile + kQ4_1ScalesOffset + 2 * r, &b.d, 2);
         std::memcpy(tile + kQ4_1MinsOffset + 2 * r, &b.m, 2);
     }
@@ -63,14 +69,7 @@ void pack_q4_1_tile(const BlockQ4_1* const rows[kPackedRows], int64_t block, uin
 void pack_mxfp4_tile(const BlockMXFP4* const rows[kPackedRows], int64_t block, uint8_t* tile) {
     for (int r = 0; r < kPackedRows; ++r) {
         const BlockMXFP4& b = rows[r][block];
-        int q[32];
-        for (int i = 0; i < 16; ++i) {
-            q[i] = b.qs[i] & 0x0F;
-            q[i + 16] = b.qs[i] >> 4;
-        }
-        for (int c = 0; c < 4; ++c)
-            for (int k = 0; k < 4; ++k)
-                tile[64 * c + 4 * r + k] = static_cast<uint8_t>(q[8 * c + k] | q[8 * c + 4 + k] << 4);
+        place_nibbles(b.qs, r, tile);
         tile[kMxfp4ScalesOffset + r] = b.e;
     }
 }
