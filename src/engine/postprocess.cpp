@@ -153,7 +153,8 @@ ChoiceDelta Postprocessor::sample(Request& request, Sequence& sequence, const fl
         tokens.first(prompt_length), tokens.subspan(prompt_length),
         end_masked ? std::span<const int32_t>(end_of_generation_tokens_) : std::span<const int32_t>()};
     // The grammar shapes the answer, not the thinking: it starts at the first content token.
-    const bool grammar_applies = !sequence.reasoning || sequence.reasoning->grammar_applies();
+    const bool grammar_applies =
+        !sequence.reasoning || !sequence.constraint || sequence.reasoning->grammar_applies(sequence.constraint->lazy());
     grammar::ConstraintState* constraint = sequence.constraint && grammar_applies ? &*sequence.constraint : nullptr;
     // The request's sampling, or the guard's fallback once it resampled this choice.
     const NextTokenParams params{sequence_sampling(options, sequence), options.penalties, options.top_logprobs,

@@ -86,8 +86,10 @@ public:
     std::span<const int32_t> forced_tokens_ahead(int64_t generated, int64_t max_tokens) const;
     // End-of-generation tokens must be masked for the next draw (inside reasoning, or first content token).
     bool masks_end_of_generation() const;
-    // The grammar applies to the next draw only once reasoning and its forced end are over.
-    bool grammar_applies() const { return splitter_->in_answer() && !forcing(); }
+    // The grammar applies to the next draw only outside reasoning and its forced end: a grammar that waits for its
+    // trigger (`lazy`: tool calls under tool_choice auto) anywhere else, one that holds from the start (response
+    // formats) only inside the answer proper (harmony: the final message's body, not the headers before it).
+    bool grammar_applies(bool lazy) const { return (lazy ? !in_reasoning() : splitter_->in_answer()) && !forcing(); }
 
     // A token was appended (`forced`: from forced_token()); `text` is what the detokenizer gave for it.
     ReasoningText on_token(int32_t token, bool forced, std::string_view text);

@@ -212,7 +212,8 @@ void Scheduler::choose_drafts(const Request& request, Sequence& sequence, int64_
         room = std::min(room, drafts_worth_verifying(1.0, decode_step_, static_cast<int64_t>(forced.size())));
     } else {
         sequence.drafts = sequence.drafter ? sequence.drafter->propose() : std::exchange(sequence.model_proposal, {});
-        const bool grammar_applies = !sequence.reasoning || sequence.reasoning->grammar_applies();
+        const bool grammar_applies = !sequence.reasoning || !sequence.constraint ||
+                                     sequence.reasoning->grammar_applies(sequence.constraint->lazy());
         if (sequence.constraint && grammar_applies)
             sequence.drafts.resize(drafts_the_grammar_allows(*sequence.constraint, sequence.drafts));
         room = std::min(room, drafts_worth_verifying(sequence.acceptance.rate(), decode_step_,

@@ -89,6 +89,8 @@ public:
 
     // The grammar decides the next token (else the output is free and every token is allowed).
     bool active() const { return matcher_.has_value(); }
+    // The grammar waits for a trigger token (Constraint::starts_lazily).
+    bool lazy() const { return constraint_->starts_lazily(); }
     // The size of the masks fill_mask fills.
     size_t n_tokens() const { return constraint_->vocabulary().n_tokens(); }
     // Active: the tokens allowed next, end-of-generation ones exactly when the sentence is complete.

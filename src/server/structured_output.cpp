@@ -100,10 +100,10 @@ std::optional<int32_t> StructuredOutput::opening_tag_token(toolcalls::ToolCallFa
 api::ApiResult<std::shared_ptr<const grammar::Constraint>> StructuredOutput::tool_call_constraint(
     const ToolCallSetup& setup) {
     using Constrained = std::shared_ptr<const grammar::Constraint>;
-    if (setup.validation != ToolCallValidation::Constrain || !toolcalls::describe(setup.family).constrainable)
-        return Constrained();
+    if (setup.validation != ToolCallValidation::Constrain) return Constrained();
+    const bool lazy_only = toolcalls::describe(setup.family).lazy_only;
     std::vector<int32_t> trigger;
-    if (!setup.forced) {
+    if (!setup.forced || lazy_only) {
         const std::optional<int32_t> tag = opening_tag_token(setup.family);
         if (!tag) return Constrained();
         trigger.push_back(*tag);
@@ -114,8 +114,9 @@ api::ApiResult<std::shared_ptr<const grammar::Constraint>> StructuredOutput::too
     if (!grammar) {  // DeclaredTools compiled every schema already, so this is a tool-less named choice
         return api::invalid_request("tools: " + grammar.error().message, "tools", "invalid_value");
     }
-    const auto after = setup.forced || !setup.parallel_tool_calls ? grammar::AfterComplete::EndGeneration
-                                                                  : grammar::AfterComplete::FreeText;
+    const auto after = (setup.forced || !setup.parallel_tool_calls) && !lazy_only
+                           ? grammar::AfterComplete::EndGeneration
+                           : grammar::AfterComplete::FreeText;
     return Constrained(std::make_shared<const grammar::Constraint>(std::move(grammar).value(), vocabulary(),
                                                                    std::move(trigger), after));
 }

@@ -4,15 +4,17 @@
 // ("<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>") and ends the call with <|call|>,
 // an end-of-generation token; the harmony reasoning splitter (reasoning/harmony_splitter.h) reads the header and
 // hands this parser every call in the form above, closed. One call per message; a turn that calls ends there.
-// Calls are not constrained by a grammar: harmony's headers are marker tokens around the analysis channel that the
-// call syntax of tool_call_grammar.h cannot order (constrainable false), so --tool-call-validation constrain
-// checks these calls after parsing as flag does: an undeclared or invalid call is never returned either way.
+// Under --tool-call-validation constrain a lazy grammar starts at each <|channel|> outside reasoning and holds the
+// header to a known channel and a call to a declared function with schema-valid arguments
+// (build_harmony_header_grammar, below); calls are checked after parsing all the same, as every family's.
 // The family's descriptor (tool_call_family.h) is at the end of this file, beside its parser.
 #include <nlohmann/json.hpp>
 
+#include "grammar/json_schema.h"
 #include "toolcalls/call_text.h"
 #include "toolcalls/tagged_call_parser.h"
 #include "toolcalls/tool_call_family.h"
+#include "toolcalls/tool_call_grammar.h"
 
 namespace tempered::toolcalls {
 namespace {
@@ -60,12 +62,31 @@ private:
 
 }  // namespace
 
+Result<grammar::Grammar, grammar::SchemaError> build_harmony_header_grammar(const DeclaredTools& tools) {
+    using grammar::Expr;
+    grammar::GrammarBuilder builder;
+    std::vector<Expr> headers = {Expr::literal("analysis<|message|>"), Expr::literal("final<|message|>"),
+                                 Expr::literal("commentary<|message|>")};
+    for (const DeclaredTool& tool : tools.tools()) {
+        auto arguments = grammar::compile_json_schema_into(builder, tool.parameters);
+        if (!arguments) return arguments.error();
+        headers.push_back(
+            Expr::sequence({Expr::literal("commentary to=functions." + tool.name + " <|constrain|>json<|message|>"),
+                            Expr::reference(*arguments)}));
+    }
+    const grammar::RuleId root = builder.add_rule();
+    builder.define(root, Expr::sequence({Expr::literal("<|channel|>"), Expr::choice(std::move(headers))}));
+    auto built = builder.build(root);
+    if (!built) return grammar::SchemaError{"", "", built.error().message};
+    return std::move(built.value());
+}
+
 const ToolCallFamilyDescriptor& harmony_family() {
     static const ToolCallFamilyDescriptor family{
         .id = ToolCallFamily::Harmony,
         .name = "harmony",
         .template_markers = {{"<|channel|>commentary", "<|call|>"}},
-        .trigger = "",
+        .trigger = "<|channel|>",
         .syntax = {.region_open = "",
                    .region_close = "",
                    .call_open = "",
@@ -73,7 +94,7 @@ const ToolCallFamilyDescriptor& harmony_family() {
                    .arguments_key = "arguments",
                    .separator = ""},
         .make_parser = []() -> std::unique_ptr<ToolCallParser> { return std::make_unique<HarmonyParser>(); },
-        .constrainable = false,
+        .lazy_only = true,
     };
     return family;
 }

@@ -43,9 +43,10 @@ struct ToolCallFamilyDescriptor {
     std::string_view trigger;
     CallSyntax syntax;
     std::unique_ptr<ToolCallParser> (*make_parser)();
-    // Whether a grammar can write the family's calls (`syntax`); false for harmony, whose call headers are
-    // marker tokens around the analysis channel: its calls are checked after parsing in every mode.
-    bool constrainable = true;
+    // Harmony: its grammar (build_harmony_header_grammar) is one message header, so it only ever starts at its
+    // trigger and the output is free after it, whatever tool_choice and parallel_tool_calls say: a required call is
+    // not forced, only held to the declared tools once the model writes one.
+    bool lazy_only = false;
 };
 
 // Every family, in detection order (see tool_call_family.cpp).

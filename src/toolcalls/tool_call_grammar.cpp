@@ -9,6 +9,7 @@ using grammar::Expr;
 Result<grammar::Grammar, grammar::SchemaError> build_tool_call_grammar(const ToolCallGrammarRequest& request) {
     if (request.tools == nullptr || request.tools->tools().empty())
         return grammar::SchemaError{"", "", "no tool is declared, so no call can be written"};
+    if (request.family == ToolCallFamily::Harmony) return build_harmony_header_grammar(*request.tools);
     const CallSyntax& syntax = describe(request.family).syntax;
     grammar::GrammarBuilder builder;
     std::vector<Expr> calls;

@@ -26,4 +26,11 @@ struct ToolCallGrammarRequest {
 // Fails when no tool is declared or a schema does not compile (DeclaredTools already refused those).
 Result<grammar::Grammar, grammar::SchemaError> build_tool_call_grammar(const ToolCallGrammarRequest& request);
 
+// Harmony's (gpt-oss) instead, defined beside its parser (harmony_family.cpp): not a call region but one message
+// header from its <|channel|> on, the trigger of a lazy grammar that watches every header outside reasoning:
+//   <|channel|> ( analysis<|message|> | final<|message|> | commentary<|message|>
+//               | commentary to=functions.NAME <|constrain|>json<|message|>ARGS )
+// with NAME one of the declared tools and ARGS its schema; after each header the output is free again.
+Result<grammar::Grammar, grammar::SchemaError> build_harmony_header_grammar(const DeclaredTools& tools);
+
 }  // namespace tempered::toolcalls

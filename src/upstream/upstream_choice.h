@@ -79,7 +79,10 @@ private:
     void finish(FinishReason reason, ChoiceDelta& delta);  // ends the choice here
     void guard_text(std::string_view text, ChoiceDelta& delta, EngineObserver* observer);
     bool resampled() const;  // the guard switched this choice to its fallback sampling
-    bool in_answer() const { return !sequence_.reasoning || sequence_.reasoning->grammar_applies(); }
+    bool in_answer() const {
+        return !sequence_.reasoning ||
+               sequence_.reasoning->grammar_applies(sequence_.constraint && sequence_.constraint->lazy());
+    }
 
     const GenerationOptions& options_;
     const Tokenizer& tokenizer_;

@@ -141,12 +141,12 @@ TEST(ReasoningPhase, AModelThatClosesReasoningItselfHasNoForcedEnd) {
 TEST(ReasoningPhase, AModelThatOpensReasoningItselfIsBudgetedFromThere) {
     ReasoningPhase phase(options(/*prompt_opens=*/false, 2));
     EXPECT_FALSE(phase.in_reasoning());
-    EXPECT_TRUE(phase.grammar_applies());
+    EXPECT_TRUE(phase.grammar_applies(false));
     EXPECT_FALSE(phase.masks_end_of_generation());
     EXPECT_FALSE(phase.forced_token(0, 100));
     phase.on_token(kStart, false, "<think>");
     EXPECT_TRUE(phase.in_reasoning());
-    EXPECT_FALSE(phase.grammar_applies());
+    EXPECT_FALSE(phase.grammar_applies(false));
     EXPECT_TRUE(phase.masks_end_of_generation());
     const auto steps = run(phase, 6);  // continues from generated 0 for the driver; room is ample
     EXPECT_EQ(tokens_of(steps), (std::vector<int32_t>{kWord, kWord, kNewline, kEnd, kDoubleNewline, kWord}));
@@ -183,14 +183,14 @@ TEST(ReasoningPhase, ALoopEndsReasoningByForceAndOnlyInsideReasoning) {
 
 TEST(ReasoningPhase, NoGrammarInsideReasoningNorDuringTheForcedEnd) {
     ReasoningPhase phase(options(true, 0));
-    EXPECT_FALSE(phase.grammar_applies());
+    EXPECT_FALSE(phase.grammar_applies(false));
     for (int64_t i = 0; i < 3; ++i) {
         const auto token = phase.forced_token(i, 100);
         ASSERT_TRUE(token);
-        EXPECT_FALSE(phase.grammar_applies()) << i;
+        EXPECT_FALSE(phase.grammar_applies(false)) << i;
         phase.on_token(*token, true, "");
     }
-    EXPECT_TRUE(phase.grammar_applies()) << "from the first drawn content token";
+    EXPECT_TRUE(phase.grammar_applies(false)) << "from the first drawn content token";
 }
 
 TEST(ReasoningPhase, TextGoesToItsSideAndMarkersToNeither) {

@@ -9,8 +9,11 @@
 #include <vector>
 
 #include "engine/reasoning_phase.h"
+#include "grammar/matcher.h"
 #include "output/output_processor.h"
 #include "reasoning/harmony_splitter.h"
+#include "toolcalls/declared_tools.h"
+#include "toolcalls/tool_call_grammar.h"
 #include "toolcalls/tool_call_parser.h"
 
 namespace tempered {
@@ -95,7 +98,8 @@ TEST(HarmonySplitter, ReadsHeaders) {
     EXPECT_EQ(reasoning::read_harmony_header("<|channel|>commentary to=browser.search").kind, Kind::Content);
 }
 
-// The budget closes the analysis message and opens the final one; the grammar applies in the final body only.
+// The budget closes the analysis message and opens the final one; a response format's grammar applies in the
+// final body only, a lazy one (calls) outside reasoning and the forced end.
 TEST(HarmonyReasoningPhase, TheBudgetForcesTheFinalChannel) {
     constexpr int32_t kAssistant = 60, kFinal = 61, kAnalysis = 62;
     ReasoningOptions options;
@@ -118,9 +122,10 @@ TEST(HarmonyReasoningPhase, TheBudgetForcesTheFinalChannel) {
     const std::vector<int32_t> model = {kChannel, kAnalysis, kMessage};  // then words, forever
     std::string reasoning, content;
     std::vector<int32_t> tokens;
-    std::vector<bool> grammar;
+    std::vector<bool> grammar, lazy_grammar;
     for (int64_t generated = 0; generated < 14; ++generated) {
-        grammar.push_back(phase.grammar_applies());
+        grammar.push_back(phase.grammar_applies(/*lazy=*/false));
+        lazy_grammar.push_back(phase.grammar_applies(/*lazy=*/true));
         const std::optional<int32_t> forced = phase.forced_token(generated, 100);
         const int32_t token = forced.value_or(generated < 3 ? model[static_cast<size_t>(generated)] : kText);
         const ReasoningText out = phase.on_token(token, forced.has_value(), text_of(token));
@@ -136,6 +141,10 @@ TEST(HarmonyReasoningPhase, TheBudgetForcesTheFinalChannel) {
     EXPECT_EQ(phase.report().tokens, 3);
     for (size_t i = 0; i < 12; ++i) EXPECT_FALSE(grammar[i]) << i;  // headers, reasoning, the forced end
     EXPECT_TRUE(grammar[12]);
+    // A lazy grammar (harmony's call headers) also watches the headers, never the reasoning or the forced end.
+    const std::vector<bool> lazy_expected = {true,  true,  true,  false, false, false, false,
+                                             false, false, false, false, false, true,  true};
+    EXPECT_EQ(lazy_grammar, lazy_expected);
 }
 
 // The whole output path: a reasoning phase as the split, the harmony family reading calls.
@@ -200,6 +209,40 @@ TEST(HarmonyOutput, AnAnswerWithoutCallsIsContentAndBrokenArgumentsStayContent) 
     EXPECT_TRUE(broken.calls.empty());
     EXPECT_EQ(broken.unparsed_calls, 1);
     EXPECT_NE(broken.content.find("{oops"), std::string::npos) << "nothing the model wrote is lost";
+}
+
+// Under constrain, the header grammar started by <|channel|> lets every channel through, holds a call to the
+// declared functions and their schemas, and what it lets a model write is what the splitter and the family read.
+TEST(HarmonyGrammar, HoldsCallsToDeclaredFunctionsAndSchemas) {
+    const auto tools = toolcalls::DeclaredTools::from_request(nlohmann::ordered_json::parse(R"([
+        {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object",
+            "properties": {"city": {"type": "string"}}, "required": ["city"], "additionalProperties": false}}}])"));
+    ASSERT_TRUE(tools.ok());
+    auto grammar = toolcalls::build_harmony_header_grammar(*tools);
+    ASSERT_TRUE(grammar.ok());
+    const auto complete = [&](std::string_view text) {
+        grammar::Matcher matcher(*grammar);
+        return matcher.accept_bytes(text) && matcher.is_complete() && !matcher.can_continue();
+    };
+    const auto refused = [&](std::string_view text) {
+        grammar::Matcher matcher(*grammar);
+        return !matcher.accept_bytes(text);
+    };
+    EXPECT_TRUE(complete("<|channel|>analysis<|message|>"));
+    EXPECT_TRUE(complete("<|channel|>final<|message|>"));
+    EXPECT_TRUE(complete("<|channel|>commentary<|message|>"));
+    const std::string call =
+        R"(<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"city": "Paris"})";
+    EXPECT_TRUE(complete(call));
+    EXPECT_TRUE(refused("<|channel|>commentary to=functions.send_email"));
+    EXPECT_TRUE(refused(R"(<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"town")"));
+    EXPECT_TRUE(refused("<|channel|>thinking"));
+    // The constrained call, read by the splitter and the harmony family, is the declared call.
+    const OutputDelta read = run_output({channel(), text("commentary to=functions.get_weather "), constrain(),
+                                         text("json"), message(), text(R"({"city": "Paris"})")});
+    ASSERT_EQ(read.calls.size(), 1u);
+    EXPECT_EQ(read.calls[0].name, "get_weather");
+    EXPECT_EQ(read.calls[0].arguments, R"({"city":"Paris"})");
 }
 
 }  // namespace harmony_test

@@ -36,10 +36,10 @@ TEST(ToolCallFamilies, EachIsFoundByItsNameAndByItsTemplateMarkers) {
     EXPECT_FALSE(detect_family("{% for message in messages %}{{ message.content }}{% endfor %}"));
 }
 
-// Harmony is not constrainable (no grammar writes its calls); tests/unit/harmony_test.cpp reads its form.
+// Harmony's grammar is a message header, not a call region (tests/unit/harmony_test.cpp holds it to its parser).
 TEST(ToolCallFamilies, WhatTheSyntaxWritesTheParserReads) {
     for (const ToolCallFamilyDescriptor* family : tool_call_families()) {
-        if (!family->constrainable) continue;
+        if (family->lazy_only) continue;
         const CallSyntax& syntax = family->syntax;
         const std::string text = std::string(syntax.region_open) + written_call(syntax, "f") +
                                  std::string(syntax.separator) + written_call(syntax, "g") +
