@@ -104,6 +104,20 @@ void split_gpt2(const Piece& piece, size_t begin, std::vector<size_t>& out) {
     }
 }
 
+// The end of the llama3-shaped patterns' whitespace word at `pos` ('\s*[\r\n]+', '\s+(?!\S)', '\s+', in that
+// order), or pos + 1 for a lone character no earlier pattern took.
+size_t sink_whitespace_end(const Piece& piece, size_t pos) {
+    size_t whitespace = 0, after_last_newline = 0;
+    while (piece.flags_at(pos + whitespace) & kWhitespace) {
+        const uint32_t c = piece.at(pos + whitespace);
+        if (c == '\r' || c == '\n') after_last_newline = pos + whitespace + 1;
+        ++whitespace;
+    }
+    if (after_last_newline > 0) return after_last_newline;
+    if (whitespace > 1 && piece.at(pos + whitespace) != kOutside) return pos + whitespace - 1;
+    return pos + std::max<size_t>(whitespace, 1);
+}
+
 // The llama3 / qwen2 shape; `max_digits` is 3 for \p{N}{1,3} and 1 for \p{N}.
 void split_llama3(const Piece& piece, size_t begin, size_t max_digits, std::vector<size_t>& out) {
     WordSink sink(out, begin);
@@ -143,29 +157,8 @@ void split_llama3(const Piece& piece, size_t begin, size_t max_digits, std::vect
             sink.cut(pos);
             continue;
         }
-        // '\s*[\r\n]+', '\s+(?!\S)', '\s+'
-        size_t whitespace = 0;
-        size_t after_last_newline = 0;
-        while (piece.flags_at(pos + whitespace) & kWhitespace) {
-            if (is_newline(piece.at(pos + whitespace))) after_last_newline = pos + whitespace + 1;
-            ++whitespace;
-        }
-        if (after_last_newline > 0) {
-            pos = after_last_newline;
-            sink.cut(pos);
-            continue;
-        }
-        if (whitespace > 1 && piece.at(pos + whitespace) != kOutside) {
-            pos += whitespace - 1;
-            sink.cut(pos);
-            continue;
-        }
-        if (whitespace > 0) {
-            pos += whitespace;
-            sink.cut(pos);
-            continue;
-        }
-        sink.cut(++pos);
+        pos = sink_whitespace_end(piece, pos);
+        sink.cut(pos);
     }
 }
 
@@ -229,19 +222,7 @@ void split_gpt4o(const Piece& piece, size_t begin, std::vector<size_t>& out) {
             sink.cut(pos);
             continue;
         }
-        // '\s*[\r\n]+', '\s+(?!\S)', '\s+'
-        size_t whitespace = 0, after_last_newline = 0;
-        while (piece.flags_at(pos + whitespace) & kWhitespace) {
-            if (is_newline(piece.at(pos + whitespace))) after_last_newline = pos + whitespace + 1;
-            ++whitespace;
-        }
-        if (after_last_newline > 0) {
-            pos = after_last_newline;
-        } else if (whitespace > 1 && piece.at(pos + whitespace) != kOutside) {
-            pos += whitespace - 1;
-        } else {
-            pos += std::max<size_t>(whitespace, 1);
-        }
+        pos = sink_whitespace_end(piece, pos);
         sink.cut(pos);
     }
 }
